@@ -1,0 +1,10 @@
+"""``python -m broker [server.properties] [--override key=value ...]``: start a broker."""
+
+import argparse
+import sys
+
+from .cli import add_broker_arguments, run_broker
+
+parser = argparse.ArgumentParser(prog="python -m broker", description="Start a Samsa broker")
+add_broker_arguments(parser)
+sys.exit(run_broker(parser.parse_args()))

@@ -1,0 +1,84 @@
+"""CreateTopics (key 19), versions 2-7.
+
+Creates each topic with its partition count (-1: ``num.partitions``), replication factor
+(-1: ``default.replication.factor``; above the number of live brokers gives
+INVALID_REPLICATION_FACTOR) or explicit replica assignments (which must name this broker), and
+config overrides validated as topic configs (bad ones: INVALID_CONFIG with the reason).
+``validate_only`` (v1+) checks everything and creates nothing. Errors are per topic with a
+message (v1+); v5+ (KIP-525) echoes partitions and replication factor; v7 returns topic ids.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from log import LogConfig
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode, KafkaError
+
+from ..metadata import validate_topic_name
+from . import RequestContext, api
+
+
+@api(ApiKey.CREATE_TOPICS, versions=(2, 7))
+async def handle_create_topics(ctx: RequestContext, req: Any) -> Any:
+    broker = ctx.broker
+    R = ctx.response_class
+    Result = R.CreatableTopicResult
+    out = []
+    seen: set[str] = set()
+    for t in req.topics:
+        code, message = ErrorCode.NONE, None
+        tid = uuid.UUID(int=0)
+        partitions, rf = t.num_partitions, t.replication_factor
+        try:
+            if t.name in seen:
+                raise KafkaError(ErrorCode.INVALID_REQUEST, f"Duplicate topic name {t.name} in the request")
+            seen.add(t.name)
+            validate_topic_name(t.name)
+            if t.name in broker.topics:
+                raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists.")
+            if t.assignments:
+                if partitions != -1 or rf != -1:
+                    raise KafkaError(ErrorCode.INVALID_REQUEST, "Both numPartitions or replicationFactor and "
+                                     "replicasAssignments were set. Both cannot be used at the same time.")
+                for a in t.assignments:
+                    if any(b != broker.broker_id for b in a.broker_ids) or not a.broker_ids:
+                        raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                         f"Replica assignment {list(a.broker_ids)} names brokers that are not registered")
+                indexes = sorted(a.partition_index for a in t.assignments)
+                if indexes != list(range(len(indexes))):
+                    raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                     "Partitions should be consecutive and start from 0")
+                partitions, rf = len(indexes), len(t.assignments[0].broker_ids)
+            else:
+                if partitions == -1:
+                    partitions = broker.config.int("num.partitions")
+                if rf == -1:
+                    rf = broker.config.int("default.replication.factor")
+                if partitions <= 0:
+                    raise KafkaError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+                if rf <= 0:
+                    raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                                     "Replication factor must be larger than 0.")
+                if rf > 1:
+                    raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                                     f"Unable to replicate the partition {rf} time(s): The target replication "
+                                     "factor of " f"{rf} cannot be reached because only 1 broker(s) are registered.")
+            configs: dict[str, str] = {}
+            for c in t.configs:
+                if c.value is None:
+                    raise KafkaError(ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {c.name}")
+                configs[c.name] = c.value
+            LogConfig.from_properties({**broker.config.topic_defaults(), **configs})
+            if not req.validate_only:
+                info = broker.topics.create(t.name, partitions, configs)
+                tid = info.topic_id
+        except KafkaError as e:
+            code, message = e.code, e.message
+        out.append(Result(name=t.name, topic_id=tid, error_code=int(code), error_message=message,
+                          topic_config_error_code=0,
+                          num_partitions=partitions if code == 0 else -1,
+                          replication_factor=rf if code == 0 else -1, configs=None))
+    return R(throttle_time_ms=0, topics=out)

@@ -1,0 +1,51 @@
+"""DeleteTopics (key 20), versions 1-6.
+
+Deletes topics by name (v0-5 ``topic_names``) or by name or id (v6, KIP-516). The topic
+leaves the registry first, so clients stop seeing it at once; its partition directories are
+renamed ``<topic>-<partition>.<id>-delete`` and removed, as Kafka does. Unknown topics get
+UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID by id); ``delete.topic.enable=false`` gives
+TOPIC_DELETION_DISABLED.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode, KafkaError
+
+from . import RequestContext, api
+
+ZERO = uuid.UUID(int=0)
+
+
+@api(ApiKey.DELETE_TOPICS, versions=(1, 6))
+async def handle_delete_topics(ctx: RequestContext, req: Any) -> Any:
+    broker = ctx.broker
+    R = ctx.response_class
+    Result = R.DeletableTopicResult
+    if ctx.version >= 6:
+        targets = [(t.name, t.topic_id) for t in req.topics]
+    else:
+        targets = [(n, None) for n in req.topic_names]
+    out = []
+    for name, tid in targets:
+        code, message = ErrorCode.NONE, None
+        try:
+            if not broker.config["delete.topic.enable"]:
+                raise KafkaError(ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
+            if not name and tid is not None and tid != ZERO:
+                info = broker.topics.by_id(tid)
+                if info is None:
+                    raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, f"Topic id {tid} does not exist")
+                name = info.name
+            info = broker.topics.get(name) if name else None
+            if info is None:
+                raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
+            tid = info.topic_id
+            broker.topics.delete(info.name)
+        except KafkaError as e:
+            code, message = e.code, e.message
+        out.append(Result(name=name, topic_id=tid or ZERO, error_code=int(code), error_message=message))
+    return R(throttle_time_ms=0, responses=out)

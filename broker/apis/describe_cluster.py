@@ -1,0 +1,30 @@
+"""DescribeCluster (key 60), versions 0-1 (KIP-700).
+
+The cluster id, the controller (this broker, which plays KRaft's controller role on a single
+node) and the broker list. v1 (KIP-919) adds ``endpoint_type``: only brokers (1) are served;
+asking for controllers gets UNSUPPORTED_ENDPOINT_TYPE as from a Kafka broker.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+from . import RequestContext, api
+
+
+@api(ApiKey.DESCRIBE_CLUSTER, versions=(0, 1))
+async def handle_describe_cluster(ctx: RequestContext, req: Any) -> Any:
+    broker = ctx.broker
+    R = ctx.response_class
+    if ctx.version >= 1 and getattr(req, "endpoint_type", 1) != 1:
+        return R(throttle_time_ms=0, error_code=ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
+                 error_message="The broker only serves broker endpoints", endpoint_type=req.endpoint_type,
+                 cluster_id=broker.cluster_id, controller_id=-1, brokers=[], cluster_authorized_operations=-2147483648)
+    adv = broker.advertised
+    return R(throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=1, cluster_id=broker.cluster_id,
+             controller_id=broker.broker_id,
+             brokers=[R.DescribeClusterBroker(broker_id=broker.broker_id, host=adv.host, port=adv.port, rack=None)],
+             cluster_authorized_operations=-2147483648)

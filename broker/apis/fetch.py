@@ -1,0 +1,115 @@
+"""Fetch (key 1), versions 4-17.
+
+Reads whole batches from each partition's log, as stored, up to the high watermark
+(``isolation_level`` 0) or the last stable offset (1, KIP-98) and returns them with the
+partition's high watermark, last stable offset and log start offset (v5+, KIP-107).
+
+Limits follow KIP-74: ``partition_max_bytes`` per partition and ``max_bytes`` overall, except
+that the first partition with data returns at least one whole batch even when it is larger,
+so a consumer can always make progress. Long poll: if fewer than ``min_bytes`` are available,
+the request parks until data arrives on one of its partitions or ``max_wait_ms`` passes.
+
+Fetch sessions (KIP-227, v7+) are declined: we answer session id 0, which tells clients to
+keep sending full fetch requests. v12+ is flexible; v13+ names topics by id (KIP-516)
+and an unknown id gets UNKNOWN_TOPIC_ID. v15+ (KIP-903) replica state is ignored: we have no
+followers yet. Out-of-range offsets get OFFSET_OUT_OF_RANGE with the current bounds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode, KafkaError
+
+from . import RequestContext, api
+
+
+@api(ApiKey.FETCH, versions=(4, 17))
+async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
+    broker = ctx.broker
+    rm = broker.replica_manager
+    topics_by_id = ctx.version >= 13
+    isolation = req.isolation_level
+    max_bytes = req.max_bytes if req.max_bytes > 0 else 0x7FFFFFFF
+    deadline = time.monotonic() + max(req.max_wait_ms, 0) / 1000
+
+    # Resolve names once: [(topic_name or None, topic_id, [fetch partitions])]
+    wanted = []
+    for t in req.topics:
+        if topics_by_id:
+            info = broker.topics.by_id(t.topic_id)
+            wanted.append((info.name if info else None, t.topic_id, t.partitions))
+        else:
+            wanted.append((t.topic, None, t.partitions))
+
+    while True:
+        result, total, has_error, parts_seen = _read_all(rm, wanted, isolation, max_bytes)
+        remaining = deadline - time.monotonic()
+        if total >= req.min_bytes or has_error or remaining <= 0 or not parts_seen:
+            break
+        await rm.wait_for_data(parts_seen, remaining)
+        if time.monotonic() >= deadline:
+            result, total, has_error, parts_seen = _read_all(rm, wanted, isolation, max_bytes)
+            break
+
+    R = ctx.response_class
+    TopicResp = R.FetchableTopicResponse
+    PartData = TopicResp.PartitionData
+    topics_out = []
+    for (name, tid, _parts), rows in zip(wanted, result, strict=True):
+        parts_out = [PartData(partition_index=p, error_code=code, high_watermark=hw, last_stable_offset=lso,
+                              log_start_offset=lso_start,
+                              aborted_transactions=None if aborted is None else [
+                                  PartData.AbortedTransaction(producer_id=pid, first_offset=first)
+                                  for pid, first in aborted],
+                              preferred_read_replica=-1, records=data)
+                     for (p, code, hw, lso, lso_start, aborted, data) in rows]
+        if topics_by_id:
+            topics_out.append(TopicResp(topic_id=tid, partitions=parts_out))
+        else:
+            topics_out.append(TopicResp(topic=name, partitions=parts_out))
+    return R(throttle_time_ms=0, error_code=0, session_id=0, responses=topics_out)
+
+
+def _read_all(rm: Any, wanted: list[Any], isolation: int, max_bytes: int) -> tuple[list[Any], int, bool, list[Any]]:
+    total = 0
+    has_error = False
+    parts_seen = []
+    result = []
+    for name, _tid, fparts in wanted:
+        rows = []
+        for fp in fparts:
+            if name is None:
+                rows.append((fp.partition, ErrorCode.UNKNOWN_TOPIC_ID, -1, -1, -1, None, None))
+                has_error = True
+                continue
+            try:
+                part = rm.get_partition(name, fp.partition)
+            except KafkaError as e:
+                rows.append((fp.partition, e.code, -1, -1, -1, None, None))
+                has_error = True
+                continue
+            parts_seen.append(part)
+            hw, lso = part.high_watermark, part.last_stable_offset
+            try:
+                limit = min(fp.partition_max_bytes, max_bytes - total)
+                data = b""
+                aborted = None
+                if limit > 0 or total == 0:
+                    info = part.read(fp.fetch_offset, max(limit, 0), isolation_level=isolation,
+                                     min_one_batch=(total == 0))
+                    if info is not None:
+                        data = info.read()
+                        total += len(data)
+                        if isolation == 1:
+                            aborted = part.aborted_transactions(fp.fetch_offset, lso)
+                rows.append((fp.partition, ErrorCode.NONE, hw, lso, part.log_start_offset, aborted, data))
+            except KafkaError as e:
+                rows.append((fp.partition, e.code, hw, lso, part.log_start_offset, None, None))
+                has_error = True
+        result.append(rows)
+    return result, total, has_error, parts_seen
+

@@ -1,0 +1,44 @@
+"""InitProducerId (key 22), versions 0-5.
+
+Without a transactional id (idempotent producers, KIP-98) the broker hands out a fresh
+producer id from the never-repeating :class:`txn.producer_ids.ProducerIdManager`, epoch 0.
+KIP-360 (v3+): an idempotent producer that sends its current id and epoch after an
+UNKNOWN_PRODUCER_ID / OUT_OF_ORDER_SEQUENCE error gets the same id with epoch + 1 (a new id
+once the epoch would overflow), so it can reset its sequences without losing ordering.
+Transactional ids are handed to the transaction coordinator when one is running.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode, KafkaError
+
+from . import RequestContext, api
+
+MAX_EPOCH = 32767
+
+
+@api(ApiKey.INIT_PRODUCER_ID, versions=(0, 5))
+async def handle_init_producer_id(ctx: RequestContext, req: Any) -> Any:
+    broker = ctx.broker
+    if req.transactional_id is not None:
+        coord = broker.txn_coordinator
+        if coord is None:
+            return ctx.response(throttle_time_ms=0, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                                producer_id=-1, producer_epoch=-1)
+        try:
+            pid, epoch = await coord.init_producer_id(req, ctx.version)
+            code = ErrorCode.NONE
+        except KafkaError as e:
+            pid, epoch, code = -1, -1, e.code
+        return ctx.response(throttle_time_ms=0, error_code=code, producer_id=pid, producer_epoch=epoch)
+
+    pid_in = getattr(req, "producer_id", -1) if ctx.version >= 3 else -1
+    epoch_in = getattr(req, "producer_epoch", -1) if ctx.version >= 3 else -1
+    if pid_in >= 0 and epoch_in >= 0 and epoch_in < MAX_EPOCH - 1:
+        pid, epoch = pid_in, epoch_in + 1
+    else:
+        pid, epoch = broker.producer_ids.generate(), 0
+    return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, producer_id=pid, producer_epoch=epoch)

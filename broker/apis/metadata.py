@@ -1,0 +1,88 @@
+"""Metadata (key 3), versions 0-12.
+
+Lists this broker and the topics asked for (all topics when the list is null; v0 uses an empty
+list for "all"). Unknown topics are created when ``allow_auto_topic_creation`` (v4+, always
+true before) and ``auto.create.topics.enable`` both allow it, with ``num.partitions``
+partitions; otherwise UNKNOWN_TOPIC_OR_PARTITION. Invalid names get INVALID_TOPIC_EXCEPTION.
+Internal topics (``__consumer_offsets``, ``__transaction_state``) are listed only when asked
+for by name. v10+ carries topic ids (and v10-11 accept them in the request, KIP-516);
+v7+ the leader epoch (KIP-320).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode, KafkaError
+
+from ..metadata import validate_topic_name
+from ..replica_manager import TopicPartition
+from . import RequestContext, api
+
+ZERO_UUID = uuid.UUID(int=0)
+
+
+@api(ApiKey.METADATA, versions=(0, 12))
+async def handle_metadata(ctx: RequestContext, req: Any) -> Any:
+    broker = ctx.broker
+    R = ctx.response_class
+    Topic = R.MetadataResponseTopic
+    Part = Topic.MetadataResponsePartition
+    topics_out = []
+
+    requested = req.topics
+    if requested is None or (ctx.version == 0 and not requested):
+        wanted: list[tuple[str | None, uuid.UUID | None]] = [
+            (t.name, None) for t in broker.topics if not t.is_internal]
+    else:
+        wanted = [(t.name, getattr(t, "topic_id", None)) for t in requested]
+    allow_create = (req.allow_auto_topic_creation if ctx.version >= 4 else True) and \
+        bool(broker.config["auto.create.topics.enable"])
+
+    for name, tid in wanted:
+        if not name and tid and tid != ZERO_UUID:
+            info = broker.topics.by_id(tid)
+            if info is None:
+                topics_out.append(Topic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=tid,
+                                        is_internal=False, partitions=[]))
+                continue
+            name = info.name
+        assert name is not None
+        info = broker.topics.get(name)
+        if info is None:
+            code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if allow_create:
+                try:
+                    info = broker.topics.create(name, broker.config.int("num.partitions"))
+                except KafkaError as e:
+                    code = e.code
+            else:
+                try:
+                    validate_topic_name(name)
+                except KafkaError as e:
+                    code = e.code
+            if info is None:
+                topics_out.append(Topic(error_code=code, name=name, topic_id=ZERO_UUID,
+                                        is_internal=False, partitions=[]))
+                continue
+        parts = []
+        for p in range(info.num_partitions):
+            part = broker.replica_manager.partitions.get(TopicPartition(name, p))
+            if part is None:
+                parts.append(Part(error_code=ErrorCode.LEADER_NOT_AVAILABLE, partition_index=p, leader_id=-1,
+                                  leader_epoch=-1, replica_nodes=[], isr_nodes=[], offline_replicas=[]))
+            else:
+                parts.append(Part(error_code=0, partition_index=p, leader_id=part.leader_id,
+                                  leader_epoch=part.leader_epoch, replica_nodes=list(part.replicas),
+                                  isr_nodes=list(part.isr), offline_replicas=[]))
+        topics_out.append(Topic(error_code=0, name=name, topic_id=info.topic_id, is_internal=info.is_internal,
+                                partitions=parts, topic_authorized_operations=-2147483648))
+
+    adv = broker.advertised
+    return R(throttle_time_ms=0,
+             brokers=[R.MetadataResponseBroker(node_id=broker.broker_id, host=adv.host, port=adv.port, rack=None)],
+             cluster_id=broker.cluster_id, controller_id=broker.broker_id, topics=topics_out,
+             cluster_authorized_operations=-2147483648)
+

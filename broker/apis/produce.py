@@ -1,0 +1,81 @@
+"""Produce (key 0), versions 3-11.
+
+Hot path. Each partition's records are treated as opaque v2 batches: the 61-byte headers are
+read, CRCs checked, compressed payloads verified as Kafka's LogValidator does, then the log
+patches base offsets and appends the bytes as sent. Records are never decoded one by one
+unless the topic's ``compression.type`` asks for a codec the producer did not use.
+
+* acks: 0 (no response), 1 and -1/all (the ISR is this broker alone, so both complete on
+  append; ``min.insync.replicas`` is checked for acks=all). Other values: INVALID_REQUIRED_ACKS.
+* Idempotence (KIP-98): the log's producer state answers a retried batch with the offset it
+  got the first time (NONE), a gap with OUT_OF_ORDER_SEQUENCE_NUMBER and a stale epoch with
+  INVALID_PRODUCER_EPOCH; nothing is written in those cases.
+* Errors are per partition; v8+ adds ``error_message`` (KIP-467).
+* v3 is the first version with v2 record batches; v9 is flexible (KIP-482); v10-11 add the
+  leader-discovery tags (KIP-951), which we leave empty on a single broker.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.errors import DuplicateSequenceError, ErrorCode, KafkaError
+from protocol.records import COMPRESSION_CODES, validate_batches
+
+from . import RequestContext, api
+
+log = logging.getLogger("samsa.produce")
+
+
+@api(ApiKey.PRODUCE, versions=(3, 11))
+async def handle_produce(ctx: RequestContext, req: Any) -> Any:
+    broker = ctx.broker
+    rm = broker.replica_manager
+    R = ctx.response_class
+    TopicResp = R.TopicProduceResponse
+    PartResp = TopicResp.PartitionProduceResponse
+    acks = req.acks
+    topics_out = []
+    for topic in req.topic_data:
+        name = topic.name
+        parts_out = []
+        for pdata in topic.partition_data:
+            base_offset, append_time, start_offset = -1, -1, -1
+            code, message = ErrorCode.NONE, None
+            try:
+                if acks not in (-1, 0, 1):
+                    raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks} is not -1, 0 or 1")
+                part = rm.get_partition(name, pdata.index)
+                if pdata.records is None:
+                    raise KafkaError(ErrorCode.INVALID_RECORD, "records are null")
+                cfg = part.log.config
+                records = validate_batches(pdata.records, max_batch_bytes=cfg.max_message_bytes)
+                wanted = cfg.others.get("compression.type", "producer")
+                if wanted != "producer":
+                    from protocol.recompress import recompress_to  # noqa: PLC0415
+
+                    records = recompress_to(records, COMPRESSION_CODES.get(wanted, 0))
+                if req.transactional_id is None and any(h.is_transactional for h in records.batches):
+                    raise KafkaError(ErrorCode.INVALID_TXN_STATE,
+                                     "transactional batch in a request without a transactional id")
+                info = part.append(records, required_acks=acks)
+                base_offset, append_time, start_offset = info.first_offset, info.log_append_time, \
+                    info.log_start_offset
+            except DuplicateSequenceError as d:
+                part = rm.get_partition(name, pdata.index)
+                base_offset, start_offset = d.first_offset, part.log_start_offset
+                append_time = d.timestamp if part.log.config.log_append_time else -1
+            except KafkaError as e:
+                code, message = e.code, e.message
+                if code not in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER):
+                    log.info("Produce to %s-%d from %r failed: %s", name, pdata.index,
+                             ctx.header.client_id, e)
+            parts_out.append(PartResp(index=pdata.index, error_code=int(code), base_offset=base_offset,
+                                      log_append_time_ms=append_time, log_start_offset=start_offset,
+                                      record_errors=[], error_message=message))
+        topics_out.append(TopicResp(name=name, partition_responses=parts_out))
+    if acks == 0:
+        return None
+    return R(responses=topics_out, throttle_time_ms=0)

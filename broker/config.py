@@ -1,0 +1,193 @@
+"""Broker configuration with Kafka's property names and defaults.
+
+Read from a ``server.properties``-style file and ``--override key=value`` pairs, exactly as
+``kafka-server-start.sh`` does. Unknown keys are kept (and logged) so a Kafka properties file
+can be reused as is; keys Samsa acts on are typed and validated here.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
+
+from protocol.errors import InvalidConfigError
+
+log = logging.getLogger("samsa.config")
+
+# key -> (type, default). Kafka's defaults unless noted.
+BROKER_DEFAULTS: dict[str, tuple[type, object]] = {
+    "broker.id": (int, 0),
+    "node.id": (int, -1),
+    "listeners": (str, "PLAINTEXT://127.0.0.1:9092"),
+    "advertised.listeners": (str, ""),
+    "log.dirs": (str, "./samsa-data"),  # Kafka: /tmp/kafka-logs; ours is local to the checkout
+    "num.partitions": (int, 1),
+    "default.replication.factor": (int, 1),
+    "auto.create.topics.enable": (bool, True),
+    "delete.topic.enable": (bool, True),
+    "log.segment.bytes": (int, 1073741824),
+    "log.roll.ms": (int, -1),
+    "log.roll.hours": (int, 168),
+    "log.index.interval.bytes": (int, 4096),
+    "log.index.size.max.bytes": (int, 10485760),
+    "log.retention.ms": (int, -1),
+    "log.retention.minutes": (int, -1),
+    "log.retention.hours": (int, 168),
+    "log.retention.bytes": (int, -1),
+    "log.retention.check.interval.ms": (int, 300000),
+    "log.cleanup.policy": (str, "delete"),
+    "log.cleaner.enable": (bool, True),
+    "log.message.timestamp.type": (str, "CreateTime"),
+    "log.segment.delete.delay.ms": (int, 60000),
+    "log.flush.interval.messages": (int, 9223372036854775807),
+    "log.flush.interval.ms": (int, -1),
+    "message.max.bytes": (int, 1048588),
+    "compression.type": (str, "producer"),
+    "min.insync.replicas": (int, 1),
+    "socket.request.max.bytes": (int, 104857600),
+    "offsets.topic.num.partitions": (int, 50),
+    "offsets.topic.replication.factor": (int, 1),
+    "offsets.retention.minutes": (int, 10080),
+    "offsets.retention.check.interval.ms": (int, 600000),
+    "group.initial.rebalance.delay.ms": (int, 3000),
+    "group.min.session.timeout.ms": (int, 6000),
+    "group.max.session.timeout.ms": (int, 1800000),
+    "group.max.size": (int, 2147483647),
+    "transaction.state.log.num.partitions": (int, 50),
+    "transaction.max.timeout.ms": (int, 900000),
+    "transactional.id.expiration.ms": (int, 604800000),
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": (int, 10000),
+    "producer.id.expiration.ms": (int, 86400000),
+    "unclean.leader.election.enable": (bool, False),
+    "cluster.id": (str, ""),
+    "log.level": (str, "INFO"),
+}
+
+
+def _parse(key: str, typ: type, raw: str) -> object:
+    raw = raw.strip()
+    try:
+        if typ is bool:
+            if raw.lower() not in ("true", "false"):
+                raise ValueError(raw)
+            return raw.lower() == "true"
+        return typ(raw)
+    except ValueError as e:
+        raise InvalidConfigError(message=f"Invalid value {raw!r} for configuration {key}") from e
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    """Parse a Java ``.properties`` file (the subset Kafka's configs use)."""
+    props: dict[str, str] = {}
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if not line or line[0] in "#!":
+            continue
+        for sep in ("=", ":"):
+            if sep in line:
+                k, v = line.split(sep, 1)
+                props[k.strip()] = v.strip()
+                break
+    return props
+
+
+@dataclass(frozen=True)
+class Listener:
+    name: str
+    host: str
+    port: int
+
+
+def parse_listeners(spec: str) -> list[Listener]:
+    out = []
+    for item in filter(None, (s.strip() for s in spec.split(","))):
+        u = urlparse(item)
+        if not u.scheme or u.port is None:
+            raise InvalidConfigError(message=f"Invalid listener {item!r}; expected NAME://host:port")
+        out.append(Listener(u.scheme.upper(), u.hostname or "0.0.0.0", u.port))
+    return out
+
+
+@dataclass
+class BrokerConfig:
+    """Typed view of the broker's properties; ``props`` keeps every key as given."""
+
+    props: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._values: dict[str, object] = {}
+        for key, (typ, default) in BROKER_DEFAULTS.items():
+            raw = self.props.get(key)
+            self._values[key] = default if raw is None else _parse(key, typ, raw)
+        for key in self.props:
+            if key not in BROKER_DEFAULTS:
+                log.debug("Configuration %s is not used by Samsa (kept as given)", key)
+        self.listeners = parse_listeners(str(self["listeners"]))
+        adv = str(self["advertised.listeners"])
+        self.advertised_listeners = parse_listeners(adv) if adv else self.listeners
+
+    @classmethod
+    def load(cls, path: Path | None = None, overrides: Mapping[str, str] | None = None) -> BrokerConfig:
+        props = read_properties(path) if path else {}
+        props.update(overrides or {})
+        return cls(props)
+
+    def __getitem__(self, key: str) -> object:
+        if key in self._values:
+            return self._values[key]
+        return self.props[key]
+
+    def get(self, key: str, default: object = None) -> object:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def int(self, key: str) -> int:
+        v = self[key]
+        assert isinstance(v, int)
+        return v
+
+    @property
+    def broker_id(self) -> int:
+        node = self.int("node.id")
+        return node if node >= 0 else self.int("broker.id")
+
+    @property
+    def log_dirs(self) -> list[Path]:
+        return [Path(p.strip()) for p in str(self["log.dirs"]).split(",") if p.strip()]
+
+    @property
+    def retention_ms(self) -> int:
+        if self.int("log.retention.ms") != -1 or "log.retention.ms" in self.props:
+            return self.int("log.retention.ms")
+        if self.int("log.retention.minutes") != -1:
+            return self.int("log.retention.minutes") * 60_000
+        return self.int("log.retention.hours") * 3_600_000
+
+    @property
+    def roll_ms(self) -> int:
+        if self.int("log.roll.ms") != -1:
+            return self.int("log.roll.ms")
+        return self.int("log.roll.hours") * 3_600_000
+
+    def topic_defaults(self) -> dict[str, str]:
+        """Topic-level defaults derived from broker properties (Kafka's synonyms)."""
+        return {
+            "segment.bytes": str(self["log.segment.bytes"]),
+            "segment.ms": str(self.roll_ms),
+            "segment.index.bytes": str(self["log.index.size.max.bytes"]),
+            "index.interval.bytes": str(self["log.index.interval.bytes"]),
+            "retention.ms": str(self.retention_ms),
+            "retention.bytes": str(self["log.retention.bytes"]),
+            "cleanup.policy": str(self["log.cleanup.policy"]),
+            "message.timestamp.type": str(self["log.message.timestamp.type"]),
+            "max.message.bytes": str(self["message.max.bytes"]),
+            "compression.type": str(self["compression.type"]),
+            "min.insync.replicas": str(self["min.insync.replicas"]),
+            "file.delete.delay.ms": str(self["log.segment.delete.delay.ms"]),
+            "unclean.leader.election.enable": str(self["unclean.leader.election.enable"]).lower(),
+        }

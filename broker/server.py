@@ -1,0 +1,301 @@
+"""The asyncio broker: sockets, per-connection request pipelines, and the Broker that owns state.
+
+Each connection is an ``asyncio.Protocol`` (cheaper than streams on small requests). Bytes go
+through the sans-io :class:`protocol.framing.FrameDecoder`; whole frames queue up and one task
+per connection serves them strictly in order, so responses leave in request order however
+long a Fetch long-poll takes (Kafka mutes a channel while a request is in flight; pipelined
+requests simply wait their turn). A frame that cannot be read closes that connection only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import socket
+import time
+from collections import deque
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+from protocol.framing import FrameDecoder, FrameError
+from protocol.messages import (
+    MalformedRequest,
+    RequestHeader,
+    UnsupportedVersion,
+    decode_body,
+    encode_response,
+    parse_header,
+    response_class,
+)
+
+from . import apis
+from .apis import RequestContext
+from .config import BrokerConfig, Listener
+from .metadata import TopicRegistry
+from .replica_manager import ReplicaManager
+
+log = logging.getLogger("samsa.server")
+request_log = logging.getLogger("samsa.request")
+
+
+class KafkaConnection(asyncio.Protocol):
+    """One client connection. Reads are paused while too many requests are queued."""
+
+    MAX_QUEUED = 64
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.decoder = FrameDecoder(broker.config.int("socket.request.max.bytes"))
+        self.queue: deque[bytes] = deque()
+        self.wakeup = asyncio.Event()
+        self.transport: asyncio.Transport | None = None
+        self.task: asyncio.Task[None] | None = None
+        self.closed = False
+        self.reading_paused = False
+        self.write_ok = asyncio.Event()
+        self.write_ok.set()
+        self.peer: tuple[str, int] = ("?", 0)
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        peer = transport.get_extra_info("peername")
+        if peer:
+            self.peer = (peer[0], peer[1])
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+        self.broker.connections.add(self)
+        self.task = asyncio.get_running_loop().create_task(self._serve())
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            frames = self.decoder.feed(data)
+        except FrameError as e:
+            self.close(f"malformed frame: {e}")
+            return
+        if frames:
+            self.queue.extend(frames)
+            self.wakeup.set()
+            if len(self.queue) >= self.MAX_QUEUED and not self.reading_paused and self.transport:
+                self.transport.pause_reading()
+                self.reading_paused = True
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.broker.connections.discard(self)
+        self.wakeup.set()
+        self.write_ok.set()
+        if self.task is not None:
+            self.task.cancel()
+
+    def pause_writing(self) -> None:
+        self.write_ok.clear()
+
+    def resume_writing(self) -> None:
+        self.write_ok.set()
+
+    def close(self, reason: str) -> None:
+        if not self.closed:
+            log.warning("Closing connection from %s:%d: %s", self.peer[0], self.peer[1], reason)
+            self.closed = True
+            if self.transport is not None:
+                self.transport.close()
+
+    async def _serve(self) -> None:
+        try:
+            while not self.closed:
+                if not self.queue:
+                    self.wakeup.clear()
+                    await self.wakeup.wait()
+                    continue
+                frame = self.queue.popleft()
+                if self.reading_paused and len(self.queue) < self.MAX_QUEUED // 2 and self.transport:
+                    self.transport.resume_reading()
+                    self.reading_paused = False
+                out = await self.broker.handle_frame(frame, self)
+                if out is None or self.closed or self.transport is None:
+                    continue
+                self.transport.write(out)
+                if not self.write_ok.is_set():
+                    await self.write_ok.wait()
+        except asyncio.CancelledError:
+            pass
+
+
+class Broker:
+    """Owns the broker's state: config, topic registry, partitions, coordinators, listeners."""
+
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.broker_id = config.broker_id
+        self.registry = apis.load_all()
+        first_dir = config.log_dirs[0]
+        self.topics = TopicRegistry(first_dir / "samsa-metadata.json")
+        self.replica_manager = ReplicaManager(config, self.topics)
+        self.topics.listeners.append(self.replica_manager.on_topic_event)
+        self.connections: set[KafkaConnection] = set()
+        self.servers: list[asyncio.base_events.Server] = []
+        self.group_coordinator: Any = None
+        self.txn_coordinator: Any = None
+        self.producer_ids: Any = None
+        self.started = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stopping = asyncio.Event()
+
+    @property
+    def cluster_id(self) -> str:
+        return self.topics.cluster_id
+
+    @property
+    def advertised(self) -> Listener:
+        return self.config.advertised_listeners[0]
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        t0 = time.monotonic()
+        for d in self.config.log_dirs:
+            d.mkdir(parents=True, exist_ok=True)
+        self.topics.load()
+        self._init_meta_properties()
+        self.replica_manager.startup()
+        from txn.producer_ids import ProducerIdManager  # noqa: PLC0415
+
+        self.producer_ids = ProducerIdManager(self.config.log_dirs[0] / "producer-id-block")
+        await self._start_components()
+        loop = asyncio.get_running_loop()
+        for lst in self.config.listeners:
+            server = await loop.create_server(lambda: KafkaConnection(self), lst.host, lst.port,
+                                              reuse_address=True, backlog=1024)
+            self.servers.append(server)
+        self._tasks.append(loop.create_task(self._retention_loop()))
+        self.started.set()
+        addrs = ", ".join(f"{lst.host}:{lst.port}" for lst in self.config.listeners)
+        log.info("Samsa broker %d started, listening on %s (cluster id %s, log dirs %s) in %.0f ms",
+                 self.broker_id, addrs, self.cluster_id,
+                 ",".join(str(d) for d in self.config.log_dirs), (time.monotonic() - t0) * 1000)
+
+    def _init_meta_properties(self) -> None:
+        import base64  # noqa: PLC0415
+        import uuid  # noqa: PLC0415
+
+        if not self.topics.cluster_id:
+            self.topics.cluster_id = str(self.config.get("cluster.id") or "") or \
+                base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+            self.topics._persist()
+        for d in self.config.log_dirs:
+            mp = d / "meta.properties"
+            if not mp.exists():
+                mp.write_text(f"version=1\ncluster.id={self.cluster_id}\nnode.id={self.broker_id}\n")
+
+    async def _start_components(self) -> None:
+        """Coordinators that live beside the partitions (groups, transactions)."""
+        for name in ("groupcoord.plugin", "txn.plugin"):
+            try:
+                mod = __import__(name, fromlist=["start"])
+            except ModuleNotFoundError as e:
+                if e.name != name:
+                    raise
+                continue
+            await mod.start(self)
+
+    async def _retention_loop(self) -> None:
+        interval = self.config.int("log.retention.check.interval.ms") / 1000
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                self.replica_manager.retention_pass()
+            except Exception:
+                log.exception("Retention pass failed")
+
+    async def stop(self) -> None:
+        log.info("Samsa broker %d shutting down", self.broker_id)
+        for s in self.servers:
+            s.close()
+        for conn in list(self.connections):
+            conn.close("broker shutting down")
+        for t in self._tasks:
+            t.cancel()
+        for name in ("txn.plugin", "groupcoord.plugin"):
+            try:
+                mod = __import__(name, fromlist=["stop"])
+            except ModuleNotFoundError:
+                continue
+            try:
+                await mod.stop(self)
+            except Exception:
+                log.exception("Error stopping %s", name)
+        self.replica_manager.shutdown()
+        log.info("Samsa broker %d shut down completed", self.broker_id)
+
+    async def serve_forever(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            try:
+                loop.add_signal_handler(sig, self._stopping.set)
+            except (NotImplementedError, RuntimeError):
+                pass
+        await self.start()
+        await self._stopping.wait()
+        await self.stop()
+
+    # --- requests -------------------------------------------------------------------------
+
+    async def handle_frame(self, frame: bytes, conn: KafkaConnection) -> bytes | None:
+        try:
+            header = parse_header(frame)
+        except MalformedRequest as e:
+            conn.close(str(e))
+            return None
+        spec = self.registry.get(header.api_key)
+        if spec is None or not spec.min_version <= header.api_version <= spec.max_version:
+            if header.api_key == ApiKey.API_VERSIONS:
+                return self._api_versions_fallback(header)
+            what = f"API key {header.api_key}" if spec is None else f"{spec.name} v{header.api_version}"
+            conn.close(f"unsupported request {what} from client {header.client_id!r}")
+            return None
+        try:
+            request = decode_body(header, frame)
+        except (MalformedRequest, UnsupportedVersion) as e:
+            conn.close(str(e))
+            return None
+        ctx = RequestContext(self, header, conn.peer[0], conn.peer[1])
+        try:
+            response = await spec.handler(ctx, request)
+        except Exception:
+            log.exception("Error handling %s v%d from client %r (correlation id %d)", spec.name,
+                          header.api_version, header.client_id, header.correlation_id)
+            response = error_response(ctx, ErrorCode.UNKNOWN_SERVER_ERROR)
+        if response is None:
+            return None
+        if request_log.isEnabledFor(logging.DEBUG):
+            request_log.debug("%s v%d corr=%d client=%r", spec.name, header.api_version,
+                              header.correlation_id, header.client_id)
+        return encode_response(header.api_key, header.api_version, header.correlation_id, response)
+
+    def _api_versions_fallback(self, header: RequestHeader) -> bytes:
+        """Kafka answers an ApiVersions version it does not know with v0 + UNSUPPORTED_VERSION."""
+        resp_cls = response_class(ApiKey.API_VERSIONS, 0)
+        resp = resp_cls(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=[
+            resp_cls.ApiVersion(api_key=s.key, min_version=s.min_version, max_version=s.max_version)
+            for s in sorted(self.registry.values(), key=lambda s: s.key)])
+        return encode_response(ApiKey.API_VERSIONS, 0, header.correlation_id, resp)
+
+
+def error_response(ctx: RequestContext, code: ErrorCode) -> Any:
+    """A response carrying ``code`` at its top-level error field where the schema has one."""
+    cls = ctx.response_class
+    fields = cls.fields if hasattr(cls, "fields") else {}
+    kwargs: dict[str, Any] = {}
+    if "error_code" in fields:
+        kwargs["error_code"] = int(code)
+    try:
+        return cls(**kwargs)
+    except Exception:
+        return None

@@ -1,0 +1,34 @@
+"""The ``samsa`` operator commands, modelled on Kafka's ``bin/kafka-*.sh`` scripts.
+
+``register(subparsers)`` adds ``topics``, ``configs``, ``consumer-groups``,
+``console-producer``, ``console-consumer``, ``dump-log`` and ``get-offsets`` to an
+argparse sub-parser set (``broker/cli.py`` adds them beside ``samsa broker``). Each
+sub-parser sets ``func``: a callable taking the parsed namespace and returning the exit
+status. All commands but ``dump-log`` talk to a broker over the Kafka wire protocol only,
+so they work unchanged against Kafka itself; this package never imports broker internals.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import Any
+
+from . import configs, console_consumer, console_producer, consumer_groups, dump_log, get_offsets, topics
+
+COMMANDS = (topics, configs, consumer_groups, console_producer, console_consumer, dump_log, get_offsets)
+
+
+def register(subparsers: Any) -> None:
+    """Add every operator command to ``subparsers`` (from ``parser.add_subparsers()``)."""
+    for module in COMMANDS:
+        module.register(subparsers)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Stand-alone entry point (``python -m broker.tools``) with the same sub-commands."""
+    parser = argparse.ArgumentParser(prog="samsa", description="Samsa operator tools")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    register(sub)
+    args = parser.parse_args(argv)
+    return int(args.func(args))

@@ -1,0 +1,187 @@
+"""Shared plumbing for the ``samsa`` operator commands: flags, clients, tables, JSON, errors.
+
+Every command talks to a broker over the Kafka wire protocol only (through kafka-python's
+clients), exactly like Kafka's own ``bin/kafka-*.sh`` scripts; nothing here imports broker
+internals, so the tools work against any Kafka-compatible broker. ``dump-log`` is the one
+exception by design: like ``kafka-dump-log.sh`` it reads segment files from disk.
+
+Output convention: people get aligned tables on stdout; ``--json`` prints one JSON document
+(or one JSON object per line for streaming commands) for scripts. Errors go to stderr as
+``Error: ...`` with exit status 1, never a traceback unless ``--verbose``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TextIO
+
+CLIENT_ID = "samsa-cli"
+
+
+class ToolError(Exception):
+    """A user-facing failure: printed as ``Error: <message>`` and exit status 1."""
+
+
+def add_bootstrap(p: argparse.ArgumentParser, required: bool = True) -> None:
+    p.add_argument("--bootstrap-server", "--bootstrap-servers", dest="bootstrap_server",
+                   required=required, metavar="HOST:PORT[,HOST:PORT]",
+                   help="The broker(s) to connect to.")
+    p.add_argument("--request-timeout-ms", type=int, default=30000,
+                   help="Per-request timeout (default 30000).")
+
+
+def add_output(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="Print machine-readable JSON instead of tables.")
+    p.add_argument("--verbose", action="store_true", help="Log client activity and print tracebacks.")
+
+
+def parse_properties(items: Sequence[str] | None) -> dict[str, str]:
+    """``--property k=v`` (repeatable; also accepts ``k=v,k2=v2`` like Kafka's --producer-property)."""
+    out: dict[str, str] = {}
+    for item in items or ():
+        if "=" not in item:
+            raise ToolError(f"Invalid property {item!r}: expected key=value")
+        k, v = item.split("=", 1)
+        out[k.strip()] = v
+    return out
+
+
+def bootstrap_list(args: argparse.Namespace) -> list[str]:
+    return [s.strip() for s in args.bootstrap_server.split(",") if s.strip()]
+
+
+def admin_client(args: argparse.Namespace) -> Any:
+    from kafka.admin import KafkaAdminClient
+
+    try:
+        return KafkaAdminClient(bootstrap_servers=bootstrap_list(args), client_id=CLIENT_ID,
+                                request_timeout_ms=args.request_timeout_ms,
+                                bootstrap_timeout_ms=min(args.request_timeout_ms, 15000))
+    except Exception as e:  # KafkaTimeoutError / NoBrokersAvailable: say which broker
+        raise ToolError(f"cannot reach broker at {args.bootstrap_server}: {e}") from e
+
+
+def configure_logging(args: argparse.Namespace) -> None:
+    level = logging.DEBUG if getattr(args, "verbose", False) else logging.CRITICAL
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("kafka").setLevel(level)
+
+
+def run(fn: Callable[[argparse.Namespace], int | None]) -> Callable[[argparse.Namespace], int]:
+    """Wrap a command body: logging setup, ToolError/KafkaError -> ``Error:`` and exit 1."""
+
+    def wrapper(args: argparse.Namespace) -> int:
+        configure_logging(args)
+        try:
+            rc = fn(args)
+            return 0 if rc is None else rc
+        except ToolError as e:
+            print(f"Error: {e}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            return 130
+        except BrokenPipeError:  # `samsa ... | head`
+            return 0
+        except Exception as e:
+            if getattr(args, "verbose", False):
+                raise
+            from kafka.errors import KafkaError
+
+            if isinstance(e, KafkaError):
+                print(f"Error: {type(e).__name__}: {e}", file=sys.stderr)
+                return 1
+            raise
+
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+
+
+def print_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], out: TextIO | None = None) -> None:
+    """Left-aligned columns separated by two spaces; None prints as '-'."""
+    out = out or sys.stdout
+    cells = [["-" if c is None else str(c) for c in row] for row in rows]
+    widths = [len(h) for h in headers]
+    for row in cells:
+        for i, c in enumerate(row):
+            widths[i] = max(widths[i], len(c))
+    fmt = "  ".join("{:<%d}" % w for w in widths)
+    print(fmt.format(*headers).rstrip(), file=out)
+    for row in cells:
+        print(fmt.format(*row).rstrip(), file=out)
+
+
+def print_json(doc: Any, out: TextIO | None = None) -> None:
+    print(json.dumps(doc, indent=2, sort_keys=False, default=str), file=out or sys.stdout)
+
+
+def error_name(code: int) -> str | None:
+    """Kafka's constant name for an error code (``None`` for 0)."""
+    if not code:
+        return None
+    from protocol.errors import ErrorCode
+
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return f"UNKNOWN_ERROR_{code}"
+
+
+def parse_partition_list(spec: str) -> list[int]:
+    """``0,1,3-5`` -> [0, 1, 3, 4, 5] (kafka-get-offsets.sh's --partitions syntax)."""
+    out: list[int] = []
+    for part in filter(None, (s.strip() for s in spec.split(","))):
+        try:
+            if "-" in part:
+                lo, hi = part.split("-", 1)
+                out.extend(range(int(lo), int(hi) + 1))
+            else:
+                out.append(int(part))
+        except ValueError as e:
+            raise ToolError(f"Invalid partition list {spec!r}") from e
+    return out
+
+
+def topic_matcher(pattern: str | None) -> Callable[[str], bool]:
+    """Kafka's --topic accepts a regular expression (full match) except on --create."""
+    import re
+
+    if pattern is None:
+        return lambda name: True
+    try:
+        rx = re.compile(pattern)
+    except re.error as e:
+        raise ToolError(f"Invalid topic pattern {pattern!r}: {e}") from e
+    return lambda name: name == pattern or rx.fullmatch(name) is not None
+
+
+def list_topic_partitions(admin: Any, topics: Iterable[str] | None = None) -> dict[str, list[int]]:
+    """Topic -> sorted partition ids, from a Metadata request."""
+    desc = admin.describe_topics(list(topics) if topics is not None else None)
+    out: dict[str, list[int]] = {}
+    for t in desc:
+        if t.get("error_code"):
+            raise ToolError(f"topic {t.get('name')}: {error_name(t['error_code'])}")
+        out[t["name"]] = sorted(p["partition_index"] for p in t["partitions"])
+    return out
+
+
+def send_request(admin: Any, request: Any, node_id: int | None = None) -> Any:
+    """Send one raw ``kafka.protocol`` request through an admin client's connections.
+
+    kafka-python picks the highest version both sides support (from ApiVersions); the
+    response object has the fields of that version.
+    """
+
+    async def _send() -> Any:
+        return await admin._manager.send(request, node_id=node_id)
+
+    return admin._manager.run(_send)
+
+
+def broker_ids(admin: Any) -> list[int]:
+    return sorted(b.node_id for b in admin._manager.cluster.brokers())

@@ -1,0 +1,147 @@
+"""Request decoding and response encoding over kafka-python's message classes, sans-io.
+
+kafka-python 3.x generates a class per API from Kafka's JSON schemas (``kafka.protocol``);
+this module builds a registry of them by API key and does the header work around them:
+
+* :func:`parse_request` reads the request header (v1, or v2 with tagged fields for flexible
+  versions) itself, so that a frame whose body is unreadable still yields its correlation id,
+  then decodes the body with the schema class at the requested version.
+* :func:`encode_response` frames a response object at the request's version with the right
+  response header (v0, or v1 for flexible versions; ApiVersions always answers with v0).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from kafka.protocol import admin as _admin
+from kafka.protocol import consumer as _consumer
+from kafka.protocol import metadata as _metadata
+from kafka.protocol import producer as _producer
+from kafka.protocol.api_message import ApiMessage
+
+from .api_keys import ApiKey
+
+_HDR = struct.Struct(">hhi")
+_H = struct.Struct(">h")
+_HDR0 = struct.Struct(">ii")
+_FLEX_HDR = struct.Struct(">iib")
+
+
+def _collect() -> tuple[dict[int, type], dict[int, type]]:
+    requests: dict[int, type] = {}
+    responses: dict[int, type] = {}
+    for mod in (_producer, _consumer, _metadata, _admin):
+        for name in getattr(mod, "__all__", dir(mod)):
+            cls = getattr(mod, name, None)
+            if not isinstance(cls, type) or not issubclass(cls, ApiMessage) or cls is ApiMessage:
+                continue
+            try:
+                key = cls.API_KEY
+                kind = cls.type
+            except Exception:  # pragma: no cover - abstract helpers
+                continue
+            (requests if kind == "request" else responses)[key] = cls
+    return requests, responses
+
+
+REQUEST_CLASSES, RESPONSE_CLASSES = _collect()
+
+
+class MalformedRequest(Exception):
+    """The frame is not a readable request: the connection that sent it must be closed."""
+
+
+class UnsupportedVersion(Exception):
+    """The API key is known but the version is not (body left undecoded)."""
+
+
+@dataclass(slots=True)
+class RequestHeader:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    size: int  # bytes taken by the header in the frame
+
+
+def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        if pos >= len(buf):
+            raise MalformedRequest("truncated varint in request header")
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, pos
+        shift += 7
+        if shift > 28:
+            raise MalformedRequest("varint too long in request header")
+
+
+def is_flexible(api_key: int, version: int) -> bool:
+    cls = REQUEST_CLASSES.get(api_key)
+    return bool(cls is not None and cls.flexible_version_q(version))
+
+
+def parse_header(frame: bytes) -> RequestHeader:
+    """Read the request header; raises MalformedRequest if even that is unreadable."""
+    if len(frame) < 10:
+        raise MalformedRequest(f"request of {len(frame)} bytes is shorter than a header")
+    api_key, api_version, correlation_id = _HDR.unpack_from(frame, 0)
+    (n,) = _H.unpack_from(frame, 8)
+    pos = 10
+    client_id: str | None = None
+    if n >= 0:
+        if pos + n > len(frame):
+            raise MalformedRequest("client_id overruns the request")
+        try:
+            client_id = frame[pos:pos + n].decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise MalformedRequest("client_id is not UTF-8") from e
+        pos += n
+    elif n != -1:
+        raise MalformedRequest(f"invalid client_id length {n}")
+    if is_flexible(api_key, api_version):
+        count, pos = _uvarint(frame, pos)
+        for _ in range(count):
+            _tag, pos = _uvarint(frame, pos)
+            size, pos = _uvarint(frame, pos)
+            pos += size
+        if pos > len(frame):
+            raise MalformedRequest("tagged fields overrun the request header")
+    return RequestHeader(api_key, api_version, correlation_id, client_id, pos)
+
+
+def decode_body(header: RequestHeader, frame: bytes) -> Any:
+    cls = REQUEST_CLASSES.get(header.api_key)
+    if cls is None:
+        raise MalformedRequest(f"unknown API key {header.api_key}")
+    if not 0 <= header.api_version <= cls.max_version:
+        raise UnsupportedVersion(f"{cls.name} v{header.api_version}")
+    try:
+        return cls.decode(memoryview(frame)[header.size:], version=header.api_version)
+    except Exception as e:
+        raise MalformedRequest(f"cannot decode {cls.name} v{header.api_version}: {e}") from e
+
+
+def response_class(api_key: int, version: int) -> Any:
+    return RESPONSE_CLASSES[api_key][version]
+
+
+def encode_response(api_key: int, version: int, correlation_id: int, response: Any) -> bytes:
+    """Frame ``response`` (a kafka-python response object) for the wire.
+
+    Response header v1 (flexible versions) is the correlation id plus an empty tagged-field
+    section; ApiVersions always answers with header v0 so that a client that does not yet know
+    our versions can read it (KIP-511).
+    """
+    if response.API_VERSION != version:
+        response.API_VERSION = version
+    body = response.encode(header=False, framed=False)
+    if api_key != ApiKey.API_VERSIONS and response.flexible_version_q(version):
+        return _FLEX_HDR.pack(len(body) + 5, correlation_id, 0) + bytes(body)
+    return _HDR0.pack(len(body) + 4, correlation_id) + bytes(body)
