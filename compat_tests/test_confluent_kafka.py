@@ -82,6 +82,7 @@ def test_round_trip(broker, codec: str) -> None:
             "group.id": f"compat-ck-{topic}",  # required by librdkafka even for assign(); never joined
             "enable.auto.commit": False,
             "enable.partition.eof": False,
+            "check.crcs": True,
         }
     )
     consumed: list[Consumed] = []
