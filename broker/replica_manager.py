@@ -21,7 +21,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from log import AppendInfo, Log, LogConfig, LogManager, ReadInfo
+from log.config import LogConfig
+from log.log import AppendInfo, Log
+from log.manager import LogManager
+from log.segment import ReadInfo
 from protocol.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from protocol.records import ValidatedRecords
 

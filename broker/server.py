@@ -59,8 +59,7 @@ class KafkaConnection(asyncio.Protocol):
         self.peer: tuple[str, int] = ("?", 0)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = transport  # type: ignore[assignment]  # uvloop's transports are not subclasses
         peer = transport.get_extra_info("peername")
         if peer:
             self.peer = (peer[0], peer[1])

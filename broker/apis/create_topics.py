@@ -13,7 +13,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from log import LogConfig
+from log.config import LogConfig
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 

@@ -138,7 +138,7 @@ def main(args: argparse.Namespace) -> int | None:
         from kafka.structs import OffsetAndMetadata
 
         if args.group and printed:
-            consumer.commit({tp: OffsetAndMetadata(o, "", None) for tp, o in printed.items()})
+            consumer.commit({tp: OffsetAndMetadata(o, "", -1) for tp, o in printed.items()})
     try:
         if args.group:
             consumer.subscribe([args.topic])
