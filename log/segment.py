@@ -1,0 +1,503 @@
+"""One log segment: ``%020d.log`` plus its ``.index`` and ``.timeindex`` (Kafka's LogSegment).
+
+Theory of operation: a segment owns three raw file descriptors and never buffers in user
+space. ``append`` writes a whole Produce request's batches with one ``os.write`` (so a
+SIGKILL right after it returns loses nothing: the bytes are in the page cache), then adds
+sparse index entries. ``read`` never decodes records: it finds the start position through
+the offset index plus a short scan of 61-byte batch headers, finds the end the same way, and
+hands back a :class:`ReadInfo` naming a file region of whole batches.
+
+Invariants: the file holds whole, CRC-valid v2 batches with strictly increasing offsets, all
+``>= base_offset`` and ``< base_offset + 2**31``; ``size`` is the file's length; index
+entries point at batch starts inside the file. ``recover`` re-establishes all of this after
+a crash by scanning, truncating the first torn or corrupt batch and rebuilding both indexes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import crc32c as _crc32c
+
+from protocol.records import (
+    ATTR_TIMESTAMP_TYPE,
+    COMPRESSION_NONE,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC_V2,
+    BatchHeader,
+    decompress,
+    read_header,
+)
+
+from .config import LogConfig
+from .index import OffsetIndex, TimeIndex
+
+logger = logging.getLogger("samsa.log")
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+DELETED_SUFFIX = ".deleted"
+MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD  # 49
+INT32_MAX = 2**31 - 1
+
+
+def filename_prefix(offset: int) -> str:
+    return f"{offset:020d}"
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(slots=True)
+class ReadInfo:
+    """A region of one segment file holding whole batches, ready to be sent as is.
+
+    ``fd`` is the segment's open descriptor (kept open for ``file.delete.delay.ms`` after the
+    segment is deleted, as Kafka keeps files around, so a region handed out stays readable);
+    a sendfile-based fetch path can use ``fd``/``position``/``size`` directly.
+    """
+
+    path: str
+    position: int
+    size: int
+    first_offset: int
+    fd: int = -1
+
+    def read(self) -> bytes:
+        if self.fd >= 0:
+            return _pread_full(self.fd, self.size, self.position)
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            return _pread_full(fd, self.size, self.position)
+        finally:
+            os.close(fd)
+
+
+def _pread_full(fd: int, size: int, position: int) -> bytes:
+    data = os.pread(fd, size, position)
+    if len(data) == size or not data:
+        return data
+    parts = [data]
+    got = len(data)
+    while got < size:
+        more = os.pread(fd, size - got, position + got)
+        if not more:
+            break
+        parts.append(more)
+        got += len(more)
+    return b"".join(parts)
+
+
+def scan_headers(fd: int, start: int, end: int, chunk: int = 8192) -> Iterator[BatchHeader]:
+    """Yield the headers of the batches in ``[start, end)`` of a file, positions absolute.
+
+    Reads ``chunk`` bytes at a time and only headers are decoded, so a scan over a few
+    index intervals costs a few syscalls. Stops at a torn or implausible batch.
+    """
+    buf = b""
+    buf_start = start
+    pos = start
+    while pos + HEADER_SIZE <= end:
+        off = pos - buf_start
+        if off < 0 or off + HEADER_SIZE > len(buf):
+            buf = os.pread(fd, min(max(chunk, HEADER_SIZE), end - pos), pos)
+            buf_start, off = pos, 0
+            if len(buf) < HEADER_SIZE:
+                return
+        h = read_header(buf, off)
+        if h.batch_length < MIN_BATCH_LENGTH or pos + h.size > end:
+            return
+        h.position = pos
+        yield h
+        pos += h.size
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+
+
+def record_timestamps(batch: bytes, h: BatchHeader) -> Iterator[tuple[int, int]]:
+    """(offset, timestamp) of each record of one batch (``batch`` is the whole batch).
+
+    Used only to answer ListOffsets at record precision (as Kafka's
+    ``FileRecords.searchForTimestamp`` does), never on the produce/fetch paths.
+    """
+    if h.attributes & ATTR_TIMESTAMP_TYPE:  # LogAppendTime: every record has max_timestamp
+        for i in range(h.last_offset_delta + 1):
+            yield h.base_offset + i, h.max_timestamp
+        return
+    body = batch[HEADER_SIZE:]
+    raw = body if h.compression == COMPRESSION_NONE else decompress(h.compression, body)
+    pos, end = 0, len(raw)
+    while pos < end:
+        length, pos = _varint(raw, pos)
+        rec_end = pos + length
+        p = pos + 1  # attributes
+        ts_delta, p = _varint(raw, p)
+        off_delta, p = _varint(raw, p)
+        yield h.base_offset + off_delta, h.base_timestamp + ts_delta
+        pos = rec_end
+
+
+class LogSegment:
+    """``%020d.log`` + ``.index`` + ``.timeindex`` starting at ``base_offset``."""
+
+    def __init__(self, dir: Path, base_offset: int, config: LogConfig, *, created_ms: int | None = None,
+                 file_suffix: str = "") -> None:
+        self.dir = dir
+        self.base_offset = base_offset
+        prefix = filename_prefix(base_offset)
+        self.log_path = dir / (prefix + LOG_SUFFIX + file_suffix)
+        self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self.size = os.fstat(self.fd).st_size
+        self.index = OffsetIndex(dir / (prefix + INDEX_SUFFIX + file_suffix), base_offset,
+                                 config.max_index_entries)
+        self.time_index = TimeIndex(dir / (prefix + TIME_INDEX_SUFFIX + file_suffix), base_offset,
+                                    config.segment_index_bytes // TimeIndex.ENTRY_SIZE)
+        self.index_interval_bytes = config.index_interval_bytes
+        self.bytes_since_last_index_entry = 0
+        self.max_timestamp_so_far = -1
+        self.offset_of_max_timestamp_so_far = base_offset  # base offset of the batch holding it
+        self.rolling_based_timestamp: int | None = None
+        self.created_ms = now_ms() if created_ms is None else created_ms
+        self.next_offset = base_offset  # the offset after this segment's last batch
+        self.deleted = False
+
+    # -- opening --------------------------------------------------------------------------
+    @classmethod
+    def open(cls, dir: Path, base_offset: int, config: LogConfig) -> tuple[LogSegment, bool]:
+        """Open an existing segment; second value False if its indexes must be rebuilt."""
+        seg = cls(dir, base_offset, config)
+        ok = seg.index.load(seg.size)
+        ok = seg.time_index.load() and ok
+        if ok and seg.size > 0:
+            # The end of the segment: scan from the last index entry to the end of the file.
+            _, pos = seg.index.lookup(2**63 - 1)
+            last = None
+            for h in scan_headers(seg.fd, pos, seg.size, chunk=65536):
+                last = h
+            if last is None or last.position + last.size != seg.size or last.base_offset < base_offset:
+                ok = False  # a torn tail, or an index pointing into nowhere: recover it
+            else:
+                seg.next_offset = last.next_offset
+            ts, off = seg.time_index.last_entry()
+            seg.max_timestamp_so_far, seg.offset_of_max_timestamp_so_far = ts, off
+            first = next(scan_headers(seg.fd, 0, seg.size), None)
+            if first is not None:
+                seg.rolling_based_timestamp = first.max_timestamp
+        elif ok:
+            seg.next_offset = base_offset
+        return seg, ok
+
+    # -- writing --------------------------------------------------------------------------
+    def should_roll(self, config: LogConfig, messages_size: int, max_timestamp: int, last_offset: int,
+                    now: int) -> bool:
+        """Kafka's ``LogSegment.shouldRoll``: size, age, full indexes, relative offset overflow."""
+        if self.size > config.segment_bytes - messages_size:
+            return True
+        if self.size > 0 and self.time_waited_for_roll(now, max_timestamp) > config.segment_ms:
+            return True
+        if self.index.is_full or self.time_index.is_full:
+            return True
+        return last_offset - self.base_offset > INT32_MAX
+
+    def time_waited_for_roll(self, now: int, message_timestamp: int) -> int:
+        if self.rolling_based_timestamp is not None and self.rolling_based_timestamp >= 0:
+            return message_timestamp - self.rolling_based_timestamp
+        return now - self.created_ms
+
+    def append(self, buf: bytes | bytearray | memoryview, batches: list[BatchHeader]) -> None:
+        """Write ``buf`` (whole batches with their final offsets) at the end of the file.
+
+        ``batches`` are the headers of ``buf`` with positions relative to ``buf``.
+        """
+        start = self.size
+        _write_full(self.fd, buf)
+        self.size = start + len(buf)
+        interval = self.index_interval_bytes
+        for h in batches:
+            if h.max_timestamp > self.max_timestamp_so_far:
+                self.max_timestamp_so_far = h.max_timestamp
+                self.offset_of_max_timestamp_so_far = h.base_offset
+            if self.rolling_based_timestamp is None:
+                self.rolling_based_timestamp = h.max_timestamp
+            if self.bytes_since_last_index_entry > interval:
+                self.index.append(h.last_offset, start + h.position)
+                self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
+                self.bytes_since_last_index_entry = 0
+            self.bytes_since_last_index_entry += h.batch_length + LOG_OVERHEAD
+        if batches:
+            self.next_offset = batches[-1].base_offset + batches[-1].last_offset_delta + 1
+
+    def on_become_inactive(self) -> None:
+        """Kafka's ``onBecomeInactiveSegment``: record the final max timestamp in the time index."""
+        if self.max_timestamp_so_far >= 0:
+            self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
+
+    # -- reading --------------------------------------------------------------------------
+    def translate_offset(self, offset: int, start_position: int = 0) -> BatchHeader | None:
+        """Header of the first batch whose last offset >= ``offset`` (index lookup + short scan)."""
+        _, pos = self.index.lookup(offset)
+        for h in scan_headers(self.fd, max(pos, start_position), self.size):
+            if h.base_offset + h.last_offset_delta >= offset:
+                return h
+        return None
+
+    def position_bound(self, max_offset: int) -> int:
+        """File position of the first batch whose base offset >= ``max_offset`` (or the size)."""
+        if max_offset >= self.next_offset:
+            return self.size
+        h = self.translate_offset(max_offset)
+        if h is None:
+            return self.size
+        return h.position if h.base_offset >= max_offset else h.position + h.size
+
+    def _last_boundary(self, start: int, limit: int) -> int:
+        """The largest batch boundary in ``[start, limit]``."""
+        _, pos = self.index.lookup_by_position(limit)
+        pos = max(pos, start)
+        end = pos
+        for h in scan_headers(self.fd, pos, self.size):
+            if h.position + h.size > limit:
+                break
+            end = h.position + h.size
+        return end
+
+    def read(self, start_offset: int, max_size: int, max_offset: int | None = None,
+             min_one_batch: bool = True) -> ReadInfo | None:
+        """Whole batches from the one holding ``start_offset``, up to ``max_size`` bytes.
+
+        Returns None if no batch in this segment has a last offset >= ``start_offset`` or the
+        first one starts at or beyond ``max_offset``.
+        """
+        first = self.translate_offset(start_offset)
+        if first is None:
+            return None
+        if max_offset is not None and first.base_offset >= max_offset:
+            return None
+        start = first.position
+        max_position = self.size if max_offset is None else self.position_bound(max_offset)
+        limit = min(start + max(max_size, 0), max_position)
+        if limit >= max_position:
+            end = max_position
+        elif limit >= start + first.size:
+            end = self._last_boundary(start, limit)
+        else:
+            end = start
+        if end <= start:
+            if not min_one_batch:
+                return None
+            end = start + first.size
+        return ReadInfo(str(self.log_path), start, end - start, first.base_offset, self.fd)
+
+    def batches(self, start_offset: int | None = None, chunk: int = 1 << 20) -> Iterator[BatchHeader]:
+        """Headers of every batch (from the one holding ``start_offset``)."""
+        pos = 0
+        if start_offset is not None and start_offset > self.base_offset:
+            h = self.translate_offset(start_offset)
+            if h is None:
+                return
+            pos = h.position
+        yield from scan_headers(self.fd, pos, self.size, chunk=chunk)
+
+    def read_batch(self, h: BatchHeader) -> bytes:
+        return _pread_full(self.fd, h.size, h.position)
+
+    def find_offset_by_timestamp(self, timestamp: int, start_offset: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with timestamp >= ``timestamp`` and offset >= start."""
+        _, ts_offset = self.time_index.lookup(timestamp)
+        _, pos = self.index.lookup(max(ts_offset, start_offset))
+        for h in scan_headers(self.fd, pos, self.size, chunk=65536):
+            if h.max_timestamp >= timestamp and h.base_offset + h.last_offset_delta >= start_offset:
+                for off, ts in record_timestamps(self.read_batch(h), h):
+                    if ts >= timestamp and off >= start_offset:
+                        return off, ts
+        return None
+
+    def max_timestamp_and_offset(self) -> tuple[int, int] | None:
+        """(timestamp, offset) of the first record holding this segment's max timestamp."""
+        if self.max_timestamp_so_far < 0:
+            return None
+        _, pos = self.index.lookup(self.offset_of_max_timestamp_so_far)
+        for h in scan_headers(self.fd, pos, self.size, chunk=65536):
+            if h.max_timestamp == self.max_timestamp_so_far:
+                for off, ts in record_timestamps(self.read_batch(h), h):
+                    if ts == h.max_timestamp:
+                        return ts, off
+                return h.max_timestamp, h.last_offset
+        return None
+
+    @property
+    def largest_timestamp(self) -> int:
+        """Kafka's ``largestTimestamp``: max record timestamp, else the file's mtime (retention)."""
+        if self.max_timestamp_so_far >= 0:
+            return self.max_timestamp_so_far
+        return self.last_modified_ms
+
+    @property
+    def last_modified_ms(self) -> int:
+        try:
+            return os.fstat(self.fd).st_mtime_ns // 1_000_000
+        except OSError:
+            return now_ms()
+
+    # -- recovery and truncation -------------------------------------------------------------
+    def recover(self, max_message_size: int | None = None) -> int:
+        """Rescan the file: keep the valid prefix, rebuild both indexes. Returns bytes truncated.
+
+        A batch is valid if it is v2, its length is sane, its CRC-32C matches and its offsets
+        increase and fit this segment (Kafka's ``LogSegment.recover`` + ``ensureValid``).
+        """
+        entries: list[tuple[int, int]] = []
+        time_entries: list[tuple[int, int]] = []
+        valid = 0
+        since_index = 0
+        max_ts, max_ts_off = -1, self.base_offset
+        next_offset = self.base_offset
+        self.rolling_based_timestamp = None
+        pos, size, fd = 0, self.size, self.fd
+        buf = b""
+        buf_start = 0
+        chunk = 1 << 20
+        while pos + HEADER_SIZE <= size:
+            off = pos - buf_start
+            if off + HEADER_SIZE > len(buf):
+                buf = os.pread(fd, min(chunk, size - pos), pos)
+                buf_start, off = pos, 0
+            h = read_header(buf, off)
+            total = h.batch_length + LOG_OVERHEAD
+            if (h.batch_length < MIN_BATCH_LENGTH or pos + total > size or h.magic != MAGIC_V2
+                    or (max_message_size is not None and total > max(max_message_size, 1 << 20) * 2)):
+                break
+            if off + total > len(buf):
+                buf = os.pread(fd, max(chunk, total), pos)
+                buf_start, off = pos, 0
+                if len(buf) < total:
+                    break
+            if _crc32c.crc32c(memoryview(buf)[off + 21: off + total]) != h.crc:
+                break
+            if h.base_offset < next_offset or h.last_offset_delta < 0 \
+                    or h.base_offset + h.last_offset_delta - self.base_offset > INT32_MAX:
+                break
+            if h.max_timestamp > max_ts:
+                max_ts, max_ts_off = h.max_timestamp, h.base_offset
+            if self.rolling_based_timestamp is None:
+                self.rolling_based_timestamp = h.max_timestamp
+            if since_index > self.index_interval_bytes:
+                entries.append((h.base_offset + h.last_offset_delta, pos))
+                if not time_entries or max_ts > time_entries[-1][0]:
+                    time_entries.append((max_ts, max_ts_off))
+                since_index = 0
+            since_index += total
+            next_offset = h.base_offset + h.last_offset_delta + 1
+            pos += total
+            valid = pos
+        truncated = self.size - valid
+        if truncated:
+            os.ftruncate(fd, valid)
+            self.size = valid
+        if max_ts >= 0 and (not time_entries or max_ts > time_entries[-1][0]):
+            time_entries.append((max_ts, max_ts_off))
+        self.index.rewrite(entries[: self.index.max_entries])
+        self.time_index.rewrite(time_entries[: self.time_index.max_entries])
+        self.bytes_since_last_index_entry = since_index
+        self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far = max_ts, max_ts_off
+        self.next_offset = next_offset
+        return truncated
+
+    def truncate_to(self, offset: int) -> int:
+        """Drop the batch holding ``offset`` and everything after it; returns bytes removed.
+
+        Like Kafka, a batch straddling ``offset`` goes entirely (the new end is its base offset).
+        """
+        h = self.translate_offset(offset)
+        if h is None:
+            return 0
+        position = h.position
+        removed = self.size - position
+        self.index.truncate_to(offset)
+        self.time_index.truncate_to(h.base_offset)
+        os.ftruncate(self.fd, position)
+        self.size = position
+        self.bytes_since_last_index_entry = 0
+        self.next_offset = h.base_offset if position else self.base_offset
+        if position == 0:
+            self.rolling_based_timestamp = None
+        if self.offset_of_max_timestamp_so_far >= h.base_offset:
+            # The max timestamp went with the truncated batches: the time index's last entry
+            # covers everything up to its batch; scan the rest.
+            ts, off = self.time_index.last_entry()
+            self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far = ts, off
+            _, ipos = self.index.lookup(off)
+            for hh in scan_headers(self.fd, ipos, self.size, chunk=65536):
+                if hh.max_timestamp > self.max_timestamp_so_far:
+                    self.max_timestamp_so_far = hh.max_timestamp
+                    self.offset_of_max_timestamp_so_far = hh.base_offset
+        return removed
+
+    # -- files ----------------------------------------------------------------------------
+    def flush(self) -> None:
+        os.fsync(self.fd)
+        self.index.flush()
+        self.time_index.flush()
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+        self.index.close()
+        self.time_index.close()
+
+    def rename_for_delete(self) -> None:
+        """Kafka's async delete: add ``.deleted`` to the three files; descriptors stay open."""
+        self.deleted = True
+        for attr in ("log_path",):
+            p: Path = getattr(self, attr)
+            new = p.with_name(p.name + DELETED_SUFFIX)
+            try:
+                os.rename(p, new)
+            except FileNotFoundError:
+                pass
+            setattr(self, attr, new)
+        for idx in (self.index, self.time_index):
+            try:
+                idx.rename_to(idx.path.with_name(idx.path.name + DELETED_SUFFIX))
+            except FileNotFoundError:
+                pass
+
+    def delete_files(self) -> None:
+        self.close()
+        for p in (self.log_path, self.index.path, self.time_index.path):
+            try:
+                os.unlink(p)
+            except FileNotFoundError:
+                pass
+
+    def __repr__(self) -> str:
+        return (f"LogSegment(baseOffset={self.base_offset}, size={self.size}, "
+                f"lastModifiedTime={self.last_modified_ms if self.fd >= 0 else -1}, "
+                f"largestRecordTimestamp={self.max_timestamp_so_far})")
+
+
+def _write_full(fd: int, buf: bytes | bytearray | memoryview) -> None:
+    n = os.write(fd, buf)
+    if n == len(buf):
+        return
+    mv = memoryview(buf)
+    while n < len(mv):
+        n += os.write(fd, mv[n:])
