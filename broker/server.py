@@ -117,7 +117,12 @@ class KafkaConnection(asyncio.Protocol):
                 if self.reading_paused and len(self.queue) < self.MAX_QUEUED // 2 and self.transport:
                     self.transport.resume_reading()
                     self.reading_paused = False
-                out = await self.broker.handle_frame(frame, self)
+                try:
+                    out = await self.broker.handle_frame(frame, self)
+                except Exception:
+                    log.exception("Unexpected error serving a request from %s:%d", *self.peer)
+                    self.close("internal error")
+                    return
                 if out is None or self.closed or self.transport is None:
                     continue
                 self.transport.write(out)
@@ -271,12 +276,21 @@ class Broker:
             log.exception("Error handling %s v%d from client %r (correlation id %d)", spec.name,
                           header.api_version, header.client_id, header.correlation_id)
             response = error_response(ctx, ErrorCode.UNKNOWN_SERVER_ERROR)
+            if response is None:
+                conn.close(f"internal error serving {spec.name}")
+                return None
         if response is None:
             return None
         if request_log.isEnabledFor(logging.DEBUG):
             request_log.debug("%s v%d corr=%d client=%r", spec.name, header.api_version,
                               header.correlation_id, header.client_id)
-        return encode_response(header.api_key, header.api_version, header.correlation_id, response)
+        try:
+            return encode_response(header.api_key, header.api_version, header.correlation_id, response)
+        except Exception:
+            log.exception("Cannot encode %s v%d response for client %r", spec.name, header.api_version,
+                          header.client_id)
+            conn.close(f"internal error encoding {spec.name}")
+            return None
 
     def _api_versions_fallback(self, header: RequestHeader) -> bytes:
         """Kafka answers an ApiVersions version it does not know with v0 + UNSUPPORTED_VERSION."""

@@ -22,9 +22,9 @@ async def handle_describe_cluster(ctx: RequestContext, req: Any) -> Any:
     if ctx.version >= 1 and getattr(req, "endpoint_type", 1) != 1:
         return R(throttle_time_ms=0, error_code=ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
                  error_message="The broker only serves broker endpoints", endpoint_type=req.endpoint_type,
-                 cluster_id=broker.cluster_id, controller_id=-1, brokers=[], authorized_operations=-2147483648)
+                 cluster_id=broker.cluster_id, controller_id=-1, brokers=[], authorized_operations=None)
     adv = broker.advertised
     return R(throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=1, cluster_id=broker.cluster_id,
              controller_id=broker.broker_id,
              brokers=[R.DescribeClusterBroker(broker_id=broker.broker_id, host=adv.host, port=adv.port, rack=None)],
-             authorized_operations=-2147483648)
+             authorized_operations=None)

@@ -78,11 +78,11 @@ async def handle_metadata(ctx: RequestContext, req: Any) -> Any:
                                   leader_epoch=part.leader_epoch, replica_nodes=list(part.replicas),
                                   isr_nodes=list(part.isr), offline_replicas=[]))
         topics_out.append(Topic(error_code=0, name=name, topic_id=info.topic_id, is_internal=info.is_internal,
-                                partitions=parts, authorized_operations=-2147483648))
+                                partitions=parts, authorized_operations=None))
 
     adv = broker.advertised
     return R(throttle_time_ms=0,
              brokers=[R.MetadataResponseBroker(node_id=broker.broker_id, host=adv.host, port=adv.port, rack=None)],
              cluster_id=broker.cluster_id, controller_id=broker.broker_id, topics=topics_out,
-             authorized_operations=-2147483648)
+             authorized_operations=None)
 

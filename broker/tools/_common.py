@@ -7,7 +7,7 @@ exception by design: like ``kafka-dump-log.sh`` it reads segment files from disk
 
 Output convention: people get aligned tables on stdout; ``--json`` prints one JSON document
 (or one JSON object per line for streaming commands) for scripts. Errors go to stderr as
-``Error: ...`` with exit status 1, never a traceback unless ``--verbose``.
+``Error: ...`` with exit status 1, never a traceback unless ``--debug``.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def add_bootstrap(p: argparse.ArgumentParser, required: bool = True) -> None:
 
 def add_output(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="Print machine-readable JSON instead of tables.")
-    p.add_argument("--verbose", action="store_true", help="Log client activity and print tracebacks.")
+    p.add_argument("--debug", action="store_true", help="Log client activity and print tracebacks.")
 
 
 def parse_properties(items: Sequence[str] | None) -> dict[str, str]:
@@ -66,7 +66,7 @@ def admin_client(args: argparse.Namespace) -> Any:
 
 
 def configure_logging(args: argparse.Namespace) -> None:
-    level = logging.DEBUG if getattr(args, "verbose", False) else logging.CRITICAL
+    level = logging.DEBUG if getattr(args, "debug", False) else logging.CRITICAL
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("kafka").setLevel(level)
 
@@ -87,7 +87,7 @@ def run(fn: Callable[[argparse.Namespace], int | None]) -> Callable[[argparse.Na
         except BrokenPipeError:  # `samsa ... | head`
             return 0
         except Exception as e:
-            if getattr(args, "verbose", False):
+            if getattr(args, "debug", False):
                 raise
             from kafka.errors import KafkaError
 

@@ -34,6 +34,7 @@ from ._common import (
     print_json,
     print_table,
     run,
+    send_request,
 )
 
 RESET_SCENARIOS = ("to_earliest", "to_latest", "to_current", "to_offset", "shift_by", "to_datetime",
@@ -72,6 +73,7 @@ def register(subparsers: Any) -> None:
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="Show the new offsets only (default).")
     mode.add_argument("--execute", action="store_true", help="Commit the new offsets.")
+    p.add_argument("--verbose", action="store_true", help="With --describe --members: show assignments.")
     add_output(p)
     p.set_defaults(func=run(main), view=None)
 
@@ -135,11 +137,29 @@ def _assignment(member: dict[str, Any]) -> list[tuple[str, int]]:
     return out
 
 
+def describe_groups_raw(admin: Any, group: str) -> tuple[dict[str, Any], int]:
+    """DescribeGroups for one group at its coordinator, as a plain dict, and the coordinator id.
+
+    Sent raw (without authorized operations) rather than through
+    ``KafkaAdminClient.describe_groups``, which fails on ACL bits it does not know.
+    """
+    from kafka.protocol.admin import DescribeGroupsRequest
+
+    coordinator = admin._manager.run(admin._find_coordinator_id, group)
+    resp = send_request(admin, DescribeGroupsRequest(groups=[group], include_authorized_operations=False),
+                        node_id=coordinator)
+    g = resp.groups[0].to_dict()
+    if g.get("error_code"):
+        g["error"] = error_name(g["error_code"])
+    else:
+        g["error"] = None
+    return g, coordinator
+
+
 def describe_group(admin: Any, group: str) -> dict[str, Any]:
     from kafka.admin import OffsetSpec
 
-    desc = admin.describe_groups([group])[group]
-    coordinator = admin._manager.run(admin._find_coordinator_id, group)
+    desc, coordinator = describe_groups_raw(admin, group)
     members = []
     owner: dict[tuple[str, int], dict[str, Any]] = {}
     for m in desc.get("members") or []:
@@ -257,7 +277,7 @@ def _reset(admin: Any, args: argparse.Namespace) -> int | None:
     groups = _group_ids(admin, args)
     plans = []
     for group in groups:
-        desc = admin.describe_groups([group])[group]
+        desc, _ = describe_groups_raw(admin, group)
         state = desc.get("group_state")
         if args.execute and state not in ("Empty", "Dead"):
             raise ToolError(f"Assignments can only be reset if the group '{group}' is inactive, "

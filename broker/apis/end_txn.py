@@ -1,0 +1,40 @@
+"""EndTxn (key 26), versions 0-4.
+
+Commit or abort the producer's open transaction (KIP-98). The coordinator writes
+PrepareCommit/PrepareAbort to ``__transaction_state`` -- from then on the outcome is decided
+and survives a crash -- then writes a COMMIT/ABORT marker to every partition of the
+transaction and finally CompleteCommit/CompleteAbort. We answer once the markers are written
+(bounded wait; Kafka answers right after Prepare*), which spares clients a round of
+CONCURRENT_TRANSACTIONS retries on their next AddPartitionsToTxn.
+
+Errors: INVALID_PRODUCER_ID_MAPPING (unknown id or producer id), PRODUCER_FENCED (v2+;
+INVALID_PRODUCER_EPOCH for v0-1, KIP-588), CONCURRENT_TRANSACTIONS (retriable: a previous
+commit/abort is still completing), INVALID_TXN_STATE (e.g. commit after abort). A retried
+EndTxn whose outcome already completed gets NONE. v3+ is flexible. v5 (transactions v2,
+KIP-890: the epoch bumps on every EndTxn) is not served: no supported client needs it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode, KafkaError
+
+from . import RequestContext, api
+
+
+@api(ApiKey.END_TXN, versions=(0, 4))
+async def handle_end_txn(ctx: RequestContext, req: Any) -> Any:
+    coord = ctx.broker.txn_coordinator
+    code = ErrorCode.NONE
+    if coord is None:
+        code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+    else:
+        try:
+            await coord.end_txn(req.transactional_id, req.producer_id, req.producer_epoch, bool(req.committed))
+        except KafkaError as e:
+            code = e.code
+    if code is ErrorCode.PRODUCER_FENCED and ctx.version < 2:
+        code = ErrorCode.INVALID_PRODUCER_EPOCH
+    return ctx.response(throttle_time_ms=0, error_code=int(code))

@@ -1,0 +1,43 @@
+"""WriteTxnMarkers (key 27), versions 1-2.
+
+In Kafka the transaction coordinator sends this to each partition leader to write the
+COMMIT/ABORT control batches of a finished transaction. Samsa's coordinator writes markers
+in-process through the same :func:`txn.plugin.write_marker` this handler uses; the API is
+served for tools and tests that drive it directly (e.g. ``kafka-transactions.sh
+abort``-style recovery of hanging transactions).
+
+Each marker is one control batch with the producer id/epoch and the coordinator epoch, written
+to every listed partition: it closes that producer's open transaction there (the last stable
+offset advances) and an ABORT lands in the aborted-transaction index. Errors are per
+partition: UNKNOWN_TOPIC_OR_PARTITION, INVALID_PRODUCER_EPOCH for a marker older than the
+producer's epoch. v1 is the first flexible version (v0 is gone from Kafka); v2 adds
+``transaction_version`` (KIP-890), which does not change what is written.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from txn.markers import TxnMarker
+from txn.plugin import write_marker
+
+from . import RequestContext, api
+
+
+@api(ApiKey.WRITE_TXN_MARKERS, versions=(1, 2))
+async def handle_write_txn_markers(ctx: RequestContext, req: Any) -> Any:
+    R = ctx.response_class
+    MarkerResult = R.WritableTxnMarkerResult
+    TopicResult = MarkerResult.WritableTxnMarkerTopicResult
+    PartResult = TopicResult.WritableTxnMarkerPartitionResult
+    out = []
+    for m in req.markers:
+        marker = TxnMarker(m.producer_id, m.producer_epoch, m.coordinator_epoch, bool(m.transaction_result))
+        topics = []
+        for t in m.topics:
+            parts = [PartResult(partition_index=p, error_code=int(await write_marker(ctx.broker, t.name, p, marker)))
+                     for p in t.partition_indexes]
+            topics.append(TopicResult(name=t.name, partitions=parts))
+        out.append(MarkerResult(producer_id=m.producer_id, topics=topics))
+    return R(markers=out)
