@@ -182,8 +182,10 @@ class LogSegment:
     @classmethod
     def open(cls, dir: Path, base_offset: int, config: LogConfig) -> tuple[LogSegment, bool]:
         """Open an existing segment; second value False if its indexes must be rebuilt."""
+        prefix = filename_prefix(base_offset)
+        indexes_exist = (dir / (prefix + INDEX_SUFFIX)).exists() and (dir / (prefix + TIME_INDEX_SUFFIX)).exists()
         seg = cls(dir, base_offset, config)
-        ok = seg.index.load(seg.size)
+        ok = seg.index.load(seg.size) and indexes_exist
         ok = seg.time_index.load() and ok
         if ok and seg.size > 0:
             # The end of the segment: scan from the last index entry to the end of the file.

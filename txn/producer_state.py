@@ -218,8 +218,8 @@ class ProducerAppendInfo:
             return
         last_seq = self.last_seq if self.has_updates else (
             self.current.last_seq if self.current is not None else NO_SEQUENCE)
-        if cur_epoch == NO_PRODUCER_EPOCH or last_seq == NO_SEQUENCE:
-            return  # nothing known about this epoch's sequences (e.g. only a marker so far)
+        if cur_epoch == NO_PRODUCER_EPOCH:
+            return  # nothing known about this producer's epoch: accept any sequence (Kafka)
         if not in_sequence(last_seq, first_seq):
             raise OutOfOrderSequenceError(
                 message=f"Out of order sequence number for producer {self.producer_id}: "

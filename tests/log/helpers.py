@@ -39,3 +39,21 @@ def decode(data: bytes) -> list[tuple[int, int, bytes | None, bytes | None]]:
         pos += size
     assert pos == len(data)
     return out
+
+
+def build_marker(producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int = 0,
+                 timestamp: int = 1_700_000_000_000) -> bytes:
+    """A transaction marker (control batch) as the transaction coordinator writes it."""
+    import struct
+
+    import crc32c
+
+    b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=True, producer_id=producer_id,
+                                  producer_epoch=producer_epoch, base_sequence=-1, batch_size=1 << 20)
+    b.append(0, timestamp=timestamp, key=struct.pack(">hh", 0, 1 if commit else 0),
+             value=struct.pack(">hi", 0, coordinator_epoch), headers=[])
+    buf = bytearray(b.build())
+    attrs = struct.unpack_from(">h", buf, 21)[0] | 0x20
+    struct.pack_into(">h", buf, 21, attrs)
+    struct.pack_into(">I", buf, 17, crc32c.crc32c(bytes(buf[21:])))
+    return bytes(buf)
