@@ -21,6 +21,10 @@ from ..metadata import validate_topic_name
 from . import RequestContext, api
 
 
+CONFIG_SOURCE_TOPIC = 1  # DescribeConfigs' ConfigSource.TOPIC_CONFIG
+CONFIG_SOURCE_DEFAULT = 5  # ConfigSource.DEFAULT_CONFIG
+
+
 @api(ApiKey.CREATE_TOPICS, versions=(2, 7))
 async def handle_create_topics(ctx: RequestContext, req: Any) -> Any:
     broker = ctx.broker
@@ -29,6 +33,7 @@ async def handle_create_topics(ctx: RequestContext, req: Any) -> Any:
     out = []
     seen: set[str] = set()
     for t in req.topics:
+        configs: dict[str, str] = {}
         code, message = ErrorCode.NONE, None
         tid = uuid.UUID(int=0)
         partitions, rf = t.num_partitions, t.replication_factor
@@ -66,7 +71,6 @@ async def handle_create_topics(ctx: RequestContext, req: Any) -> Any:
                     raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
                                      f"Unable to replicate the partition {rf} time(s): The target replication "
                                      "factor of " f"{rf} cannot be reached because only 1 broker(s) are registered.")
-            configs: dict[str, str] = {}
             for c in t.configs:
                 if c.value is None:
                     raise KafkaError(ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {c.name}")
@@ -77,8 +81,14 @@ async def handle_create_topics(ctx: RequestContext, req: Any) -> Any:
                 tid = info.topic_id
         except KafkaError as e:
             code, message = e.code, e.message
+        described = None
+        if code == ErrorCode.NONE:
+            described = [Result.CreatableTopicConfigs(name=k, value=v, read_only=False, is_sensitive=False,
+                                                      config_source=CONFIG_SOURCE_TOPIC if k in configs
+                                                      else CONFIG_SOURCE_DEFAULT)
+                         for k, v in sorted({**broker.config.topic_defaults(), **configs}.items())]
         out.append(Result(name=t.name, topic_id=tid, error_code=int(code), error_message=message,
                           topic_config_error_code=0,
                           num_partitions=partitions if code == 0 else -1,
-                          replication_factor=rf if code == 0 else -1, configs=None))
+                          replication_factor=rf if code == 0 else -1, configs=described))
     return R(throttle_time_ms=0, topics=out)

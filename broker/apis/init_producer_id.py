@@ -28,11 +28,17 @@ async def handle_init_producer_id(ctx: RequestContext, req: Any) -> Any:
         if coord is None:
             return ctx.response(throttle_time_ms=0, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
                                 producer_id=-1, producer_epoch=-1)
+        # Transactional ids (txn engineer): txn/coordinator.py does fencing, KIP-360 bumps and
+        # epoch exhaustion; PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v4 (KIP-588).
         try:
-            pid, epoch = await coord.init_producer_id(req, ctx.version)
-            code = ErrorCode.NONE
+            res = await coord.init_producer_id(
+                req.transactional_id, req.transaction_timeout_ms,
+                req.producer_id if ctx.version >= 3 else -1, req.producer_epoch if ctx.version >= 3 else -1)
+            pid, epoch, code = res.producer_id, res.producer_epoch, ErrorCode.NONE
         except KafkaError as e:
             pid, epoch, code = -1, -1, e.code
+            if code is ErrorCode.PRODUCER_FENCED and ctx.version < 4:
+                code = ErrorCode.INVALID_PRODUCER_EPOCH
         return ctx.response(throttle_time_ms=0, error_code=code, producer_id=pid, producer_epoch=epoch)
 
     pid_in = getattr(req, "producer_id", -1) if ctx.version >= 3 else -1

@@ -11,6 +11,8 @@ something wrong. It never modifies a file.
   ``--print-data-log``); control records show ``endTxnMarker: COMMIT|ABORT``.
   ``--offsets-decoder`` / ``--transaction-log-decoder`` decode ``__consumer_offsets`` and
   ``__transaction_state`` records. Bytes after the last whole batch are reported.
+* ``NNN.snapshot``: the producer state snapshot (producer id, epoch, coordinator epoch,
+  open transaction's first offset, last batch's sequences and offset).
 * ``NNN.index``: ``offset: O position: P`` entries; ``NNN.timeindex``: ``timestamp: T
   offset: O``. With ``--index-sanity-check`` / ``--verify-index-only`` each entry is
   checked against the ``.log`` beside it (offsets and positions strictly increasing, each
@@ -51,7 +53,7 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser("dump-log", help="Print the batches, records and index entries of segment "
                               "files (like kafka-dump-log.sh).",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--files", required=True, help="Comma separated segment files (.log, .index, .timeindex) "
+    p.add_argument("--files", required=True, help="Comma separated segment files (.log, .index, .timeindex, .snapshot) "
                    "or partition directories.")
     p.add_argument("--print-data-log", action="store_true", help="Print each record with its key and payload.")
     p.add_argument("--deep-iteration", action="store_true", help="Print each record (without payloads).")
@@ -318,12 +320,50 @@ def dump_time_index_file(path: Path, args: argparse.Namespace) -> dict[str, Any]
     return {"file": str(path), "type": "timeindex", "entries": entries, "problems": problems}
 
 
+def dump_snapshot_file(path: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Producer state snapshot (format documented in ``txn/producer_state.py``)."""
+    import crc32c
+
+    data = path.read_bytes()
+    problems: list[str] = []
+    producers: list[dict[str, Any]] = []
+    doc: dict[str, Any] = {"file": str(path), "type": "snapshot", "producers": producers, "problems": problems}
+    try:
+        version, crc = struct.unpack_from(">hI", data, 0)
+        doc["version"] = version
+        if version != 1:
+            problems.append(f"unknown snapshot version {version}")
+            return doc
+        if crc32c.crc32c(data[6:]) != crc:
+            problems.append("snapshot CRC mismatch")
+        offset, count = struct.unpack_from(">qi", data, 6)
+        doc["offset"] = offset
+        pos = 18
+        for _ in range(count):
+            pid, epoch, coord_epoch, last_ts, txn_first, n = struct.unpack_from(">qhiqqb", data, pos)
+            pos += 31
+            batches = []
+            for _ in range(n):
+                last_seq, last_off, delta, ts = struct.unpack_from(">iqiq", data, pos)
+                pos += 24
+                batches.append({"firstSequence": (last_seq - delta) & 0x7FFFFFFF, "lastSequence": last_seq,
+                                "lastOffset": last_off, "offsetDelta": delta, "timestamp": ts})
+            producers.append({"producerId": pid, "producerEpoch": epoch, "coordinatorEpoch": coord_epoch,
+                              "currentTxnFirstOffset": txn_first if txn_first >= 0 else None,
+                              "lastTimestamp": last_ts, "batches": batches})
+        if pos != len(data):
+            problems.append(f"{len(data) - pos} trailing bytes")
+    except struct.error as e:
+        problems.append(f"truncated snapshot: {e}")
+    return doc
+
+
 def _expand(files: str) -> list[Path]:
     out: list[Path] = []
     for f in filter(None, (s.strip() for s in files.split(","))):
         p = Path(f)
         if p.is_dir():
-            out.extend(sorted(q for q in p.iterdir() if q.suffix in (".log", ".index", ".timeindex")))
+            out.extend(sorted(q for q in p.iterdir() if q.suffix in (".log", ".index", ".timeindex", ".snapshot")))
         elif p.exists():
             out.append(p)
         else:
@@ -367,6 +407,10 @@ def main(args: argparse.Namespace) -> int | None:
             doc = dump_index_file(path, args)
         elif path.suffix == ".timeindex":
             doc = dump_time_index_file(path, args)
+        elif path.suffix == ".snapshot":
+            if args.verify_index_only:
+                continue
+            doc = dump_snapshot_file(path, args)
         else:
             doc = {"file": str(path), "type": "unknown", "problems": [f"{path.name}: not a segment file "
                                                                        "(.log, .index, .timeindex)"]}
@@ -382,6 +426,16 @@ def main(args: argparse.Namespace) -> int | None:
         elif doc["type"] == "timeindex" and not args.verify_index_only:
             for e in doc["entries"]:
                 print(f"timestamp: {e['timestamp']} offset: {e['offset']}", file=out)
+        elif doc["type"] == "snapshot":
+            for pr in doc["producers"]:
+                txn = pr["currentTxnFirstOffset"]
+                last = pr["batches"][-1] if pr["batches"] else {}
+                print(f"producerId: {pr['producerId']} producerEpoch: {pr['producerEpoch']} "
+                      f"coordinatorEpoch: {pr['coordinatorEpoch']} currentTxnFirstOffset: "
+                      f"{'OptionalLong.empty' if txn is None else f'OptionalLong[{txn}]'} "
+                      f"lastTimestamp: {pr['lastTimestamp']} firstSequence: {last.get('firstSequence')} "
+                      f"lastSequence: {last.get('lastSequence')} lastOffset: {last.get('lastOffset')} "
+                      f"offsetDelta: {last.get('offsetDelta')} timestamp: {last.get('timestamp')}", file=out)
         for problem in doc["problems"]:
             print(problem, file=out)
     if args.json:
