@@ -37,6 +37,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from protocol.errors import ErrorCode, KafkaError
 
@@ -124,10 +125,10 @@ class TransactionCoordinator:
         self.loaded = False
         self._completions: dict[str, asyncio.Task[None]] = {}
         self._background: list[asyncio.Task[None]] = []
-        # Called after a marker is written to a __consumer_offsets partition, so the group
-        # coordinator can publish (commit) or drop (abort) the transaction's offsets:
-        # hook(producer_id, partition, commit).
-        self.on_offsets_marker: Callable[[int, int, bool], object] | None = None
+        # TxnOffsetCommit offsets held here until the COMMIT marker reaches the group's
+        # __consumer_offsets partition, when the group coordinator cannot hold them itself
+        # (see broker/apis/txn_offset_commit.py): producer id -> pending commits.
+        self.pending_offsets: dict[int, list[Any]] = {}
 
     # --- helpers --------------------------------------------------------------------------
 

@@ -1,0 +1,156 @@
+"""Binds the transaction coordinator to a running broker.
+
+The broker imports this module on start and awaits :func:`start` (and :func:`stop` on
+shutdown). Here the coordinator's small storage interface (``txn/storage.py``) is implemented
+on the broker's partitions:
+
+* ``__transaction_state`` (``transaction.state.log.num.partitions`` partitions, compacted) is
+  created on first start; coordinator records are appended to it as plain v2 batches and read
+  back at start-up for ``replay()``;
+* a transaction marker is a control batch appended to the data partition through
+  :func:`write_marker`, the same function the WriteTxnMarkers handler uses, so the partition's
+  producer state closes the transaction, its last stable offset moves and an abort lands in
+  the ``.txnindex``. A marker on a ``__consumer_offsets`` partition is then announced to the
+  group coordinator, which publishes (commit) or drops (abort) the transaction's offsets.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from protocol.errors import ErrorCode, KafkaError
+from protocol.records import ATTR_CONTROL, validate_batches
+
+from . import transaction_log as tlog
+from .coordinator import CONSUMER_OFFSETS_TOPIC, TransactionConfig, TransactionCoordinator
+from .markers import TxnMarker, build_batch, build_marker_batch, iter_batch_records
+
+log = logging.getLogger("samsa.txn")
+
+
+async def write_marker(broker: Any, topic: str, partition: int, marker: TxnMarker) -> ErrorCode:
+    """Append ``marker``'s control batch to ``topic-partition``; Kafka's error code as result.
+
+    On a ``__consumer_offsets`` partition the group coordinator is then told, so that the
+    transaction's offsets become visible (commit) or are dropped (abort) before we return.
+    """
+    try:
+        part = broker.replica_manager.get_partition(topic, partition)
+        part.append(validate_batches(build_marker_batch(marker, partition_leader_epoch=part.leader_epoch)),
+                    required_acks=-1)
+    except KafkaError as e:
+        if e.code is not ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+            log.warning("Writing %s marker of producer %d to %s-%d failed: %s",
+                        "COMMIT" if marker.commit else "ABORT", marker.producer_id, topic, partition, e)
+        return e.code
+    if topic == CONSUMER_OFFSETS_TOPIC:
+        await _complete_offsets(broker, partition, marker)
+    return ErrorCode.NONE
+
+
+async def _complete_offsets(broker: Any, partition: int, marker: TxnMarker) -> None:
+    gc = getattr(broker, "group_coordinator", None)
+    complete = getattr(gc, "complete_transaction", None)
+    if complete is not None:
+        try:
+            r = complete(partition, marker.producer_id, marker.commit)
+            if hasattr(r, "__await__"):
+                await r
+        except Exception:
+            log.exception("Group coordinator failed to complete transactional offsets of producer %d",
+                          marker.producer_id)
+    coord = getattr(broker, "txn_coordinator", None)
+    pending = getattr(coord, "pending_offsets", None)
+    if not pending or gc is None:
+        return
+    entries = pending.get(marker.producer_id, [])
+    mine = [e for e in entries if e.offsets_partition == partition]
+    rest = [e for e in entries if e.offsets_partition != partition]
+    if rest:
+        pending[marker.producer_id] = rest
+    else:
+        pending.pop(marker.producer_id, None)
+    if not marker.commit:
+        return
+    for e in mine:
+        try:
+            await _publish_offsets(gc, e)
+        except Exception:
+            log.exception("Publishing transactional offsets of group %s failed", e.group_id)
+
+
+async def _publish_offsets(gc: Any, e: Any) -> None:
+    """Commit held offsets unconditionally: membership was checked at TxnOffsetCommit time, and
+    a rebalance since then must not lose offsets whose transaction committed (as in Kafka)."""
+    write = getattr(gc, "_write", None)
+    if write is None:
+        await gc.commit_offsets(e.group_id, "", -1, e.offsets)
+        return
+    import time  # noqa: PLC0415
+
+    from groupcoord.records import OffsetCommitValue, offset_commit_record  # noqa: PLC0415
+
+    now = int(time.time() * 1000)
+    records = [offset_commit_record(e.group_id, topic, p, OffsetCommitValue(om.offset, om.metadata or "", now,
+                                                                          om.leader_epoch))
+               for (topic, p), om in e.offsets.items()]
+    await write(e.group_id, records)
+
+
+class BrokerTransactionStorage:
+    """:class:`txn.storage.TransactionStorage` on the broker's own partitions."""
+
+    def __init__(self, broker: Any) -> None:
+        self.broker = broker
+
+    async def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]]) -> None:
+        rm = self.broker.replica_manager
+        rm.append_to_local_log(tlog.TRANSACTION_STATE_TOPIC, partition, validate_batches(build_batch(list(records))),
+                               required_acks=-1)
+
+    def read(self, partition: int) -> Iterable[tuple[bytes, bytes | None]]:
+        return list(self._read(partition))
+
+    def _read(self, partition: int) -> Iterator[tuple[bytes, bytes | None]]:
+        try:
+            part = self.broker.replica_manager.get_partition(tlog.TRANSACTION_STATE_TOPIC, partition)
+        except KafkaError:
+            return
+        for raw in part.log.read_batch_bytes(part.log_start_offset):
+            for attrs, rec in iter_batch_records(raw):
+                if attrs & ATTR_CONTROL or rec.key is None:
+                    continue
+                yield bytes(rec.key), None if rec.value is None else bytes(rec.value)
+
+    async def write_marker(self, topic: str, partition: int, marker: TxnMarker) -> ErrorCode:
+        return await write_marker(self.broker, topic, partition, marker)
+
+
+def _ensure_topic(broker: Any, num_partitions: int) -> None:
+    if broker.topics.get(tlog.TRANSACTION_STATE_TOPIC) is not None:
+        return
+    configs = {"cleanup.policy": "compact", "compression.type": "uncompressed"}
+    seg = broker.config.get("transaction.state.log.segment.bytes")
+    configs["segment.bytes"] = str(seg or 104857600)
+    broker.topics.create(tlog.TRANSACTION_STATE_TOPIC, num_partitions, configs)
+
+
+async def start(broker: Any) -> None:
+    config = TransactionConfig.from_properties(lambda name: broker.config.get(name))
+    existing = broker.topics.get(tlog.TRANSACTION_STATE_TOPIC)
+    if existing is not None:
+        # The partition count of an existing topic wins: ids are hashed onto it.
+        config.num_partitions = existing.num_partitions
+    _ensure_topic(broker, config.num_partitions)
+    coord = TransactionCoordinator(BrokerTransactionStorage(broker), broker.producer_ids, config)
+    await coord.load()
+    coord.start_background()
+    broker.txn_coordinator = coord
+
+
+async def stop(broker: Any) -> None:
+    coord = getattr(broker, "txn_coordinator", None)
+    if coord is not None:
+        await coord.stop()
