@@ -109,7 +109,7 @@ def print_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], out: Text
     for row in cells:
         for i, c in enumerate(row):
             widths[i] = max(widths[i], len(c))
-    fmt = "  ".join("{:<%d}" % w for w in widths)
+    fmt = "  ".join("{:<" + str(w) + "}" for w in widths)
     print(fmt.format(*headers).rstrip(), file=out)
     for row in cells:
         print(fmt.format(*row).rstrip(), file=out)
