@@ -33,17 +33,15 @@ def _open_rw(path: Path) -> int:
     return os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
 
 
-def _read_all(fd: int) -> bytes:
-    size = os.fstat(fd).st_size
-    chunks = []
-    pos = 0
-    while pos < size:
-        b = os.pread(fd, size - pos, pos)
-        if not b:
-            break
-        chunks.append(b)
-        pos += len(b)
-    return b"".join(chunks)
+def _read_all(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return b""
+
+
+def _touch(path: Path) -> None:
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o644))
 
 
 class OffsetIndex:
@@ -61,12 +59,15 @@ class OffsetIndex:
         self.max_entries = max(1, max_entries)
         self._rel = array("i")
         self._pos = array("i")
-        self._fd = _open_rw(path)
+        # Opened on the first write only: entries live in memory, so an inactive segment's
+        # indexes cost no file descriptor.
+        self._fd = -1
+        _touch(path)
 
     # -- loading --------------------------------------------------------------------------
     def load(self, log_size: int) -> bool:
         """Read the file; False if it is torn or inconsistent (the caller rebuilds it)."""
-        data = _read_all(self._fd)
+        data = _read_all(self.path)
         self._rel = array("i")
         self._pos = array("i")
         if len(data) % self.ENTRY_SIZE:
@@ -127,7 +128,7 @@ class OffsetIndex:
             return  # never break monotonicity (e.g. an empty append); Kafka throws here
         self._rel.append(rel)
         self._pos.append(position)
-        os.write(self._fd, _OFFSET_ENTRY.pack(rel, position))
+        os.write(self._fd if self._fd >= 0 else self._open(), _OFFSET_ENTRY.pack(rel, position))
 
     def rewrite(self, entries: list[tuple[int, int]]) -> None:
         """Replace the whole index with ``entries`` (absolute offset, position): one write."""
@@ -136,9 +137,9 @@ class OffsetIndex:
         both = array("i", (x for o, p in entries for x in (o - self.base_offset, p)))
         if _LITTLE:
             both.byteswap()
-        os.ftruncate(self._fd, 0)
+        os.ftruncate(self._open(), 0)
         if entries:
-            os.write(self._fd, both.tobytes())
+            os.write(self._open(), both.tobytes())
 
     def truncate_to(self, offset: int) -> None:
         """Remove every entry whose offset >= ``offset``."""
@@ -154,14 +155,20 @@ class OffsetIndex:
         if n < len(self._rel):
             del self._rel[n:]
             del self._pos[n:]
-            os.ftruncate(self._fd, n * self.ENTRY_SIZE)
+            os.ftruncate(self._open(), n * self.ENTRY_SIZE)
 
     def reset(self) -> None:
         self._truncate_entries(0)
 
     # -- file -----------------------------------------------------------------------------
+    def _open(self) -> int:
+        if self._fd < 0:
+            self._fd = _open_rw(self.path)
+        return self._fd
+
     def flush(self) -> None:
-        os.fsync(self._fd)
+        if self._fd >= 0:
+            os.fsync(self._fd)
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -188,10 +195,11 @@ class TimeIndex:
         self.max_entries = max(1, max_entries)
         self._ts = array("q")
         self._rel = array("i")
-        self._fd = _open_rw(path)
+        self._fd = -1
+        _touch(path)
 
     def load(self, next_offset: int | None = None) -> bool:
-        data = _read_all(self._fd)
+        data = _read_all(self.path)
         self._ts = array("q")
         self._rel = array("i")
         if len(data) % self.ENTRY_SIZE:
@@ -248,14 +256,14 @@ class TimeIndex:
             return
         self._ts.append(timestamp)
         self._rel.append(rel)
-        os.write(self._fd, _TIME_ENTRY.pack(timestamp, rel))
+        os.write(self._fd if self._fd >= 0 else self._open(), _TIME_ENTRY.pack(timestamp, rel))
 
     def rewrite(self, entries: list[tuple[int, int]]) -> None:
         self._ts = array("q", (t for t, _ in entries))
         self._rel = array("i", (o - self.base_offset for _, o in entries))
-        os.ftruncate(self._fd, 0)
+        os.ftruncate(self._open(), 0)
         if entries:
-            os.write(self._fd, b"".join(_TIME_ENTRY.pack(t, o - self.base_offset) for t, o in entries))
+            os.write(self._open(), b"".join(_TIME_ENTRY.pack(t, o - self.base_offset) for t, o in entries))
 
     def truncate_to(self, offset: int) -> None:
         """Remove every entry whose offset >= ``offset``."""
@@ -263,13 +271,19 @@ class TimeIndex:
         if n < len(self._ts):
             del self._ts[n:]
             del self._rel[n:]
-            os.ftruncate(self._fd, n * self.ENTRY_SIZE)
+            os.ftruncate(self._open(), n * self.ENTRY_SIZE)
 
     def reset(self) -> None:
         self.truncate_to(self.base_offset)
 
+    def _open(self) -> int:
+        if self._fd < 0:
+            self._fd = _open_rw(self.path)
+        return self._fd
+
     def flush(self) -> None:
-        os.fsync(self._fd)
+        if self._fd >= 0:
+            os.fsync(self._fd)
 
     def close(self) -> None:
         if self._fd >= 0:

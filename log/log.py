@@ -136,6 +136,10 @@ class Log:
         if log_start_offset is not None:
             log.log_start_offset = max(log.log_start_offset, min(log_start_offset, log.log_end_offset))
         log.leader_epoch_cache.truncate_from_end(log.log_end_offset)
+        for seg in log.segments:  # epochs seen while rescanning (Kafka assigns them during recovery)
+            for epoch, start in seg.recovered_epochs:
+                log.leader_epoch_cache.assign(epoch, start)
+            seg.recovered_epochs = []
         log.leader_epoch_cache.truncate_from_start(log.log_start_offset)
         log._rebuild_producer_state(log.log_end_offset, clean=not recover)
         log.recovery_point = log.log_end_offset if not recover else log.recovery_point
@@ -205,6 +209,8 @@ class Log:
             self.segments.append(seg)
         if not self.segments:
             self.segments.append(LogSegment(dir, 0, self.config))
+        for seg in self.segments[:-1]:
+            seg.release_index_files()  # written by recovery; inactive segments keep no index fds
         # an empty non-active segment is harmless but pointless; keep Kafka's behaviour (keep it)
         self._bases = [s.base_offset for s in self.segments]
         self.log_start_offset = self.segments[0].base_offset
@@ -243,7 +249,7 @@ class Log:
                         txn_index.on_completed([completed], psm, seg.base_offset)
                     replayed += 1
         psm.map_end_offset = end_offset
-        if replayed or (snap is None and not clean):
+        if replayed:
             logger.info("[Log partition=%s] Producer state recovered from %s, replayed %d batches up to %d",
                         self.name, f"snapshot {snap}" if snap is not None else "the log", replayed, end_offset)
 
@@ -340,6 +346,7 @@ class Log:
         # Kafka flushes the previous segment asynchronously; we do it here (rolls are rare):
         # the recovery point can then move past it and restarts need not rescan it.
         active.flush()
+        active.release_index_files()
         seg = LogSegment(self.dir, new_base, self.config, created_ms=now)
         self.segments.append(seg)
         self._bases.append(new_base)

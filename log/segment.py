@@ -177,6 +177,7 @@ class LogSegment:
         self.created_ms = now_ms() if created_ms is None else created_ms
         self.next_offset = base_offset  # the offset after this segment's last batch
         self.deleted = False
+        self.recovered_epochs: list[tuple[int, int]] = []  # (leader epoch, start offset) seen by recover()
 
     # -- opening --------------------------------------------------------------------------
     @classmethod
@@ -250,6 +251,11 @@ class LogSegment:
         """Kafka's ``onBecomeInactiveSegment``: record the final max timestamp in the time index."""
         if self.max_timestamp_so_far >= 0:
             self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
+
+    def release_index_files(self) -> None:
+        """Close the index descriptors (reopened on the next write): inactive segments need none."""
+        self.index.close()
+        self.time_index.close()
 
     # -- reading --------------------------------------------------------------------------
     def translate_offset(self, offset: int, start_position: int = 0) -> BatchHeader | None:
@@ -371,6 +377,7 @@ class LogSegment:
         since_index = 0
         max_ts, max_ts_off = -1, self.base_offset
         next_offset = self.base_offset
+        epochs: list[tuple[int, int]] = []
         self.rolling_based_timestamp = None
         pos, size, fd = 0, self.size, self.fd
         buf = b""
@@ -398,6 +405,8 @@ class LogSegment:
                 break
             if h.max_timestamp > max_ts:
                 max_ts, max_ts_off = h.max_timestamp, h.base_offset
+            if h.partition_leader_epoch >= 0 and (not epochs or h.partition_leader_epoch > epochs[-1][0]):
+                epochs.append((h.partition_leader_epoch, h.base_offset))
             if self.rolling_based_timestamp is None:
                 self.rolling_based_timestamp = h.max_timestamp
             if since_index > self.index_interval_bytes:
@@ -420,6 +429,7 @@ class LogSegment:
         self.bytes_since_last_index_entry = since_index
         self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far = max_ts, max_ts_off
         self.next_offset = next_offset
+        self.recovered_epochs = epochs
         return truncated
 
     def truncate_to(self, offset: int) -> int:

@@ -256,3 +256,20 @@ def test_sigkill_right_after_append(tmp_path: Path) -> None:
     assert log.producer_state.last_entry(1).last_seq == 199  # type: ignore[union-attr]
     assert check_log(d) == []
     log.close()
+
+
+def test_leader_epoch_cache_rebuilt_by_recovery(d: Path) -> None:
+    log = Log.open(d, CFG)
+    for epoch, n in ((0, 5), (2, 5), (7, 5)):
+        for _ in range(n):
+            log.append(records(build_batch([b"e"])), leader_epoch=epoch)
+    assert log.leader_epoch_cache.entries == [(0, 0), (2, 5), (7, 10)]
+    crash(log)
+    (d / "leader-epoch-checkpoint").unlink()
+    log = Log.open(d, CFG, recover=True)
+    assert log.leader_epoch_cache.entries == [(0, 0), (2, 5), (7, 10)]
+    assert log.end_offset_for_epoch(2) == (2, 10)
+    log.truncate_to(7)
+    assert log.leader_epoch_cache.entries == [(0, 0), (2, 5)]
+    assert log.end_offset_for_epoch(2) == (2, 7)
+    log.close()
