@@ -105,6 +105,10 @@ def parse_header(frame: bytes) -> RequestHeader:
         pos += n
     elif n != -1:
         raise MalformedRequest(f"invalid client_id length {n}")
+    if api_key == ApiKey.API_VERSIONS and api_version > REQUEST_CLASSES[api_key].max_version:
+        # A version from the future: its body is never read (the answer is v0 with
+        # UNSUPPORTED_VERSION), so neither is the rest of its header, whatever its shape.
+        return RequestHeader(api_key, api_version, correlation_id, client_id, pos)
     if is_flexible(api_key, api_version):
         count, pos = _uvarint(frame, pos)
         for _ in range(count):
@@ -122,10 +126,20 @@ def decode_body(header: RequestHeader, frame: bytes) -> Any:
         raise MalformedRequest(f"unknown API key {header.api_key}")
     if not 0 <= header.api_version <= cls.max_version:
         raise UnsupportedVersion(f"{cls.name} v{header.api_version}")
+    version = header.api_version
+    body = memoryview(frame)[header.size:]
+    flexible = cls.flexible_version_q(version)
     try:
-        return cls.decode(memoryview(frame)[header.size:], version=header.api_version)
+        decode = cls._struct.compiled_decode_from(version, compact=flexible, tagged=flexible, data_class=cls)
+        request, end = decode(body, 0)
     except Exception as e:
-        raise MalformedRequest(f"cannot decode {cls.name} v{header.api_version}: {e}") from e
+        raise MalformedRequest(f"cannot decode {cls.name} v{version}: {e}") from e
+    # kafka-python's decoders slice without bounds checks: a length prefix that runs past the
+    # frame shows up as a read position beyond its end. Kafka rejects both that and trailing bytes.
+    if end != len(body):
+        raise MalformedRequest(f"{cls.name} v{version} body is {len(body)} bytes but its fields "
+                               f"{'overrun' if end > len(body) else 'end'} at {end}")
+    return request
 
 
 def response_class(api_key: int, version: int) -> Any:

@@ -49,8 +49,6 @@ ATTR_TRANSACTIONAL = 0x10
 ATTR_CONTROL = 0x20
 ATTR_DELETE_HORIZON = 0x40
 
-MIN_RECORD_SIZE = 7  # length, attributes, timestamp/offset deltas, key/value lengths, header count
-
 NO_PRODUCER_ID = -1
 NO_SEQUENCE = -1
 
@@ -195,15 +193,28 @@ def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
             raise ValueError("varint too long")
 
 
-def count_records(records: bytes) -> int:
-    """Walk the length-prefixed records of an uncompressed records section; return how many."""
+def count_records(records: bytes | bytearray) -> int:
+    """Walk the length-prefixed records of an uncompressed records section; return how many.
+
+    Only each record's length varint is read (inline for the one- and two-byte cases that
+    cover records under 8 KiB): ~0.4 us a record, cheap enough for the produce path.
+    """
     pos = n = 0
     end = len(records)
     while pos < end:
-        length, pos = _read_varint(records, pos)
-        if length <= 0:
+        b0 = records[pos]
+        if b0 < 0x80:
+            z = b0
+            pos += 1
+        elif pos + 1 < end and records[pos + 1] < 0x80:
+            z = (b0 & 0x7F) | (records[pos + 1] << 7)
+            pos += 2
+        else:
+            length, pos = _read_varint(records, pos)
+            z = length << 1  # zigzag back, so the checks below apply alike
+        if z & 1 or z == 0:
             raise ValueError("bad record length")
-        pos += length
+        pos += z >> 1
         n += 1
     if pos != end:
         raise ValueError("record overruns batch")
@@ -230,14 +241,12 @@ def validate_batches(records: bytes | bytearray | memoryview, *, max_batch_bytes
                      deep: bool = True) -> ValidatedRecords:
     """Check a Produce payload: whole v2 batches, good CRCs, counts that match.
 
-    The CRC-32C covers every byte after it, so a batch that passes it is exactly what the
-    producer built; a consumer will get those bytes back. ``deep`` also decompresses compressed
-    batches, so a payload the producer's codec mangled is refused here rather than breaking
-    consumers, and checks the decompressed size can hold ``records_count`` records. Unlike
-    Kafka's LogValidator we do not walk records one by one on the hot path: in Python that
-    costs ~5 us a record and would cap the broker near 200k records/s, for no gain a CRC does
-    not already give (``count_records`` does the full walk for tools and tests). Raises
-    CorruptRecordError / InvalidRecordError / KafkaError(UNSUPPORTED_FOR_MESSAGE_FORMAT).
+    The CRC-32C proves the batch is what the producer built. ``deep`` also proves it is well
+    formed, so that a buggy producer cannot poison a partition for every consumer: compressed
+    payloads are decompressed, and the records' length prefixes are walked to check that they
+    tile the records section exactly and are as many as the header says (as Kafka's
+    LogValidator does, minus decoding each record's fields: ~0.4 us a record here).
+    Raises CorruptRecordError / InvalidRecordError / KafkaError(UNSUPPORTED_FOR_MESSAGE_FORMAT).
     """
     buf = bytearray(records)
     batches: list[BatchHeader] = []
@@ -265,17 +274,17 @@ def validate_batches(records: bytes | bytearray | memoryview, *, max_batch_bytes
             raise InvalidRecordError(message="records_count does not match last_offset_delta")
         if h.records_count == 0:
             raise InvalidRecordError(message="batch holds no records")
-        if deep and h.compression != COMPRESSION_NONE:
+        if deep:
             body = memoryview(buf)[pos + HEADER_SIZE: pos + h.size]
             try:
-                raw = decompress(h.compression, body)
+                raw = body if h.compression == COMPRESSION_NONE else decompress(h.compression, body)
+                n = count_records(raw)
             except KafkaError:
                 raise
             except Exception as e:
-                raise CorruptRecordError(message=f"batch at position {pos} does not decompress: {e}") from e
-            if len(raw) < h.records_count * MIN_RECORD_SIZE:
-                raise InvalidRecordError(
-                    message=f"batch says {h.records_count} records but decompresses to {len(raw)} bytes")
+                raise CorruptRecordError(message=f"batch at position {pos} is malformed: {e}") from e
+            if n != h.records_count:
+                raise InvalidRecordError(message=f"batch says {h.records_count} records but holds {n}")
         batches.append(h)
         pos += h.size
     return ValidatedRecords(buf, batches)
