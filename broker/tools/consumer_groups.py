@@ -127,7 +127,7 @@ def _assignment(member: dict[str, Any]) -> list[tuple[str, int]]:
             return []
     elif not isinstance(a, dict):
         a = a.to_dict()
-    out = []
+    out: list[tuple[Any, Any]] = []
     for tp in a.get("assigned_partitions") or []:
         if isinstance(tp, dict):
             topic, parts = tp.get("topic"), tp.get("partitions")
@@ -371,7 +371,7 @@ def _delete_offsets(admin: Any, args: argparse.Namespace) -> int | None:
     if not args.topic:
         raise ToolError("--delete-offsets needs --topic T[:P,P]")
     group = args.group[0]
-    keys = []
+    keys: list[Any] = []
     for spec in args.topic:
         topic, parts = _parse_topic_spec(spec)
         if parts is None:

@@ -306,7 +306,7 @@ def dump_time_index_file(path: Path, args: argparse.Namespace) -> dict[str, Any]
         ts, rel = struct.unpack_from(">qi", data, i * 12)
         entries.append({"timestamp": ts, "offset": base + rel})
     if args.index_sanity_check or args.verify_index_only:
-        offsets = set()
+        offsets: set[int] = set()
         for h in _log_batches(path.with_suffix(".log")).values():
             offsets.update(range(h.base_offset, h.last_offset + 1))
         prev = None

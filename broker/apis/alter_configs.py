@@ -1,0 +1,87 @@
+"""AlterConfigs (key 33), versions 0-2: replace a resource's whole set of dynamic configs.
+
+The legacy, non-incremental API: the configs sent become the resource's complete override
+set, and every config not named goes back to its default (which is why KIP-339 added
+IncrementalAlterConfigs; the Java AdminClient still offers this one as ``alterConfigs``).
+TOPIC resources update the topic's overrides in the topic registry, which persists them and
+rebuilds each partition's LogConfig at once. BROKER resources (this broker's id, or "" for
+the cluster-wide default) replace the dynamic broker configs (KIP-226), persisted in
+``samsa-dynamic-configs.json`` and applied to every topic without an override.
+
+Every value is validated first (type, range, allowed strings; unknown names rejected), so a
+bad request changes nothing and answers INVALID_CONFIG with Kafka's message.
+``validate_only`` validates and stops. Errors are per resource. v2 is flexible.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode, KafkaError
+
+from .. import configs as cfgs
+from . import RequestContext, api
+
+RESOURCE_TOPIC = 2
+RESOURCE_BROKER = 4
+
+
+def apply_resource(ctx: RequestContext, resource_type: int, name: str, new: dict[str, str],
+                   validate_only: bool) -> None:
+    """Validate ``new`` as the complete override set of a resource and (unless validating) apply it."""
+    broker = ctx.broker
+    if resource_type == RESOURCE_TOPIC:
+        info = broker.topics.get(name)
+        if info is None:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
+        checked = cfgs.validate_topic_configs(new, broker.config)
+        if not validate_only:
+            broker.topics.set_configs(name, checked)
+    elif resource_type == RESOURCE_BROKER:
+        default_entity = name == ""
+        if not default_entity and name != str(broker.broker_id):
+            raise KafkaError(ErrorCode.INVALID_REQUEST,
+                             f"Unexpected broker id, expected {broker.broker_id} but received {name}")
+        checked = {k: cfgs.validate_broker_config(k, v) for k, v in new.items()}
+        dyn = cfgs.DynamicBrokerConfigs.attach(broker)
+        if not validate_only:
+            dyn.replace(default_entity, checked)
+            dyn.apply(broker)
+    else:
+        raise KafkaError(ErrorCode.INVALID_REQUEST,
+                         f"AlterConfigs is not supported for resource type {resource_type} on this broker")
+
+
+def current_overrides(ctx: RequestContext, resource_type: int, name: str) -> dict[str, str]:
+    if resource_type == RESOURCE_TOPIC:
+        info = ctx.broker.topics.get(name)
+        if info is None:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
+        return dict(info.configs)
+    if resource_type == RESOURCE_BROKER:
+        dyn = cfgs.DynamicBrokerConfigs.attach(ctx.broker)
+        return dict(dyn.cluster_default if name == "" else dyn.per_broker)
+    raise KafkaError(ErrorCode.INVALID_REQUEST,
+                     f"AlterConfigs is not supported for resource type {resource_type} on this broker")
+
+
+@api(ApiKey.ALTER_CONFIGS, versions=(0, 2))
+async def handle_alter_configs(ctx: RequestContext, req: Any) -> Any:
+    R = ctx.response_class
+    Resp = R.AlterConfigsResourceResponse
+    out = []
+    for res in req.resources:
+        code, message = ErrorCode.NONE, None
+        try:
+            new: dict[str, str] = {}
+            for c in res.configs:
+                if c.value is None:
+                    raise KafkaError(ErrorCode.INVALID_REQUEST, f"Null value not supported for : {c.name}")
+                new[c.name] = c.value
+            apply_resource(ctx, res.resource_type, res.resource_name, new, bool(req.validate_only))
+        except KafkaError as e:
+            code, message = e.code, e.message
+        out.append(Resp(error_code=int(code), error_message=message, resource_type=res.resource_type,
+                        resource_name=res.resource_name))
+    return R(throttle_time_ms=0, responses=out)

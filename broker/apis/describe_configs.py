@@ -1,0 +1,97 @@
+"""DescribeConfigs (key 32), versions 0-4: topic and broker configs with sources and synonyms.
+
+For a TOPIC resource every topic config is listed (or the requested keys) with its value
+resolved as Kafka does: the topic's override, else a broker synonym (dynamic per-broker,
+dynamic cluster default, static), else Kafka's default; see ``broker/configs.py``. For a
+BROKER resource named by this broker's id every broker config is listed, read-only unless
+it can be altered dynamically (KIP-226); the resource named "" is the cluster-wide dynamic
+default and lists only what has been set there.
+
+Version notes: v0 has ``is_default`` instead of a source; v1 (KIP-226) adds
+``config_source`` and, when ``include_synonyms`` is set, the synonyms in precedence order;
+v3 (KIP-569) adds ``config_type`` and, with ``include_documentation``, each config's
+documentation; v4 is the first flexible version. Unknown topics answer
+UNKNOWN_TOPIC_OR_PARTITION; another broker's id or an unsupported resource type (broker
+loggers, groups, client metrics) answers INVALID_REQUEST, per resource, never failing the
+whole request. Sensitive values (none today) would be sent as null.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+from .. import configs as cfgs
+from . import RequestContext, api
+
+RESOURCE_TOPIC = 2
+RESOURCE_BROKER = 4
+
+
+@api(ApiKey.DESCRIBE_CONFIGS, versions=(0, 4))
+async def handle_describe_configs(ctx: RequestContext, req: Any) -> Any:
+    broker = ctx.broker
+    cfgs.DynamicBrokerConfigs.attach(broker)
+    R = ctx.response_class
+    Result = R.DescribeConfigsResult
+    Entry = Result.DescribeConfigsResourceResult
+    Synonym = Entry.DescribeConfigsSynonym
+    v = ctx.version
+    include_synonyms = v >= 1 and bool(getattr(req, "include_synonyms", False))
+    include_docs = v >= 3 and bool(getattr(req, "include_documentation", False))
+    results = []
+    for res in req.resources:
+        keys = None if res.configuration_keys is None else list(res.configuration_keys)
+        entries: list[Any] = []
+        code, message = ErrorCode.NONE, None
+        if res.resource_type == RESOURCE_TOPIC:
+            info = broker.topics.get(res.resource_name)
+            if info is None:
+                code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, \
+                    f"Topic '{res.resource_name}' does not exist."
+            else:
+                for name, d in sorted(cfgs.TOPIC_CONFIGS.items()):
+                    if keys is not None and name not in keys:
+                        continue
+                    r = cfgs.resolve_topic_config(broker.config, info.configs, name)
+                    entries.append(_entry(Entry, Synonym, v, d, r, read_only=False,
+                                          synonyms=include_synonyms, docs=include_docs))
+        elif res.resource_type == RESOURCE_BROKER:
+            default_entity = res.resource_name == ""
+            if not default_entity and res.resource_name != str(broker.broker_id):
+                code, message = ErrorCode.INVALID_REQUEST, \
+                    f"Unexpected broker id, expected {broker.broker_id} but received {res.resource_name}"
+            else:
+                for name, d in sorted(cfgs.broker_configs().items()):
+                    if keys is not None and name not in keys:
+                        continue
+                    r = cfgs.resolve_broker_config(broker.config, name, default_entity=default_entity)
+                    if default_entity and r.source != cfgs.ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG:
+                        continue
+                    entries.append(_entry(Entry, Synonym, v, d, r, read_only=not d.dynamic,
+                                          synonyms=include_synonyms, docs=include_docs))
+        else:
+            code, message = ErrorCode.INVALID_REQUEST, \
+                f"Resource type {res.resource_type} is not supported by DescribeConfigs on this broker"
+        results.append(Result(error_code=int(code), error_message=message, resource_type=res.resource_type,
+                              resource_name=res.resource_name, configs=entries))
+    return R(throttle_time_ms=0, results=results)
+
+
+def _entry(Entry: Any, Synonym: Any, v: int, d: cfgs.ConfigDef, r: cfgs.Resolved, *, read_only: bool,
+           synonyms: bool, docs: bool) -> Any:
+    value = None if d.sensitive else r.value
+    fields: dict[str, Any] = {"name": d.name, "value": value, "read_only": read_only,
+                              "is_sensitive": d.sensitive}
+    if v == 0:
+        fields["is_default"] = r.source == cfgs.ConfigSource.DEFAULT_CONFIG
+    else:
+        fields["config_source"] = int(r.source)
+        fields["synonyms"] = [Synonym(name=n, value=None if d.sensitive else val, source=int(src))
+                              for n, val, src in r.synonyms] if synonyms else []
+    if v >= 3:
+        fields["config_type"] = int(d.type)
+        fields["documentation"] = d.doc if docs else None
+    return Entry(**fields)

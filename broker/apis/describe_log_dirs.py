@@ -1,0 +1,59 @@
+"""DescribeLogDirs (key 35), versions 0-4: the log directories and each partition's size.
+
+One result per ``log.dirs`` entry: every partition stored there (or only those asked for;
+``topics = null`` means all) with its size in bytes (the sum of its segment files),
+``offset_lag`` 0 (a single broker's logs are never behind a leader) and ``is_future_key``
+false (no replica movement between directories, KIP-113). v3 adds a top-level
+``error_code``; v4 (KIP-827) adds ``total_bytes`` and ``usable_bytes`` of the directory's
+file system, from ``os.statvfs``. A directory that cannot be read answers
+KAFKA_STORAGE_ERROR for itself only. v2 is flexible. v5 (cordoned dirs, KIP-1066) is not
+served.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+from . import RequestContext, api
+
+
+@api(ApiKey.DESCRIBE_LOG_DIRS, versions=(0, 4))
+async def handle_describe_log_dirs(ctx: RequestContext, req: Any) -> Any:
+    broker = ctx.broker
+    R = ctx.response_class
+    Result = R.DescribeLogDirsResult
+    TopicR = Result.DescribeLogDirsTopic
+    PartR = TopicR.DescribeLogDirsPartition
+    wanted: dict[str, set[int]] | None = None
+    if req.topics is not None:
+        wanted = {}
+        for t in req.topics:
+            wanted.setdefault(t.topic, set()).update(t.partitions)
+    by_dir: dict[str, dict[str, list[Any]]] = {str(d): {} for d in broker.config.log_dirs}
+    for tp, part in sorted(broker.replica_manager.partitions.items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
+        if wanted is not None and tp.partition not in wanted.get(tp.topic, ()):
+            continue
+        parent = str(part.log.dir.parent)
+        size = int(part.log.size_bytes)
+        by_dir.setdefault(parent, {}).setdefault(tp.topic, []).append(
+            PartR(partition_index=tp.partition, partition_size=size, offset_lag=0, is_future_key=False))
+    results = []
+    for d, topics in by_dir.items():
+        code = ErrorCode.NONE
+        total = usable = -1
+        try:
+            st = os.statvfs(d)
+            total, usable = st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
+        except OSError:
+            code = ErrorCode.KAFKA_STORAGE_ERROR
+        fields: dict[str, Any] = {"error_code": int(code), "log_dir": d,
+                                  "topics": [TopicR(name=n, partitions=ps) for n, ps in sorted(topics.items())]}
+        if ctx.version >= 4:
+            fields.update(total_bytes=total, usable_bytes=usable)
+        results.append(Result(**fields))
+    extra: dict[str, Any] = {"error_code": 0} if ctx.version >= 3 else {}
+    return R(throttle_time_ms=0, results=results, **extra)
