@@ -226,9 +226,10 @@ class Log:
         """Newest snapshot <= ``end_offset`` plus a replay of the batches after it."""
         psm = self.producer_state
         snap = psm.load_latest_snapshot(end_offset)
-        start = self.log_start_offset if snap is None else max(snap, self.log_start_offset)
-        if snap is not None and snap < self.log_start_offset:
-            start = self.log_start_offset
+        # Replay every batch still on disk after the snapshot, even below the log start offset
+        # (DeleteRecords leaves them in place): more producer history means better dedup.
+        first_on_disk = self.segments[0].base_offset
+        start = first_on_disk if snap is None else max(snap, first_on_disk)
         replayed = 0
         txn_index = self.txn_index
         if start < end_offset:

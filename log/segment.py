@@ -24,6 +24,7 @@ from pathlib import Path
 
 import crc32c as _crc32c
 
+from protocol.errors import ErrorCode, KafkaError
 from protocol.records import (
     ATTR_TIMESTAMP_TYPE,
     COMPRESSION_NONE,
@@ -230,7 +231,17 @@ class LogSegment:
         ``batches`` are the headers of ``buf`` with positions relative to ``buf``.
         """
         start = self.size
-        _write_full(self.fd, buf)
+        try:
+            _write_full(self.fd, buf)
+        except OSError as e:
+            # e.g. ENOSPC after a partial write: cut the file back so no torn batch stays
+            # in front of the next append, and report a storage error for this partition.
+            try:
+                os.ftruncate(self.fd, start)
+            except OSError:
+                pass
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR,
+                             f"Error while appending to {self.log_path}: {e}") from e
         self.size = start + len(buf)
         interval = self.index_interval_bytes
         for h in batches:

@@ -90,10 +90,10 @@ class BatchMetadata:
     last_offset: int
     offset_delta: int
     timestamp: int
+    first_seq: int = field(init=False, compare=False)
 
-    @property
-    def first_seq(self) -> int:
-        return _decrement_sequence(self.last_seq, self.offset_delta)
+    def __post_init__(self) -> None:
+        self.first_seq = _decrement_sequence(self.last_seq, self.offset_delta)
 
     @property
     def first_offset(self) -> int:
@@ -128,9 +128,12 @@ class ProducerStateEntry:
         return self.batch_metadata[-1].last_offset if self.batch_metadata else -1
 
     def find_duplicate_batch(self, h: BatchHeader) -> BatchMetadata | None:
-        if h.producer_epoch != self.producer_epoch:
+        if h.producer_epoch != self.producer_epoch or not self.batch_metadata:
             return None
-        first, last = h.base_sequence, h.last_sequence
+        first = h.base_sequence
+        if in_sequence(self.batch_metadata[-1].last_seq, first):
+            return None  # the common case: the next batch, not a retry
+        last = h.last_sequence
         for b in self.batch_metadata:
             if b.first_seq == first and b.last_seq == last:
                 return b

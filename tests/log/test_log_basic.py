@@ -277,3 +277,28 @@ def test_iter_batches_positions(log_dir: Path) -> None:
     data = log.read(0, 1 << 20).read()
     assert [h.base_offset for h in iter_headers(data)] == [h.base_offset for h in log.iter_batches()]
     log.close()
+
+
+def test_failed_write_leaves_no_torn_bytes(log_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import log.segment as segment_mod
+
+    log = Log.open(log_dir, LogConfig())
+    fill(log, 3)
+    size = log.active_segment.size
+    real_write = os.write
+
+    def short_write(fd: int, data: bytes) -> int:
+        if len(data) > 30:
+            real_write(fd, bytes(data)[:30])
+            raise OSError(28, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(segment_mod.os, "write", short_write)
+    with pytest.raises(KafkaError) as e:
+        log.append(records(build_batch([b"x" * 100])))
+    assert e.value.code == 56  # KAFKA_STORAGE_ERROR
+    monkeypatch.setattr(segment_mod.os, "write", real_write)
+    assert os.path.getsize(log.active_segment.log_path) == size
+    assert log.append(records(build_batch([b"y"]))).first_offset == 9
+    assert check_log(log_dir) == []
+    log.close()
