@@ -129,6 +129,11 @@ class TransactionCoordinator:
         # __consumer_offsets partition, when the group coordinator cannot hold them itself
         # (see broker/apis/txn_offset_commit.py): producer id -> pending commits.
         self.pending_offsets: dict[int, list[Any]] = {}
+        # Fault injection for crash tests only (env SAMSA_TXN_FAULT, read by txn/plugin.py):
+        # "crash-before-prepare" or "crash-after-markers=K" SIGKILL the broker at that point
+        # of the next commit, to prove the outcome is all-or-nothing after a restart.
+        self.fault: str | None = None
+        self._markers_written = 0
 
     # --- helpers --------------------------------------------------------------------------
 
@@ -434,6 +439,8 @@ class TransactionCoordinator:
             raise KafkaError(ErrorCode.CONCURRENT_TRANSACTIONS)
         st = m.state
         if st is TS.ONGOING:
+            if commit and self.fault == "crash-before-prepare":
+                _crash(f"fault injection: before PrepareCommit of {transactional_id}")
             nxt = m.prepare(TS.PREPARE_COMMIT if commit else TS.PREPARE_ABORT,
                             txn_last_update_timestamp=self.clock())
             installed = await self._write(m, nxt)
@@ -504,6 +511,10 @@ class TransactionCoordinator:
         except Exception:
             log.exception("Writing a transaction marker to %s-%d failed", tp[0], tp[1])
             code = ErrorCode.UNKNOWN_SERVER_ERROR
+        if self.fault and self.fault.startswith("crash-after-markers=") and marker.commit and code == 0:
+            self._markers_written += 1
+            if self._markers_written >= int(self.fault.split("=", 1)[1]):
+                _crash(f"fault injection: after {self._markers_written} COMMIT markers")
         return ErrorCode(code)
 
     async def wait_for_completions(self) -> None:
@@ -578,3 +589,12 @@ class TransactionCoordinator:
         await asyncio.gather(*tasks, return_exceptions=True)
         self._background.clear()
         self._completions.clear()
+
+
+def _crash(reason: str) -> None:
+    """SIGKILL this process (fault injection): no flush, no cleanup, like a power cut."""
+    import os  # noqa: PLC0415
+    import signal  # noqa: PLC0415
+
+    log.error("%s: SIGKILL", reason)
+    os.kill(os.getpid(), signal.SIGKILL)

@@ -17,6 +17,7 @@ on the broker's partitions:
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -145,6 +146,7 @@ async def start(broker: Any) -> None:
         config.num_partitions = existing.num_partitions
     _ensure_topic(broker, config.num_partitions)
     coord = TransactionCoordinator(BrokerTransactionStorage(broker), broker.producer_ids, config)
+    coord.fault = os.environ.get("SAMSA_TXN_FAULT") or None
     await coord.load()
     coord.start_background()
     broker.txn_coordinator = coord
