@@ -29,6 +29,7 @@ from protocol.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from protocol.records import ValidatedRecords
 
 from .config import BrokerConfig
+from .configs import effective_topic_config
 from .metadata import TopicRegistry, topic_id_base64
 
 log = logging.getLogger("samsa.replica")
@@ -133,7 +134,7 @@ class ReplicaManager:
         self.partitions: dict[TopicPartition, Partition] = {}
 
     def _log_config(self, overrides: dict[str, str]) -> LogConfig:
-        return LogConfig.from_properties({**self.config.topic_defaults(), **overrides})
+        return LogConfig.from_properties(effective_topic_config(self.config, overrides))
 
     def topic_log_config(self, topic: str) -> LogConfig:
         info = self.topics.get(topic)

@@ -33,10 +33,15 @@ from protocol.messages import (
 from . import apis
 from .apis import RequestContext
 from .config import BrokerConfig, Listener
+from .configs import DynamicBrokerConfigs
 from .metadata import TopicRegistry
 from .replica_manager import ReplicaManager
 
 log = logging.getLogger("samsa.server")
+
+# Modules with ``async start(broker)`` / ``async stop(broker)`` that run beside the partitions,
+# started in this order after the logs are loaded and stopped in reverse before they close.
+COMPONENTS = ("groupcoord.plugin", "txn.plugin", "log.cleaner")
 request_log = logging.getLogger("samsa.request")
 
 
@@ -169,6 +174,7 @@ class Broker:
         self.topics.load()
         self._init_meta_properties()
         self.replica_manager.startup()
+        DynamicBrokerConfigs.attach(self)  # KIP-226 dynamic broker configs survive restarts
         from txn.producer_ids import ProducerIdManager  # noqa: PLC0415
 
         self.producer_ids = ProducerIdManager(self.config.log_dirs[0] / "producer-id-block")
@@ -200,14 +206,16 @@ class Broker:
 
     async def _start_components(self) -> None:
         """Coordinators that live beside the partitions (groups, transactions)."""
-        for name in ("groupcoord.plugin", "txn.plugin"):
+        for name in COMPONENTS:
             try:
                 mod = __import__(name, fromlist=["start"])
             except ModuleNotFoundError as e:
                 if e.name != name:
                     raise
                 continue
-            await mod.start(self)
+            start = getattr(mod, "start", None)
+            if start is not None:
+                await start(self)
 
     async def _retention_loop(self) -> None:
         interval = self.config.int("log.retention.check.interval.ms") / 1000
@@ -226,13 +234,15 @@ class Broker:
             conn.close("broker shutting down")
         for t in self._tasks:
             t.cancel()
-        for name in ("txn.plugin", "groupcoord.plugin"):
+        for name in reversed(COMPONENTS):
             try:
                 mod = __import__(name, fromlist=["stop"])
             except ModuleNotFoundError:
                 continue
             try:
-                await mod.stop(self)
+                stop = getattr(mod, "stop", None)
+                if stop is not None:
+                    await stop(self)
             except Exception:
                 log.exception("Error stopping %s", name)
         self.replica_manager.shutdown()

@@ -13,10 +13,10 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from log.config import LogConfig
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
+from ..configs import effective_topic_config, validate_topic_configs
 from ..metadata import validate_topic_name
 from . import RequestContext, api
 
@@ -75,7 +75,7 @@ async def handle_create_topics(ctx: RequestContext, req: Any) -> Any:
                 if c.value is None:
                     raise KafkaError(ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {c.name}")
                 configs[c.name] = c.value
-            LogConfig.from_properties({**broker.config.topic_defaults(), **configs})
+            configs = validate_topic_configs(configs, broker.config)
             if not req.validate_only:
                 info = broker.topics.create(t.name, partitions, configs)
                 tid = info.topic_id
@@ -86,7 +86,7 @@ async def handle_create_topics(ctx: RequestContext, req: Any) -> Any:
             described = [Result.CreatableTopicConfigs(name=k, value=v, read_only=False, is_sensitive=False,
                                                       config_source=CONFIG_SOURCE_TOPIC if k in configs
                                                       else CONFIG_SOURCE_DEFAULT)
-                         for k, v in sorted({**broker.config.topic_defaults(), **configs}.items())]
+                         for k, v in sorted(effective_topic_config(broker.config, configs).items())]
         out.append(Result(name=t.name, topic_id=tid, error_code=int(code), error_message=message,
                           topic_config_error_code=0,
                           num_partitions=partitions if code == 0 else -1,

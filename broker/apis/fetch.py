@@ -17,7 +17,6 @@ followers yet. Out-of-range offsets get OFFSET_OUT_OF_RANGE with the current bou
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any
 
