@@ -47,10 +47,11 @@ def _pipeline_cmd(bootstrap: str, topic: str, out_topic: str, tmp: Path, source:
 class Pipeline:
     """One pipeline process in its own process group, logging to a file."""
 
-    def __init__(self, cmd: list[str], log: Path) -> None:
+    def __init__(self, cmd: list[str], log: Path, env: dict[str, str] | None = None) -> None:
         self.log = log
         with open(log, "ab") as f:
-            self.proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+            self.proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, start_new_session=True,
+                                         env={**os.environ, **(env or {})})
 
     def check_alive(self) -> None:
         if self.proc.poll() is not None:
@@ -129,9 +130,7 @@ def run_scenario(spark: Any, bootstrap: str, tmp: Path, source: str, env: dict[s
     cmd = _pipeline_cmd(bootstrap, topic, out_topic, tmp, source)
     ckpt = tmp / "checkpoint" / "parquet"
     log = tmp / "pipeline.log"
-    if env:
-        os.environ.update(env)
-    first = Pipeline(cmd, log)
+    first = Pipeline(cmd, log, env)
     try:
         deadline = time.monotonic() + 300
         while _committed_batches(ckpt) < 2:
@@ -145,7 +144,7 @@ def run_scenario(spark: Any, bootstrap: str, tmp: Path, source: str, env: dict[s
 
     produce(bootstrap, topic, count=HALF, generator=gen, on_event=events.append, progress=False)
     expected = closed_windows(events, WINDOW_S, DELAY_S)
-    second = Pipeline(cmd, log)
+    second = Pipeline(cmd, log, env)
     try:
         deadline = time.monotonic() + 400
         while True:
