@@ -153,9 +153,10 @@ class Log:
         bases: list[int] = []
         for name in os.listdir(dir):
             path = dir / name
-            if name.endswith(DELETED_SUFFIX) or name.endswith(".tmp") or name.endswith(".cleaned") \
-                    or name.endswith(".swap"):
-                _unlink(path)  # leftovers of an interrupted delete / atomic write
+            if name.endswith((DELETED_SUFFIX, ".tmp", ".cleaned", ".swap")):
+                # leftovers of an interrupted delete / atomic write / log cleaner pass (the
+                # cleaner replaces a .log atomically; a missing index is rebuilt below)
+                _unlink(path)
                 continue
             if name.endswith(LOG_SUFFIX):
                 try:
@@ -560,18 +561,21 @@ class Log:
             self.leader_epoch_cache.truncate_from_start(new_start)
             if self.on_checkpoint_change is not None:
                 self.on_checkpoint_change(self)
-        delay = self.config.file_delete_delay_ms
         for seg in victims:
             if self.txn_index is not None:
                 self.txn_index.delete_segment(seg.base_offset)
             seg.rename_for_delete()
-            self._pending_deletes.append((now + delay, seg))
+            self._schedule_delete(seg, now)
         self._finish_pending_deletes(now)
         # producer snapshots below the new start are useless
         for off in self.producer_state.list_snapshots():
             if off < self.log_start_offset and off != self.producer_state.last_snapshot_offset:
                 self.producer_state._unlink(off)
         return len(victims)
+
+    def _schedule_delete(self, seg: LogSegment, now: int) -> None:
+        """Unlink ``seg`` (already renamed ``.deleted``) ``file.delete.delay.ms`` from ``now``."""
+        self._pending_deletes.append((now + self.config.file_delete_delay_ms, seg))
 
     def _finish_pending_deletes(self, now: int) -> None:
         if not self._pending_deletes:
