@@ -1,0 +1,11 @@
+"""Samsa's group coordinator: Kafka's classic consumer-group protocol and committed offsets.
+
+* :mod:`groupcoord.coordinator` -- :class:`GroupCoordinator`, the single owner of group state
+  (JoinGroup/SyncGroup/Heartbeat/LeaveGroup, offsets, describe/list/delete, retention).
+* :mod:`groupcoord.group` / :mod:`groupcoord.state` -- a group's members and its state machine.
+* :mod:`groupcoord.records` -- the ``__consumer_offsets`` record schemas and partitioning.
+* :mod:`groupcoord.storage` -- the small log interface the coordinator writes through.
+* :mod:`groupcoord.timer` -- real (asyncio) and manual (tests) clocks and timers.
+
+Nothing here opens sockets; ``broker/apis/*`` translate requests into coordinator calls.
+"""
