@@ -145,6 +145,11 @@ async def start(broker: Any) -> None:
         # The partition count of an existing topic wins: ids are hashed onto it.
         config.num_partitions = existing.num_partitions
     _ensure_topic(broker, config.num_partitions)
+    # AddOffsetsToTxn must name the same __consumer_offsets partition the group coordinator uses.
+    gc_partitions = getattr(getattr(getattr(broker, "group_coordinator", None), "config", None),
+                            "offsets_topic_num_partitions", None)
+    if isinstance(gc_partitions, int) and gc_partitions > 0:
+        config.offsets_num_partitions = gc_partitions
     coord = TransactionCoordinator(BrokerTransactionStorage(broker), broker.producer_ids, config)
     coord.fault = os.environ.get("SAMSA_TXN_FAULT") or None
     await coord.load()

@@ -230,3 +230,33 @@ def test_write_txn_markers_api(conn: Conn) -> None:
     p = fetch(c, 1, partition=1)
     assert p.last_stable_offset == 2
     assert [(a.producer_id, a.first_offset) for a in p.aborted_transactions] == [(pid, 0)]
+
+
+def test_open_transaction_survives_broker_sigkill(conn: Conn) -> None:
+    """Producer state (open transaction, LSO) and coordinator state come back after kill -9."""
+    c = conn
+    pid, epoch = init(c, "raw-5")
+    assert add(c, "raw-5", pid, epoch, [0, 1]) == {0: 0, 1: 0}
+    assert produce(c, "raw-5", pid, epoch, 0, [b"k1", b"k2"], partition=0).error_code == 0
+    assert produce(c, "raw-5", pid, epoch, 0, [b"k3"], partition=1).error_code == 0
+    c.close()
+    b = c.broker  # type: ignore[attr-defined]
+    b.kill()
+    b.restart()
+    c2 = Conn(b.bootstrap)
+    try:
+        p = fetch(c2, 1, partition=0)
+        assert (p.high_watermark, p.last_stable_offset) == (2, 0)  # still open after the restart
+        d = c2.call(DescribeTransactionsRequest, 0, transactional_ids=["raw-5"]).transaction_states[0]
+        assert (d.transaction_state, d.producer_id, d.producer_epoch) == ("Ongoing", pid, epoch)
+        assert end(c2, "raw-5", pid, epoch, commit=True) == 0
+        p = fetch(c2, 1, partition=0)
+        assert p.last_stable_offset == 3 and [v for ctl, v in records(p.records) if not ctl] == [b"k1", b"k2"]
+        p = fetch(c2, 1, partition=1)
+        assert p.last_stable_offset == 2 and [v for ctl, v in records(p.records) if not ctl] == [b"k3"]
+        # the idempotent sequence state survived too: the next batch must continue at 1 on partition 1
+        assert add(c2, "raw-5", pid, epoch, [1]) == {1: 0}
+        assert produce(c2, "raw-5", pid, epoch, 5, [b"gap"], partition=1).error_code == 45  # OUT_OF_ORDER
+        assert produce(c2, "raw-5", pid, epoch, 1, [b"k4"], partition=1).error_code == 0
+    finally:
+        c2.close()
