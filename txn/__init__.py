@@ -1,0 +1,20 @@
+"""Kafka transactions (KIP-98, KIP-360, KIP-447): the transaction coordinator and its pieces.
+
+Map of the package:
+
+* :mod:`txn.metadata` -- ``TransactionState`` (Kafka's states and their valid previous states)
+  and ``TransactionMetadata``; pure.
+* :mod:`txn.transaction_log` -- ``__transaction_state`` records, byte-exact with Kafka
+  (TransactionLogKey v0, TransactionLogValue v0/v1) and the id -> partition hash; pure.
+* :mod:`txn.coordinator` -- ``TransactionCoordinator``: InitProducerId, AddPartitionsToTxn,
+  AddOffsetsToTxn, EndTxn, timeouts, expiration; writes records then replays them.
+* :mod:`txn.storage` -- the small storage interface the coordinator needs, plus an in-memory one.
+* :mod:`txn.plugin` -- that interface on the broker's partitions, started by the broker.
+* :mod:`txn.markers` -- EndTransactionMarker control batches and small v2 batches; pure.
+* :mod:`txn.txn_index` -- the aborted-transaction index (``.txnindex``) used by the log.
+* :mod:`txn.producer_ids` -- durable, never-repeating producer id blocks.
+* :mod:`txn.producer_state` -- per-partition producer state (the log engineer's), which closes a
+  transaction when its marker is appended and gives the last stable offset.
+
+The request handlers are in ``broker/apis/`` (one module per API).
+"""
