@@ -39,7 +39,7 @@ from protocol.records import (
     patch_leader_epoch,
     set_log_append_time,
 )
-from txn.producer_state import CompletedTxn, ProducerStateManager, control_record_type
+from txn.producer_state import CompletedTxn, ProducerStateManager, read_end_txn_marker
 
 from .checkpoint import LEADER_EPOCH_CHECKPOINT, LeaderEpochFileCache
 
@@ -240,13 +240,13 @@ class Log:
                 if h.base_offset >= end_offset:
                     break
                 if h.producer_id >= 0:
-                    ctype = None
+                    ctype = coordinator_epoch = None
                     if h.is_control:
                         try:
-                            ctype = control_record_type(seg.read_batch(h))
+                            ctype, coordinator_epoch = read_end_txn_marker(seg.read_batch(h))
                         except (IndexError, ValueError):
-                            ctype = None
-                    completed = psm.replay(h, ctype)
+                            pass
+                    completed = psm.replay(h, ctype, coordinator_epoch)
                     if completed is not None and txn_index is not None:
                         txn_index.on_completed([completed], psm, seg.base_offset)
                     replayed += 1
@@ -294,7 +294,7 @@ class Log:
         infos = None
         for h in batches:
             if h.producer_id >= 0:
-                infos = self.producer_state.validate_append(batches)
+                infos = self.producer_state.validate_append(batches, buffer=buf)
                 break
         leo = self.log_end_offset
         offset = leo

@@ -47,7 +47,9 @@ import crc32c as _crc32c
 
 from protocol.errors import (
     DuplicateSequenceError,
+    ErrorCode,
     InvalidProducerEpochError,
+    KafkaError,
     OutOfOrderSequenceError,
 )
 from protocol.records import HEADER_SIZE, BatchHeader
@@ -253,14 +255,26 @@ class ProducerStateManager:
 
     # -- the append path --------------------------------------------------------------------
     def validate_append(self, batches: Iterable[BatchHeader], *, origin_client: bool = True,
+                        buffer: bytes | bytearray | memoryview | None = None,
                         ) -> dict[int, ProducerAppendInfo]:
-        """Check the producer batches of one append; raise before anything is written."""
+        """Check the producer batches of one append; raise before anything is written.
+
+        ``buffer`` (the append's bytes) lets transaction markers be checked against the
+        producer's coordinator epoch (TRANSACTION_COORDINATOR_FENCED, as Kafka's
+        ``appendEndTxnMarker``).
+        """
         infos: dict[int, ProducerAppendInfo] = {}
         for h in batches:
             pid = h.producer_id
             if pid < 0:
                 continue
             current = self.producers.get(pid)
+            if h.is_control and buffer is not None and current is not None:
+                marker = _end_txn_marker(buffer, h)
+                if marker is not None and current.coordinator_epoch > marker[1]:
+                    raise KafkaError(ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+                                     f"Invalid coordinator epoch for producer {pid}: {marker[1]} (zombie), "
+                                     f"{current.coordinator_epoch} (current)")
             if origin_client and current is not None and not h.is_control:
                 dup = current.find_duplicate_batch(h)
                 if dup is not None:
@@ -277,20 +291,23 @@ class ProducerStateManager:
         completed: list[CompletedTxn] = []
         for info in infos.values():
             for h in info.batches:
-                c = self._apply(h, _control_type(buffer, h) if h.is_control else None)
+                marker = _end_txn_marker(buffer, h) if h.is_control else None
+                c = self._apply(h, None if marker is None else marker[0], None if marker is None else marker[1])
                 if c is not None:
                     completed.append(c)
         return completed
 
-    def replay(self, h: BatchHeader, control_type: int | None = None) -> CompletedTxn | None:
+    def replay(self, h: BatchHeader, control_type: int | None = None, coordinator_epoch: int | None = None,
+               ) -> CompletedTxn | None:
         """Apply a batch read back from the log (recovery): no checks, Kafka's REPLICATION origin."""
         if h.producer_id < 0:
             return None
-        c = self._apply(h, control_type)
+        c = self._apply(h, control_type, coordinator_epoch)
         self.map_end_offset = max(self.map_end_offset, h.base_offset + h.last_offset_delta + 1)
         return c
 
-    def _apply(self, h: BatchHeader, control_type: int | None) -> CompletedTxn | None:
+    def _apply(self, h: BatchHeader, control_type: int | None, coordinator_epoch: int | None = None,
+               ) -> CompletedTxn | None:
         pid = h.producer_id
         entry = self.producers.get(pid)
         if entry is None:
@@ -301,6 +318,8 @@ class ProducerStateManager:
                 entry.batch_metadata.clear()
                 entry.producer_epoch = h.producer_epoch
             entry.last_timestamp = h.max_timestamp
+            if coordinator_epoch is not None:
+                entry.coordinator_epoch = coordinator_epoch
             first = entry.current_txn_first_offset
             entry.current_txn_first_offset = -1
             if first < 0:
@@ -448,18 +467,22 @@ class ProducerStateManager:
         return None
 
 
-def _control_type(buffer: bytes | bytearray | memoryview | None, h: BatchHeader) -> int | None:
-    """COMMIT (1) or ABORT (0) from a control batch's first record key, or None if unknown."""
+def _end_txn_marker(buffer: bytes | bytearray | memoryview | None, h: BatchHeader) -> tuple[int, int] | None:
+    """(type, coordinator_epoch) of a control batch in ``buffer``, or None if unreadable."""
     if buffer is None:
         return None
     try:
-        return control_record_type(buffer, h.position)
+        return read_end_txn_marker(buffer, h.position)
     except (IndexError, struct.error):
         return None
 
 
-def control_record_type(buf: bytes | bytearray | memoryview, batch_pos: int = 0) -> int:
-    """The ``type`` field of the control record key (version int16, type int16) of a batch."""
+def read_end_txn_marker(buf: bytes | bytearray | memoryview, batch_pos: int = 0) -> tuple[int, int]:
+    """(type, coordinator_epoch) of the control record of a (uncompressed) control batch.
+
+    Key: version int16, type int16 (0 ABORT, 1 COMMIT); value (EndTransactionMarker):
+    version int16, coordinator_epoch int32. The epoch is -1 if the value is missing.
+    """
     pos = batch_pos + HEADER_SIZE
     _, pos = _varint(buf, pos)  # record length
     pos += 1  # attributes
@@ -468,7 +491,16 @@ def control_record_type(buf: bytes | bytearray | memoryview, batch_pos: int = 0)
     key_len, pos = _varint(buf, pos)
     if key_len < 4:
         raise IndexError("control record key too short")
-    return struct.unpack_from(">h", buf, pos + 2)[0]
+    ctype = struct.unpack_from(">h", buf, pos + 2)[0]
+    pos += key_len
+    value_len, pos = _varint(buf, pos)
+    coordinator_epoch = struct.unpack_from(">i", buf, pos + 2)[0] if value_len >= 6 else -1
+    return ctype, coordinator_epoch
+
+
+def control_record_type(buf: bytes | bytearray | memoryview, batch_pos: int = 0) -> int:
+    """The ``type`` field of the control record key (0 ABORT, 1 COMMIT) of a batch."""
+    return read_end_txn_marker(buf, batch_pos)[0]
 
 
 def _varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:

@@ -74,3 +74,29 @@ def test_open_transaction_spanning_segments_survives_restart(tmp_path: Path) -> 
     log.append(records(build_marker(1, 0, commit=False)))
     assert log.collect_aborted_transactions(0, log.log_end_offset) == [(1, 0)]
     log.close()
+
+
+def test_marker_coordinator_epoch_fencing(tmp_path: Path) -> None:
+    import pytest
+
+    from protocol.errors import ErrorCode, KafkaError
+
+    d = tmp_path / "tx-0"
+    log = Log.open(d, CFG)
+    log.append(records(txn_batch(1, 0)))
+    log.append(records(build_marker(1, 0, commit=True, coordinator_epoch=4)))
+    assert log.producer_state.last_entry(1).coordinator_epoch == 4  # type: ignore[union-attr]
+    log.append(records(txn_batch(1, 1)))
+    with pytest.raises(KafkaError) as e:
+        log.append(records(build_marker(1, 0, commit=True, coordinator_epoch=3)))  # a zombie coordinator
+    assert e.value.code == ErrorCode.TRANSACTION_COORDINATOR_FENCED
+    assert log.producer_state.first_unstable_offset() == 2
+    log.append(records(build_marker(1, 0, commit=False, coordinator_epoch=5)))
+    log.close()
+    for n in os.listdir(d):
+        if n.endswith(".snapshot"):
+            os.unlink(d / n)
+    log = Log.open(d, CFG, recover=True)  # replay restores the coordinator epoch too
+    assert log.producer_state.last_entry(1).coordinator_epoch == 5  # type: ignore[union-attr]
+    assert log.collect_aborted_transactions(0, 10) == [(1, 2)]
+    log.close()
