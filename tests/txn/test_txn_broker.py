@@ -260,3 +260,35 @@ def test_open_transaction_survives_broker_sigkill(conn: Conn) -> None:
         assert produce(c2, "raw-5", pid, epoch, 1, [b"k4"], partition=1).error_code == 0
     finally:
         c2.close()
+
+
+def test_batched_add_partitions_v4_and_list_pattern(conn: Conn) -> None:
+    c = conn
+    pid_a, ep_a = init(c, "batch-a")
+    pid_b, ep_b = init(c, "batch-b")
+    assert add(c, "batch-a", pid_a, ep_a, [0]) == {0: 0}
+    R = AddPartitionsToTxnRequest[4]
+    Txn, Topic = R.AddPartitionsToTxnTransaction, R.AddPartitionsToTxnTopic
+    r = c.call(AddPartitionsToTxnRequest, 4, transactions=[
+        Txn(transactional_id="batch-a", producer_id=pid_a, producer_epoch=ep_a, verify_only=True,
+            topics=[Topic(name=TOPIC, partitions=[0, 1])]),
+        Txn(transactional_id="batch-b", producer_id=pid_b, producer_epoch=ep_b, verify_only=False,
+            topics=[Topic(name=TOPIC, partitions=[1])]),
+        Txn(transactional_id="batch-b", producer_id=pid_b, producer_epoch=ep_b + 3, verify_only=False,
+            topics=[Topic(name=TOPIC, partitions=[0])]),
+    ])
+    assert r.error_code == 0
+    got = [(t.transactional_id, {p.partition_index: p.partition_error_code for tr in t.topic_results
+                                 for p in tr.results_by_partition}) for t in r.results_by_transaction]
+    assert got == [("batch-a", {0: 0, 1: 48}),   # verify: 1 is not in the transaction (INVALID_TXN_STATE)
+                   ("batch-b", {1: 0}),          # added
+                   ("batch-b", {0: 90})]         # wrong epoch: PRODUCER_FENCED
+    d = c.call(DescribeTransactionsRequest, 0, transactional_ids=["batch-a", "batch-b"]).transaction_states
+    assert [(t.transactional_id, [list(x.partitions) for x in t.topics]) for t in d] == [
+        ("batch-a", [[0]]), ("batch-b", [[1]])]  # verification added nothing
+    lt = c.call(ListTransactionsRequest, 2, state_filters=[], producer_id_filters=[], duration_filter=-1,
+                transactional_id_pattern="batch-.*")
+    assert sorted(t.transactional_id for t in lt.transaction_states) == ["batch-a", "batch-b"]
+    lt = c.call(ListTransactionsRequest, 0, state_filters=["Ongoing", "Bogus"], producer_id_filters=[pid_b])
+    assert [t.transactional_id for t in lt.transaction_states] == ["batch-b"]
+    assert list(lt.unknown_state_filters) == ["Bogus"]
