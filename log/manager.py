@@ -133,8 +133,10 @@ class LogManager:
         log_dir.mkdir(parents=True, exist_ok=True)
         log = Log.open(log_dir / f"{topic}-{partition}", config, recover=False)
         self._register(tp, log, log_dir)
+        defaults = LogConfig().to_properties()
+        overrides = {k: v for k, v in config.to_properties().items() if defaults.get(k) != v}
         logger.info("Created log for partition %s-%d in %s with properties %s", topic, partition,
-                    log_dir / f"{topic}-{partition}", config.to_properties())
+                    log_dir / f"{topic}-{partition}", overrides or "{}")
         return log
 
     def delete_log(self, topic: str, partition: int) -> None:
