@@ -65,7 +65,7 @@ from .records import (
     partition_for,
 )
 from .state import GroupState
-from .storage import OffsetsStorage
+from .storage import OffsetsStorage, TxnMarker, TxnRecord
 from .timer import AsyncioScheduler, Scheduler
 
 log = logging.getLogger(__name__)
@@ -219,6 +219,7 @@ class GroupCoordinator:
         self._owned: set[int] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._retention_timer: Any = None
+        self._seq = 0  # records replayed so far: their log order
         self.active = False
 
     # ==========================================================================================
@@ -239,9 +240,14 @@ class GroupCoordinator:
     async def load_partition(self, partition: int) -> None:
         self._loading.add(partition)
         n = 0
-        for key, value in self.storage.read_all(partition):
+        for item in self.storage.read_all(partition):
             try:
-                self.replay(key, value)
+                if isinstance(item, TxnRecord):
+                    self.replay(item.key, item.value, producer_id=item.producer_id)
+                elif isinstance(item, TxnMarker):
+                    self.complete_transaction(partition, item.producer_id, item.commit)
+                else:
+                    self.replay(item[0], item[1])
             except (ValueError, IndexError) as e:  # a record we cannot parse must not stop loading
                 log.warning("skipping unreadable __consumer_offsets record in partition %d: %s",
                             partition, e)
@@ -910,8 +916,8 @@ class GroupCoordinator:
                       require_stable: bool = False,
                       ) -> tuple[ErrorCode, dict[TopicPartition, PartitionOffset]]:
         """OffsetFetch. ``partitions=None`` means every partition with a committed offset.
-        ``require_stable`` (KIP-447) matters only with pending transactional commits, which are
-        applied atomically here, so there are never unstable offsets to wait for."""
+        ``require_stable`` (KIP-447): a partition with transactional offsets awaiting their
+        marker answers UNSTABLE_OFFSET_COMMIT, and the client retries."""
         err = self._validate(group_id, allow_empty_id=True)
         if err:
             return err, {}
@@ -920,12 +926,81 @@ class GroupCoordinator:
             return ErrorCode.NONE, {tp: PartitionOffset() for tp in partitions or []}
         if partitions is None:
             partitions = sorted(group.offsets)
+        unstable: set[TopicPartition] = set()
+        if require_stable:
+            for pending in group.pending_txn_offsets.values():
+                unstable.update(pending)
         out = {}
         for tp in partitions:
             om = group.offsets.get(tp)
-            out[tp] = PartitionOffset() if om is None else \
-                PartitionOffset(om.offset, om.leader_epoch, om.metadata)
+            if tp in unstable:
+                out[tp] = PartitionOffset(error=ErrorCode.UNSTABLE_OFFSET_COMMIT)
+            else:
+                out[tp] = PartitionOffset() if om is None else \
+                    PartitionOffset(om.offset, om.leader_epoch, om.metadata)
         return ErrorCode.NONE, out
+
+    async def txn_commit_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
+                                 member_id: str, generation_id: int,
+                                 group_instance_id: str | None,
+                                 offsets: Mapping[TopicPartition, OffsetAndMetadata],
+                                 ) -> dict[TopicPartition, ErrorCode]:
+        """TxnOffsetCommit: write the offsets now as one transactional batch; they become the
+        group's committed offsets when the COMMIT marker arrives (:meth:`complete_transaction`)
+        and vanish on ABORT. v3+ (KIP-447) sends member id and generation to fence zombies;
+        an empty member id / generation -1 skips those checks, as in Kafka."""
+        def all_(code: ErrorCode) -> dict[TopicPartition, ErrorCode]:
+            return dict.fromkeys(offsets, code)
+
+        err = self._validate(group_id)
+        if err:
+            return all_(err)
+        group = self.groups.get(group_id)
+        if group is None:
+            group = GroupMetadata(group_id, current_state_timestamp=self.scheduler.now_ms())
+            self.groups[group_id] = group
+        if group.is_in(GroupState.DEAD):
+            return all_(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if group.is_static_member_fenced(group_instance_id, member_id):
+            return all_(ErrorCode.FENCED_INSTANCE_ID)
+        if member_id != UNKNOWN_MEMBER_ID and not group.has(member_id):
+            return all_(ErrorCode.UNKNOWN_MEMBER_ID)
+        if generation_id >= 0 and generation_id != group.generation_id:
+            return all_(ErrorCode.ILLEGAL_GENERATION)
+        now = self.scheduler.now_ms()
+        results: dict[TopicPartition, ErrorCode] = {}
+        records: list[Record] = []
+        for (topic, partition), om in offsets.items():
+            metadata = om.metadata or ""
+            if len(metadata.encode("utf-8")) > self.config.offset_metadata_max_bytes:
+                results[(topic, partition)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+                continue
+            records.append(offset_commit_record(group_id, topic, partition, OffsetCommitValue(
+                om.offset, metadata, now, om.leader_epoch)))
+            results[(topic, partition)] = ErrorCode.NONE
+        if records:
+            try:
+                await self._write(group_id, records, producer_id=producer_id,
+                                  producer_epoch=producer_epoch)
+            except Exception as e:
+                code = _map_store_error(e, commit=True)
+                return {tp: (code if c == ErrorCode.NONE else c) for tp, c in results.items()}
+        return results
+
+    def complete_transaction(self, offsets_partition: int, producer_id: int, commit: bool) -> None:
+        """The marker of ``producer_id``'s transaction reached ``offsets_partition`` (live, or
+        while loading): publish its pending offsets on COMMIT, drop them on ABORT."""
+        self._seq += 1
+        for group in self.groups.values():
+            if self._partition(group.group_id) != offsets_partition:
+                continue
+            pending = group.pending_txn_offsets.pop(producer_id, None)
+            if not pending or not commit:
+                continue
+            for tp, om in pending.items():
+                current = group.offsets.get(tp)
+                if current is None or current.seq < om.seq:
+                    group.offsets[tp] = om
 
     async def delete_offsets(self, group_id: str, partitions: list[TopicPartition],
                              ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
@@ -1092,10 +1167,15 @@ class GroupCoordinator:
     # records: write, then replay
     # ==========================================================================================
 
-    async def _write(self, group_id: str, records: list[Record]) -> None:
-        await self.storage.append(self._partition(group_id), records)
+    async def _write(self, group_id: str, records: list[Record], *, producer_id: int = -1,
+                     producer_epoch: int = -1) -> None:
+        if producer_id >= 0:
+            await self.storage.append(self._partition(group_id), records, producer_id=producer_id,
+                                      producer_epoch=producer_epoch)
+        else:
+            await self.storage.append(self._partition(group_id), records)
         for key, value in records:
-            self.replay(key, value)
+            self.replay(key, value, producer_id=producer_id)
 
     def _group_record(self, group: GroupMetadata, assignment: Mapping[str, bytes]) -> Record:
         members = [MemberMetadataRecord(
@@ -1118,8 +1198,11 @@ class GroupCoordinator:
         except Exception as e:
             log.warning("storing metadata of group %s failed: %s", group.group_id, e)
 
-    def replay(self, key: bytes, value: bytes | None) -> None:
+    def replay(self, key: bytes, value: bytes | None, *, producer_id: int = -1) -> None:
         """Apply one ``__consumer_offsets`` record: the single path for live updates and loading.
+
+        A record of a transactional batch (``producer_id`` >= 0) is an offset that stays pending
+        until :meth:`complete_transaction` sees the transaction's marker.
 
         GroupMetadata semantics: while the partition loads, each record rebuilds the group (the
         last one wins; committed offsets, which are separate records, are kept). Live, a record
@@ -1130,6 +1213,7 @@ class GroupCoordinator:
         k = decode_key(key)
         if k is None:
             return
+        self._seq += 1
         if isinstance(k, OffsetCommitKey):
             group = self.groups.get(k.group)
             tp = (k.topic, k.partition)
@@ -1141,8 +1225,12 @@ class GroupCoordinator:
             if group is None:
                 group = GroupMetadata(k.group, current_state_timestamp=v.commit_timestamp)
                 self.groups[k.group] = group
-            group.offsets[tp] = OffsetAndMetadata(v.offset, v.leader_epoch, v.metadata,
-                                                  v.commit_timestamp, v.expire_timestamp)
+            om = OffsetAndMetadata(v.offset, v.leader_epoch, v.metadata, v.commit_timestamp,
+                                   v.expire_timestamp, self._seq)
+            if producer_id >= 0:
+                group.pending_txn_offsets.setdefault(producer_id, {})[tp] = om
+            else:
+                group.offsets[tp] = om
             return
         assert isinstance(k, GroupMetadataKey)
         if value is None:

@@ -27,6 +27,9 @@ class OffsetAndMetadata:
     metadata: str = ""
     commit_timestamp: int = -1
     expire_timestamp: int = -1
+    # Position of the record in replay (= log) order; a transaction's offsets win over a plain
+    # commit only if they were written after it, as Kafka compares log offsets.
+    seq: int = 0
 
 
 @dataclass(eq=False)
@@ -96,6 +99,8 @@ class GroupMetadata:
     pending_sync_members: set[str] = field(default_factory=set)
     supported_protocols: Counter[str] = field(default_factory=Counter)
     offsets: dict[tuple[str, int], OffsetAndMetadata] = field(default_factory=dict)
+    # TxnOffsetCommit offsets written but not yet committed, by producer id (KIP-98/447).
+    pending_txn_offsets: dict[int, dict[tuple[str, int], OffsetAndMetadata]] = field(default_factory=dict)
     # Rebalance bookkeeping, owned by the coordinator.
     new_member_added: bool = False
     initial_join_delay: bool = False

@@ -14,20 +14,46 @@ beginning with :meth:`OffsetsStorage.read_all` and replays every record.
 
 from __future__ import annotations
 
+import struct
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Protocol
 
 from .records import Record
 
 
+@dataclass(frozen=True, slots=True)
+class TxnRecord:
+    """A record of a transactional batch (TxnOffsetCommit): pending until its marker."""
+
+    producer_id: int
+    key: bytes
+    value: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class TxnMarker:
+    """A COMMIT or ABORT control record for ``producer_id``'s transaction."""
+
+    producer_id: int
+    commit: bool
+
+
+StoredRecord = Record | TxnRecord | TxnMarker
+
+
 class OffsetsStorage(Protocol):
-    async def append(self, partition: int, records: list[Record]) -> int:
-        """Append ``records`` as one batch to ``partition``; return the batch's base offset."""
+    async def append(self, partition: int, records: list[Record], *, producer_id: int = -1,
+                     producer_epoch: int = -1) -> int:
+        """Append ``records`` as one batch to ``partition``; return the batch's base offset.
+        With ``producer_id`` >= 0 the batch is transactional (TxnOffsetCommit)."""
         ...
 
-    def read_all(self, partition: int) -> Iterable[Record]:
-        """Every record of ``partition`` from its log start, in offset order."""
+    def read_all(self, partition: int) -> Iterable[StoredRecord]:
+        """Every record of ``partition`` from its log start, in offset order: plain
+        ``(key, value)`` pairs, :class:`TxnRecord` for records of transactional batches and
+        :class:`TxnMarker` for transaction markers."""
         ...
 
 
@@ -35,41 +61,49 @@ class MemoryOffsetsStorage:
     """A list per partition. ``fail_with`` makes the next appends raise (to test error paths)."""
 
     def __init__(self) -> None:
-        self.partitions: dict[int, list[Record]] = {}
+        self.partitions: dict[int, list[StoredRecord]] = {}
         self.fail_with: Exception | None = None
         self.appends = 0
 
-    async def append(self, partition: int, records: list[Record]) -> int:
+    async def append(self, partition: int, records: list[Record], *, producer_id: int = -1,
+                     producer_epoch: int = -1) -> int:
         if self.fail_with is not None:
             raise self.fail_with
         log = self.partitions.setdefault(partition, [])
         base = len(log)
-        log.extend(records)
+        if producer_id >= 0:
+            log.extend(TxnRecord(producer_id, k, v) for k, v in records)
+        else:
+            log.extend(records)
         self.appends += 1
         return base
 
-    def read_all(self, partition: int) -> Iterator[Record]:
+    def write_marker(self, partition: int, producer_id: int, commit: bool) -> None:
+        self.partitions.setdefault(partition, []).append(TxnMarker(producer_id, commit))
+
+    def read_all(self, partition: int) -> Iterator[StoredRecord]:
         return iter(list(self.partitions.get(partition, [])))
 
 
-def build_batch(records: list[Record], timestamp_ms: int | None = None) -> bytes:
-    """Encode ``records`` as one uncompressed v2 record batch (base offset 0; the log assigns it)."""
+def build_batch(records: list[Record], timestamp_ms: int | None = None, *, producer_id: int = -1,
+                producer_epoch: int = -1) -> bytes:
+    """Encode ``records`` as one uncompressed v2 record batch (base offset 0; the log assigns it).
+    A ``producer_id`` makes it a transactional batch without a sequence, as Kafka's coordinator
+    writes TxnOffsetCommit records."""
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
     ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
-    builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,
-                                        producer_id=-1, producer_epoch=-1, base_sequence=-1,
-                                        batch_size=2**31 - 1)
+    builder = DefaultRecordBatchBuilder(magic=2, compression_type=0,
+                                        is_transactional=producer_id >= 0,
+                                        producer_id=producer_id, producer_epoch=producer_epoch,
+                                        base_sequence=-1, batch_size=2**31 - 1)
     for i, (key, value) in enumerate(records):
         builder.append(i, timestamp=ts, key=key, value=value, headers=[])
     return bytes(builder.build())
 
 
-def iter_batch_records(data: bytes) -> Iterator[Record]:
-    """The ``(key, value)`` pairs of every non-control record in a run of v2 batches.
-
-    Aborted transactional offsets are not possible here: we never write transactional batches to
-    ``__consumer_offsets`` (transactional offset commits are applied at commit time)."""
+def iter_batch_records(data: bytes) -> Iterator[StoredRecord]:
+    """The records of a run of v2 batches, as :data:`StoredRecord` items."""
     from kafka.record.memory_records import MemoryRecords
 
     mr = MemoryRecords(bytes(data))
@@ -77,12 +111,21 @@ def iter_batch_records(data: bytes) -> Iterator[Record]:
         batch = mr.next_batch()
         if batch is None:
             return
-        if getattr(batch, "is_control_batch", False):
+        if batch.is_control_batch:
+            for rec in batch:
+                key = rec.key
+                if key is not None and len(key) >= 4:
+                    _version, ctype = struct.unpack_from(">hh", bytes(key))
+                    yield TxnMarker(batch.producer_id, ctype == 1)
             continue
         for rec in batch:
             if rec.key is None:
                 continue
-            yield bytes(rec.key), None if rec.value is None else bytes(rec.value)
+            value = None if rec.value is None else bytes(rec.value)
+            if batch.is_transactional:
+                yield TxnRecord(batch.producer_id, bytes(rec.key), value)
+            else:
+                yield bytes(rec.key), value
 
 
 class BatchOffsetsStorage:
@@ -98,9 +141,11 @@ class BatchOffsetsStorage:
         self._append_batch = append_batch
         self._read_batches = read_batches
 
-    async def append(self, partition: int, records: list[Record]) -> int:
-        return await self._append_batch(partition, build_batch(records))
+    async def append(self, partition: int, records: list[Record], *, producer_id: int = -1,
+                     producer_epoch: int = -1) -> int:
+        return await self._append_batch(partition, build_batch(
+            records, producer_id=producer_id, producer_epoch=producer_epoch))
 
-    def read_all(self, partition: int) -> Iterator[Record]:
+    def read_all(self, partition: int) -> Iterator[StoredRecord]:
         for chunk in self._read_batches(partition):
             yield from iter_batch_records(chunk)

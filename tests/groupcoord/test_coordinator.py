@@ -825,3 +825,48 @@ def test_batch_storage_adapter_round_trip() -> None:
     asyncio.run(st.append(3, recs))
     assert list(st.read_all(3)) == recs
     assert list(iter_batch_records(build_batch(recs) + build_batch(recs[:1]))) == recs + recs[:1]
+
+
+# --- transactional offsets (TxnOffsetCommit, KIP-98 / KIP-447) -------------------------------------
+
+@async_test
+async def test_txn_offsets_pending_until_commit_marker() -> None:
+    h = await Harness().start()
+    tp = ("t", 0)
+    await h.coord.commit_offsets("g", "", -1, {tp: OffsetAndMetadata(5)})
+    res = await h.coord.txn_commit_offsets("g", 1000, 0, "", -1, None, {tp: OffsetAndMetadata(9)})
+    assert res == {tp: E.NONE}
+    assert h.coord.fetch_offsets("g", [tp])[1][tp].offset == 5  # not visible yet
+    assert h.coord.fetch_offsets("g", [tp], require_stable=True)[1][tp].error == E.UNSTABLE_OFFSET_COMMIT
+    part = partition_for("g")
+    h.storage.write_marker(part, 1000, True)
+    h.coord.complete_transaction(part, 1000, True)
+    assert h.coord.fetch_offsets("g", [tp], require_stable=True)[1][tp].offset == 9
+    # an aborted transaction leaves no trace
+    await h.coord.txn_commit_offsets("g", 1001, 0, "", -1, None, {tp: OffsetAndMetadata(99)})
+    h.storage.write_marker(part, 1001, False)
+    h.coord.complete_transaction(part, 1001, False)
+    assert h.coord.fetch_offsets("g", [tp])[1][tp].offset == 9
+    # a transaction still open at restart stays pending; committed/aborted ones replay as above
+    await h.coord.txn_commit_offsets("g", 1002, 0, "", -1, None, {tp: OffsetAndMetadata(50)})
+    await h.coord.shutdown()
+    h2 = await Harness(storage=h.storage).start()
+    assert h2.coord.fetch_offsets("g", [tp])[1][tp].offset == 9
+    assert 1002 in h2.group().pending_txn_offsets
+    h2.coord.complete_transaction(part, 1002, True)
+    assert h2.coord.fetch_offsets("g", [tp])[1][tp].offset == 50
+
+
+@async_test
+async def test_txn_offsets_fencing_and_later_plain_commit_wins() -> None:
+    h = await Harness().start()
+    a, = await h.stable_group(1)
+    tp = ("t", 0)
+    assert (await h.coord.txn_commit_offsets("g", 7, 0, "ghost", 1, None, {tp: OffsetAndMetadata(1)}))[tp] == \
+        E.UNKNOWN_MEMBER_ID
+    assert (await h.coord.txn_commit_offsets("g", 7, 0, a, 5, None, {tp: OffsetAndMetadata(1)}))[tp] == \
+        E.ILLEGAL_GENERATION
+    assert (await h.coord.txn_commit_offsets("g", 7, 0, a, 1, None, {tp: OffsetAndMetadata(3)}))[tp] == E.NONE
+    await h.coord.commit_offsets("g", a, 1, {tp: OffsetAndMetadata(4)})  # written after the txn's
+    h.coord.complete_transaction(partition_for("g"), 7, True)
+    assert h.coord.fetch_offsets("g", [tp])[1][tp].offset == 4

@@ -1,0 +1,30 @@
+"""DeleteGroups (key 42), versions 0-2 (KIP-229).
+
+Deletes Empty groups: their committed offsets and metadata get tombstones in
+``__consumer_offsets``. A group with members answers NON_EMPTY_GROUP; one that does not exist
+GROUP_ID_NOT_FOUND.
+
+Version notes: v1 no change (KIP-219 throttling); v2 flexible (KIP-482).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+from . import RequestContext, api
+
+
+@api(ApiKey.DELETE_GROUPS, versions=(0, 2))
+async def handle_delete_groups(ctx: RequestContext, req: Any) -> Any:
+    R = ctx.response_class
+    coord = ctx.broker.group_coordinator
+    names = list(req.groups_names)
+    if coord is None:
+        results = dict.fromkeys(names, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    else:
+        results = await coord.delete_groups(list(dict.fromkeys(names)))
+    return R(throttle_time_ms=0, results=[
+        R.DeletableGroupResult(group_id=g, error_code=int(results[g])) for g in dict.fromkeys(names)])

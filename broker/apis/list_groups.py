@@ -1,0 +1,33 @@
+"""ListGroups (key 16), versions 0-5.
+
+Every group this coordinator knows (with members, or only committed offsets), with its
+protocol type. COORDINATOR_LOAD_IN_PROGRESS while ``__consumer_offsets`` is being replayed.
+
+Version notes: v1 ``throttle_time_ms``; v2 no change (KIP-219); v3 flexible; v4
+``states_filter`` and each group's state (KIP-518); v5 ``types_filter`` and ``group_type``
+(KIP-848): all groups here are ``classic``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+from . import RequestContext, api
+
+
+@api(ApiKey.LIST_GROUPS, versions=(0, 5))
+async def handle_list_groups(ctx: RequestContext, req: Any) -> Any:
+    R = ctx.response_class
+    v = ctx.version
+    coord = ctx.broker.group_coordinator
+    if coord is None:
+        return R(throttle_time_ms=0, error_code=int(ErrorCode.COORDINATOR_NOT_AVAILABLE), groups=[])
+    states = req.states_filter if v >= 4 else None
+    types = req.types_filter if v >= 5 else None
+    code, groups = coord.list_groups(states or None, types or None)
+    return R(throttle_time_ms=0, error_code=int(code), groups=[
+        R.ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state,
+                      group_type="classic") for g in groups])

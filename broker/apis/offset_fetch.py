@@ -1,0 +1,74 @@
+"""OffsetFetch (key 9), versions 1-9.
+
+Returns a group's committed offsets (offset -1 and no error for a partition with none, or for a
+group that does not exist). A null topic list (v2+) asks for every partition the group has
+committed.
+
+Version notes: v2 a null ``topics`` means all, and a top-level ``error_code`` (KIP-88); v3
+``throttle_time_ms``; v5 ``committed_leader_epoch`` (KIP-320); v6 flexible; v7
+``require_stable`` (KIP-447): partitions with transactional offsets still awaiting their
+marker answer UNSTABLE_OFFSET_COMMIT; v8 asks for several ``groups`` in one request, each with
+its own error (KIP-709); v9 adds KIP-848 member id/epoch, unused by classic groups. v10 names
+topics by id and is not served. Before v2 a group-level error is reported on every partition.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+from . import RequestContext, api
+
+TopicPartition = tuple[str, int]
+
+
+def _fetch(ctx: RequestContext, group_id: str, topics: Any, require_stable: bool,
+           ) -> tuple[ErrorCode, list[tuple[str, list[tuple[int, Any]]]]]:
+    """(group error, [(topic, [(partition, PartitionOffset)])]) in request order."""
+    from groupcoord.coordinator import PartitionOffset  # noqa: PLC0415
+
+    coord = ctx.broker.group_coordinator
+    wanted: list[TopicPartition] | None = None
+    if topics is not None:
+        wanted = [(t.name, p) for t in topics for p in t.partition_indexes]
+    if coord is None:
+        code, offsets = ErrorCode.COORDINATOR_NOT_AVAILABLE, {}
+    else:
+        code, offsets = coord.fetch_offsets(group_id, wanted, require_stable)
+    if wanted is None:
+        wanted = list(offsets)
+    by_topic: dict[str, list[tuple[int, Any]]] = {}
+    for tp in wanted:
+        by_topic.setdefault(tp[0], []).append((tp[1], offsets.get(tp, PartitionOffset())))
+    return code, list(by_topic.items())
+
+
+@api(ApiKey.OFFSET_FETCH, versions=(1, 9))
+async def handle_offset_fetch(ctx: RequestContext, req: Any) -> Any:
+    R = ctx.response_class
+    v = ctx.version
+    if v >= 8:
+        G = R.OffsetFetchResponseGroup
+        T = G.OffsetFetchResponseTopics
+        P = T.OffsetFetchResponsePartitions
+        groups = []
+        for g in req.groups:
+            code, topics = _fetch(ctx, g.group_id, g.topics, req.require_stable)
+            groups.append(G(group_id=g.group_id, error_code=int(code), topics=[
+                T(name=name, partitions=[
+                    P(partition_index=p, committed_offset=o.offset, committed_leader_epoch=o.leader_epoch,
+                      metadata=o.metadata, error_code=int(o.error)) for p, o in parts])
+                for name, parts in topics]))
+        return R(throttle_time_ms=0, groups=groups)
+    T = R.OffsetFetchResponseTopic
+    P = T.OffsetFetchResponsePartition
+    code, topics = _fetch(ctx, req.group_id, req.topics, v >= 7 and req.require_stable)
+    # v1 has no top-level error: the group's error goes on each partition.
+    part_code = (lambda o: int(o.error or code)) if v < 2 else (lambda o: int(o.error))
+    return R(throttle_time_ms=0, error_code=int(code), topics=[
+        T(name=name, partitions=[
+            P(partition_index=p, committed_offset=o.offset, committed_leader_epoch=o.leader_epoch,
+              metadata=o.metadata, error_code=part_code(o)) for p, o in parts])
+        for name, parts in topics])

@@ -1,0 +1,74 @@
+"""Binds the group coordinator to a running broker.
+
+The broker imports this module on start and awaits :func:`start` (and :func:`stop` on
+shutdown). Here :class:`~groupcoord.storage.OffsetsStorage` is implemented on the broker's own
+partitions of ``__consumer_offsets`` (``offsets.topic.num.partitions``, compacted), created on
+first start; an existing topic's partition count wins, since group ids are hashed onto it.
+Records are appended as plain v2 batches (transactional ones for TxnOffsetCommit) through the
+replica manager, and read back batch by batch at start-up for ``replay()``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from protocol.errors import KafkaError
+from protocol.records import validate_batches
+
+from .coordinator import GroupConfig, GroupCoordinator
+from .records import OFFSETS_TOPIC, Record
+from .storage import StoredRecord, build_batch, iter_batch_records
+
+log = logging.getLogger("samsa.groups")
+
+
+class BrokerOffsetsStorage:
+    """``__consumer_offsets`` on the broker's replica manager."""
+
+    def __init__(self, broker: Any) -> None:
+        self.broker = broker
+
+    async def append(self, partition: int, records: list[Record], *, producer_id: int = -1,
+                     producer_epoch: int = -1) -> int:
+        batch = build_batch(records, producer_id=producer_id, producer_epoch=producer_epoch)
+        info = self.broker.replica_manager.append_to_local_log(
+            OFFSETS_TOPIC, partition, validate_batches(batch), required_acks=-1)
+        return int(getattr(info, "first_offset", -1))
+
+    def read_all(self, partition: int) -> Iterator[StoredRecord]:
+        try:
+            part = self.broker.replica_manager.get_partition(OFFSETS_TOPIC, partition)
+        except KafkaError:
+            return
+        for raw in part.log.read_batch_bytes(part.log_start_offset):
+            yield from iter_batch_records(raw)
+
+
+def _config(broker: Any) -> GroupConfig:
+    return GroupConfig.from_properties({name: broker.config.get(name)
+                                        for name in GroupConfig.property_names()})
+
+
+async def start(broker: Any) -> None:
+    config = _config(broker)
+    existing = broker.topics.get(OFFSETS_TOPIC)
+    if existing is not None:
+        config.offsets_topic_num_partitions = existing.num_partitions
+    else:
+        seg = broker.config.get("offsets.topic.segment.bytes") or 104857600
+        broker.topics.create(OFFSETS_TOPIC, config.offsets_topic_num_partitions,
+                             {"cleanup.policy": "compact", "compression.type": "producer",
+                              "segment.bytes": str(seg)})
+    coord = GroupCoordinator(BrokerOffsetsStorage(broker), config)
+    broker.group_coordinator = coord
+    await coord.startup()
+    log.info("group coordinator loaded %d groups from %d partitions of %s", len(coord.groups),
+             config.offsets_topic_num_partitions, OFFSETS_TOPIC)
+
+
+async def stop(broker: Any) -> None:
+    coord = getattr(broker, "group_coordinator", None)
+    if coord is not None:
+        await coord.shutdown()
