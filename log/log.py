@@ -415,9 +415,11 @@ class Log:
     def read_batch_bytes(self, start_offset: int = 0) -> Iterator[bytes]:
         """Each whole batch's bytes from ``start_offset`` on (tools and tests; not the fetch path)."""
         start_offset = max(start_offset, self.log_start_offset)
-        for seg, h in self._iter_segment_batches(start_offset):
-            if h.base_offset + h.last_offset_delta >= start_offset:
-                yield seg.read_batch(h)
+        i = max(bisect_right(self._bases, start_offset) - 1, 0)
+        for seg in self.segments[i:]:
+            for h, data in seg.batches_with_bytes(start_offset if seg.base_offset < start_offset else None):
+                if h.base_offset + h.last_offset_delta >= start_offset:
+                    yield data
 
     # ------------------------------------------------------------------------------------
     # timestamps

@@ -337,6 +337,41 @@ class LogSegment:
     def read_batch(self, h: BatchHeader) -> bytes:
         return _pread_full(self.fd, h.size, h.position)
 
+    def batches_with_bytes(self, start_offset: int | None = None, chunk: int = 1 << 20,
+                           ) -> Iterator[tuple[BatchHeader, bytes]]:
+        """(header, whole batch bytes) of every batch, reading the file ``chunk`` bytes at a time.
+
+        For start-up replays of coordinator topics: one read per chunk, not per batch.
+        """
+        pos = 0
+        if start_offset is not None and start_offset > self.base_offset:
+            first = self.translate_offset(start_offset)
+            if first is None:
+                return
+            pos = first.position
+        end = self.size
+        buf = b""
+        buf_start = pos
+        while pos + HEADER_SIZE <= end:
+            off = pos - buf_start
+            if off + HEADER_SIZE > len(buf):
+                buf = _pread_full(self.fd, min(chunk, end - pos), pos)
+                buf_start, off = pos, 0
+                if len(buf) < HEADER_SIZE:
+                    return
+            h = read_header(buf, off)
+            total = h.batch_length + LOG_OVERHEAD
+            if h.batch_length < MIN_BATCH_LENGTH or pos + total > end:
+                return
+            if off + total > len(buf):
+                buf = _pread_full(self.fd, max(chunk, total), pos)
+                buf_start, off = pos, 0
+                if len(buf) < total:
+                    return
+            h.position = pos
+            yield h, buf[off: off + total]
+            pos += total
+
     def find_offset_by_timestamp(self, timestamp: int, start_offset: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with timestamp >= ``timestamp`` and offset >= start."""
         _, ts_offset = self.time_index.lookup(timestamp)

@@ -302,3 +302,25 @@ def test_failed_write_leaves_no_torn_bytes(log_dir: Path, monkeypatch: pytest.Mo
     assert log.append(records(build_batch([b"y"]))).first_offset == 9
     assert check_log(log_dir) == []
     log.close()
+
+
+def test_read_batch_bytes_matches_reads(log_dir: Path) -> None:
+    log = Log.open(log_dir, small_config(segment_bytes=1500))
+    fill(log, 40, per_batch=2)
+    big = build_batch([b"B" * 1200])
+    log.append(records(big))
+    fill(log, 3, per_batch=1)
+    via_read = []
+    off = 0
+    while off < log.log_end_offset:
+        data = log.read(off, 1 << 20).read()  # type: ignore[union-attr]
+        via_read += list(iter_headers(data))
+        recs = decode(data)
+        off = recs[-1][0] + 1
+    chunks = list(log.read_batch_bytes(0))
+    assert b"".join(chunks) == b"".join(log.read(h.base_offset, 1).read() for h in via_read)  # type: ignore[union-attr]
+    assert [decode(c)[0][0] for c in log.read_batch_bytes(33)] == [32] + [h.base_offset for h in via_read if h.base_offset > 33]
+    from log.segment import LogSegment
+    seg: LogSegment = log.segments[0]
+    assert [h.base_offset for h, _ in seg.batches_with_bytes(chunk=100)] == [h.base_offset for h in seg.batches()]
+    log.close()
