@@ -7,6 +7,7 @@ can be reused as is; keys Samsa acts on are typed and validated here.
 
 from __future__ import annotations
 
+import builtins
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -146,13 +147,13 @@ class BrokerConfig:
         except KeyError:
             return default
 
-    def int(self, key: str) -> int:
+    def int(self, key: str) -> builtins.int:
         v = self[key]
         assert isinstance(v, int)
         return v
 
     @property
-    def broker_id(self) -> int:
+    def broker_id(self) -> builtins.int:
         node = self.int("node.id")
         return node if node >= 0 else self.int("broker.id")
 
@@ -161,7 +162,7 @@ class BrokerConfig:
         return [Path(p.strip()) for p in str(self["log.dirs"]).split(",") if p.strip()]
 
     @property
-    def retention_ms(self) -> int:
+    def retention_ms(self) -> builtins.int:
         if self.int("log.retention.ms") != -1 or "log.retention.ms" in self.props:
             return self.int("log.retention.ms")
         if self.int("log.retention.minutes") != -1:
@@ -169,7 +170,7 @@ class BrokerConfig:
         return self.int("log.retention.hours") * 3_600_000
 
     @property
-    def roll_ms(self) -> int:
+    def roll_ms(self) -> builtins.int:
         if self.int("log.roll.ms") != -1:
             return self.int("log.roll.ms")
         return self.int("log.roll.hours") * 3_600_000

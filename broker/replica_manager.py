@@ -210,7 +210,7 @@ class ReplicaManager:
             p.add_waiter(fut)
         try:
             await asyncio.wait_for(fut, timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
         finally:
             for p in parts:

@@ -30,14 +30,15 @@ _HDR0 = struct.Struct(">ii")
 _FLEX_HDR = struct.Struct(">iib")
 
 
-def _collect() -> tuple[dict[int, type], dict[int, type]]:
-    requests: dict[int, type] = {}
-    responses: dict[int, type] = {}
+def _collect() -> tuple[dict[int, Any], dict[int, Any]]:
+    requests: dict[int, Any] = {}
+    responses: dict[int, Any] = {}
     for mod in (_producer, _consumer, _metadata, _admin):
         for name in getattr(mod, "__all__", dir(mod)):
-            cls = getattr(mod, name, None)
-            if not isinstance(cls, type) or not issubclass(cls, ApiMessage) or cls is ApiMessage:
+            obj = getattr(mod, name, None)
+            if not isinstance(obj, type) or not issubclass(obj, ApiMessage) or obj is ApiMessage:
                 continue
+            cls: Any = obj
             try:
                 key = cls.API_KEY
                 kind = cls.type

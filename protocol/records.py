@@ -180,7 +180,7 @@ def decompress(codec: int, data: bytes | memoryview) -> bytes:
     raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"unknown compression codec {codec}")
 
 
-def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
+def _read_varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
     result = shift = 0
     while True:
         b = buf[pos]
@@ -193,7 +193,7 @@ def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
             raise ValueError("varint too long")
 
 
-def count_records(records: bytes | bytearray) -> int:
+def count_records(records: bytes | bytearray | memoryview) -> int:
     """Walk the length-prefixed records of an uncompressed records section; return how many.
 
     Only each record's length varint is read (inline for the one- and two-byte cases that

@@ -20,7 +20,6 @@ from ..configs import effective_topic_config, validate_topic_configs
 from ..metadata import validate_topic_name
 from . import RequestContext, api
 
-
 CONFIG_SOURCE_TOPIC = 1  # DescribeConfigs' ConfigSource.TOPIC_CONFIG
 CONFIG_SOURCE_DEFAULT = 5  # ConfigSource.DEFAULT_CONFIG
 

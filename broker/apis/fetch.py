@@ -79,7 +79,7 @@ def _read_all(rm: Any, wanted: list[Any], isolation: int, max_bytes: int) -> tup
     parts_seen = []
     result = []
     for name, _tid, fparts in wanted:
-        rows = []
+        rows: list[tuple[Any, ...]] = []
         for fp in fparts:
             if name is None:
                 rows.append((fp.partition, ErrorCode.UNKNOWN_TOPIC_ID, -1, -1, -1, None, None))
