@@ -31,6 +31,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         report.sections.append((f"{b.name} log ({b.bootstrap}, {report.when})", b.log_tail()))
 
 
+def report_broker_log(node: pytest.Item, broker: BrokerProcess) -> None:
+    """Attach broker's log to node's report if it fails (for brokers not made by broker_factory)."""
+    brokers = node.stash.setdefault(_BROKERS_KEY, [])
+    if broker not in brokers:
+        brokers.append(broker)
+
+
 @pytest.fixture
 def broker_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BrokerFactory]:
     """Start brokers with per-test overrides: ``broker_factory({"num.partitions": 3})``.
@@ -41,7 +48,7 @@ def broker_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[B
     Every broker is SIGKILLed at teardown.
     """
     started: list[BrokerProcess] = []
-    request.node.stash[_BROKERS_KEY] = started
+    reported = request.node.stash.setdefault(_BROKERS_KEY, [])
 
     def factory(
         overrides: Mapping[str, object] | None = None,
@@ -52,6 +59,7 @@ def broker_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[B
     ) -> BrokerProcess:
         b = make_broker(tmp_path, overrides=overrides, kind=kind, name=f"broker{len(started)}")
         started.append(b)
+        reported.append(b)
         if start:
             b.start(timeout=timeout)
         return b
