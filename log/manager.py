@@ -103,15 +103,21 @@ class LogManager:
     def shutdown(self) -> None:
         """Close every log (flush, producer snapshot), checkpoint, write the clean-shutdown marker."""
         logger.info("Shutting down the log manager")
-        for log in self.logs.values():
+        failed: set[Path] = set()
+        for tp, log in self.logs.items():
             try:
                 log.close()
             except OSError:
                 logger.exception("Error closing log %s", log.name)
+                failed.add(self._dir_of[tp])
         for log_dir in self.log_dirs:
             if not log_dir.exists():
                 continue
-            self._checkpoint_dir(log_dir, use_log_end=True)
+            self._checkpoint_dir(log_dir, use_log_end=log_dir not in failed)
+            if log_dir in failed:
+                # like Kafka: no marker, so the next start-up runs recovery on this log dir
+                logger.warning("Not writing %s in %s: a log failed to close cleanly", CLEAN_SHUTDOWN_FILE, log_dir)
+                continue
             (log_dir / CLEAN_SHUTDOWN_FILE).touch()
             _fsync_dir(log_dir)
         logger.info("Shutdown complete")
