@@ -78,7 +78,7 @@ CLEANED_SUFFIX = ".cleaned"
 DEFAULT_DEDUPE_BUFFER_SIZE = 134217728  # log.cleaner.dedupe.buffer.size
 DEFAULT_BACKOFF_MS = 15000  # log.cleaner.backoff.ms
 LOAD_FACTOR = 0.9  # log.cleaner.io.buffer.load.factor
-WRITE_CHUNK = 1 << 20
+WRITE_CHUNK = 1 << 18
 CONTROL_ABORT = 0
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
