@@ -194,7 +194,10 @@ class ProducerAppendInfo:
             raise InvalidProducerEpochError(
                 message=f"Epoch of producer {self.producer_id} is {h.producer_epoch}, "
                         f"which is smaller than the last seen epoch {cur_epoch}")
-        if not h.is_control and origin_client:
+        # A transactional batch without a sequence is written by a coordinator, not a client
+        # (TxnOffsetCommit's offsets in __consumer_offsets): Kafka appends those with origin
+        # COORDINATOR, which skips the sequence check. Clients always send a sequence.
+        if not h.is_control and origin_client and not (h.is_transactional and h.base_sequence == NO_SEQUENCE):
             self._check_sequence(h, cur_epoch)
         self.batches.append(h)
         self.epoch = h.producer_epoch
@@ -275,7 +278,7 @@ class ProducerStateManager:
                     raise KafkaError(ErrorCode.TRANSACTION_COORDINATOR_FENCED,
                                      f"Invalid coordinator epoch for producer {pid}: {marker[1]} (zombie), "
                                      f"{current.coordinator_epoch} (current)")
-            if origin_client and current is not None and not h.is_control:
+            if origin_client and current is not None and not h.is_control and h.base_sequence != NO_SEQUENCE:
                 dup = current.find_duplicate_batch(h)
                 if dup is not None:
                     raise DuplicateSequenceError(dup.first_offset, dup.last_offset, dup.timestamp)
