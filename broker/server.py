@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import socket
 import time
@@ -31,13 +32,19 @@ from protocol.messages import (
 )
 
 from . import apis
-from .apis import RequestContext
+from .apis import EncodedResponse, RequestContext
 from .config import BrokerConfig, Listener
 from .configs import DynamicBrokerConfigs
 from .metadata import TopicRegistry
 from .replica_manager import ReplicaManager
 
 log = logging.getLogger("samsa.server")
+
+# Write fetched records with sendfile(2) instead of pread + write. Needs the default asyncio
+# loop (uvloop has no native sendfile). Off by default: bench/fetch_path.py measured uvloop with
+# one pread per region at ~1.0-1.5 GB/s for ~1 MB fetches against 0.3-0.6 GB/s for asyncio with
+# sendfile, which only wins (~1.2x) on 8 MB fetches; uvloop also serves small requests ~2x faster.
+SENDFILE = os.environ.get("SAMSA_FETCH_SENDFILE") == "1"
 
 # Modules with ``async start(broker)`` / ``async stop(broker)`` that run beside the partitions,
 # started in this order after the logs are loaded and stopped in reverse before they close.
@@ -53,7 +60,7 @@ class KafkaConnection(asyncio.Protocol):
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self.decoder = FrameDecoder(broker.config.int("socket.request.max.bytes"))
-        self.queue: deque[bytes] = deque()
+        self.queue: deque[bytes | memoryview] = deque()
         self.wakeup = asyncio.Event()
         self.transport: asyncio.Transport | None = None
         self.task: asyncio.Task[None] | None = None
@@ -89,6 +96,22 @@ class KafkaConnection(asyncio.Protocol):
             if len(self.queue) >= self.MAX_QUEUED and not self.reading_paused and self.transport:
                 self.transport.pause_reading()
                 self.reading_paused = True
+
+    async def _write_chunks(self, chunks: list[Any]) -> None:
+        """Write a response whose records are file regions (see protocol.fetch_codec)."""
+        transport = self.transport
+        assert transport is not None
+        if not SENDFILE:
+            # One pread per region into the socket buffer: no encode-buffer copies.
+            transport.writelines([c if isinstance(c, bytes) else c.read() for c in chunks])
+            return
+        loop = asyncio.get_running_loop()
+        for c in chunks:
+            if isinstance(c, bytes):
+                transport.write(c)
+            else:
+                with os.fdopen(os.dup(c.fd), "rb") as f:
+                    await loop.sendfile(transport, f, c.position, c.size)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -130,7 +153,10 @@ class KafkaConnection(asyncio.Protocol):
                     return
                 if out is None or self.closed or self.transport is None:
                     continue
-                self.transport.write(out)
+                if isinstance(out, bytes):
+                    self.transport.write(out)
+                else:
+                    await self._write_chunks(out)
                 if not self.write_ok.is_set():
                     await self.write_ok.wait()
         except asyncio.CancelledError:
@@ -261,7 +287,7 @@ class Broker:
 
     # --- requests -------------------------------------------------------------------------
 
-    async def handle_frame(self, frame: bytes, conn: KafkaConnection) -> bytes | None:
+    async def handle_frame(self, frame: bytes | memoryview, conn: KafkaConnection) -> bytes | list[Any] | None:
         try:
             header = parse_header(frame)
         except MalformedRequest as e:
@@ -291,6 +317,8 @@ class Broker:
                 return None
         if response is None:
             return None
+        if isinstance(response, EncodedResponse):
+            return response.chunks
         if request_log.isEnabledFor(logging.DEBUG):
             request_log.debug("%s v%d corr=%d client=%r", spec.name, header.api_version,
                               header.correlation_id, header.client_id)

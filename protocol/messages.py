@@ -68,7 +68,7 @@ class RequestHeader:
     size: int  # bytes taken by the header in the frame
 
 
-def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
+def _uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
     result = shift = 0
     while True:
         if pos >= len(buf):
@@ -88,7 +88,7 @@ def is_flexible(api_key: int, version: int) -> bool:
     return bool(cls is not None and cls.flexible_version_q(version))
 
 
-def parse_header(frame: bytes) -> RequestHeader:
+def parse_header(frame: bytes | memoryview) -> RequestHeader:
     """Read the request header; raises MalformedRequest if even that is unreadable."""
     if len(frame) < 10:
         raise MalformedRequest(f"request of {len(frame)} bytes is shorter than a header")
@@ -100,7 +100,7 @@ def parse_header(frame: bytes) -> RequestHeader:
         if pos + n > len(frame):
             raise MalformedRequest("client_id overruns the request")
         try:
-            client_id = frame[pos:pos + n].decode("utf-8")
+            client_id = bytes(frame[pos:pos + n]).decode("utf-8")
         except UnicodeDecodeError as e:
             raise MalformedRequest("client_id is not UTF-8") from e
         pos += n
@@ -121,7 +121,7 @@ def parse_header(frame: bytes) -> RequestHeader:
     return RequestHeader(api_key, api_version, correlation_id, client_id, pos)
 
 
-def decode_body(header: RequestHeader, frame: bytes) -> Any:
+def decode_body(header: RequestHeader, frame: bytes | memoryview) -> Any:
     cls = REQUEST_CLASSES.get(header.api_key)
     if cls is None:
         raise MalformedRequest(f"unknown API key {header.api_key}")

@@ -80,6 +80,15 @@ class RequestContext:
         return self.response_class(**fields)
 
 
+@dataclass(slots=True)
+class EncodedResponse:
+    """A response a handler framed itself: ``chunks`` are bytes or file regions (``.size``,
+    ``.read()``, ``.fd``, ``.position``) that the connection writes in order."""
+
+    chunks: list[Any]
+    size: int
+
+
 def load_all() -> dict[int, ApiSpec]:
     """Import every handler module in this package so that each registers itself."""
     for mod in pkgutil.iter_modules(__path__):

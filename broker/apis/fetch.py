@@ -23,7 +23,9 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
-from . import RequestContext, api
+from protocol.fetch_codec import PartitionData, TopicData, encode_fetch_response
+
+from . import EncodedResponse, RequestContext, api
 
 
 @api(ApiKey.FETCH, versions=(4, 17))
@@ -54,23 +56,14 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
             result, total, has_error, parts_seen = _read_all(rm, wanted, isolation, max_bytes)
             break
 
-    R = ctx.response_class
-    TopicResp = R.FetchableTopicResponse
-    PartData = TopicResp.PartitionData
     topics_out = []
     for (name, tid, _parts), rows in zip(wanted, result, strict=True):
-        parts_out = [PartData(partition_index=p, error_code=code, high_watermark=hw, last_stable_offset=lso,
-                              log_start_offset=lso_start,
-                              aborted_transactions=None if aborted is None else [
-                                  PartData.AbortedTransaction(producer_id=pid, first_offset=first)
-                                  for pid, first in aborted],
-                              preferred_read_replica=-1, records=data)
-                     for (p, code, hw, lso, lso_start, aborted, data) in rows]
-        if topics_by_id:
-            topics_out.append(TopicResp(topic_id=tid, partitions=parts_out))
-        else:
-            topics_out.append(TopicResp(topic=name, partitions=parts_out))
-    return R(throttle_time_ms=0, error_code=0, session_id=0, responses=topics_out)
+        topics_out.append(TopicData(name, tid, [
+            PartitionData(p, int(code), hw, lso, start, aborted, -1, data)
+            for (p, code, hw, lso, start, aborted, data) in rows]))
+    # Encoded here rather than by the generic encoder so that records stay file regions (see
+    # protocol.fetch_codec); the connection writes them straight from the segment files.
+    return EncodedResponse(*encode_fetch_response(ctx.version, ctx.header.correlation_id, topics_out))
 
 
 def _read_all(rm: Any, wanted: list[Any], isolation: int, max_bytes: int) -> tuple[list[Any], int, bool, list[Any]]:
@@ -95,14 +88,14 @@ def _read_all(rm: Any, wanted: list[Any], isolation: int, max_bytes: int) -> tup
             hw, lso = part.high_watermark, part.last_stable_offset
             try:
                 limit = min(fp.partition_max_bytes, max_bytes - total)
-                data = b""
+                data: Any = b""
                 aborted = None
                 if limit > 0 or total == 0:
                     info = part.read(fp.fetch_offset, max(limit, 0), isolation_level=isolation,
                                      min_one_batch=(total == 0))
                     if info is not None:
-                        data = info.read()
-                        total += len(data)
+                        data = info
+                        total += info.size
                         if isolation == 1:
                             aborted = part.aborted_transactions(fp.fetch_offset, lso)
                 rows.append((fp.partition, ErrorCode.NONE, hw, lso, part.log_start_offset, aborted, data))
