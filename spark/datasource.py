@@ -287,8 +287,8 @@ def _timestamp(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000.0, tz=UTC)
 
 
-def read_range(opts: KafkaOptions, part: KafkaInputPartition) -> Iterator[tuple[Any, ...]]:
-    """Yield the rows of one range, in offset order, exactly once each.
+def fetch_chunks(opts: KafkaOptions, part: KafkaInputPartition) -> Iterator[list[Any]]:
+    """Yield the records of one range as lists (one per poll), in offset order, each once.
 
     Offsets missing inside the range (compaction, transaction markers, aborted records under
     read_committed) are skipped by following the consumer's position, as the connector does.
@@ -322,28 +322,16 @@ def read_range(opts: KafkaOptions, part: KafkaInputPartition) -> Iterator[tuple[
         if start >= part.until_offset:
             return
         consumer.seek(tp, start)
-        headers = opts.include_headers
         position = start
         idle_ms = 0
         while position < part.until_offset:
-            batch = consumer.poll(timeout_ms=500, max_records=2000, update_offsets=True)
-            records = batch.get(tp, [])
-            for rec in records:
-                if rec.offset >= part.until_offset:
-                    position = part.until_offset
-                    break
-                if rec.offset < position:
-                    continue
-                row: tuple[Any, ...] = (
-                    rec.key, rec.value, rec.topic, rec.partition, rec.offset,
-                    _timestamp(rec.timestamp), rec.timestamp_type,
-                )
-                if headers:
-                    row += ([(k, v) for k, v in (rec.headers or [])] or None,)
-                yield row
-                position = rec.offset + 1
-            new_pos = max(position, int(consumer.position(tp)))
-            if records or new_pos > position:
+            batch = consumer.poll(timeout_ms=500, max_records=5000, update_offsets=True)
+            chunk = [r for r in batch.get(tp, []) if position <= r.offset < part.until_offset]
+            if chunk:
+                yield chunk
+                position = chunk[-1].offset + 1
+            new_pos = max(position, min(int(consumer.position(tp)), part.until_offset))
+            if chunk or new_pos > position:
                 idle_ms = 0
             else:
                 idle_ms += 500
@@ -353,6 +341,53 @@ def read_range(opts: KafkaOptions, part: KafkaInputPartition) -> Iterator[tuple[
             position = new_pos
     finally:
         consumer.close()
+
+
+def read_range(opts: KafkaOptions, part: KafkaInputPartition) -> Iterator[tuple[Any, ...]]:
+    """The range as Python tuples in the source schema's column order."""
+    for chunk in fetch_chunks(opts, part):
+        for rec in chunk:
+            row: tuple[Any, ...] = (rec.key, rec.value, rec.topic, rec.partition, rec.offset,
+                                    _timestamp(rec.timestamp), rec.timestamp_type)
+            if opts.include_headers:
+                row += ([(k, v) for k, v in (rec.headers or [])] or None,)
+            yield row
+
+
+def arrow_schema(include_headers: bool) -> Any:
+    import pyarrow as pa
+
+    fields = [("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()),
+              ("partition", pa.int32()), ("offset", pa.int64()),
+              ("timestamp", pa.timestamp("us", tz="UTC")), ("timestampType", pa.int32())]
+    if include_headers:
+        fields.append(("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))))
+    return pa.schema(fields)
+
+
+def read_arrow(opts: KafkaOptions, part: KafkaInputPartition) -> Iterator[Any]:
+    """The range as Arrow record batches, one per poll.
+
+    Spark's Python data source accepts Arrow batches as they are, which skips the per-row
+    type checks and conversions of the tuple path (several times faster on these rows).
+    """
+    import pyarrow as pa
+
+    schema = arrow_schema(opts.include_headers)
+    for chunk in fetch_chunks(opts, part):
+        cols = [
+            pa.array([r.key for r in chunk], pa.binary()),
+            pa.array([r.value for r in chunk], pa.binary()),
+            pa.array([r.topic for r in chunk], pa.string()),
+            pa.array([r.partition for r in chunk], pa.int32()),
+            pa.array([r.offset for r in chunk], pa.int64()),
+            pa.array([r.timestamp * 1000 for r in chunk], pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+            pa.array([r.timestamp_type for r in chunk], pa.int32()),
+        ]
+        if opts.include_headers:
+            cols.append(pa.array([[{"key": k, "value": v} for k, v in (r.headers or [])] or None for r in chunk],
+                                 schema.field("headers").type))
+        yield pa.RecordBatch.from_arrays(cols, schema=schema)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -395,7 +430,7 @@ class KafkaBatchReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         assert isinstance(partition, KafkaInputPartition)
-        yield from read_range(self.opts, partition)
+        yield from read_arrow(self.opts, partition)
 
 
 def rate_limit(start: PartitionOffsets, latest: PartitionOffsets, limit: int) -> PartitionOffsets:
@@ -473,7 +508,7 @@ class KafkaStreamReader(DataSourceStreamReader):
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         assert isinstance(partition, KafkaInputPartition)
-        yield from read_range(self.opts, partition)
+        yield from read_arrow(self.opts, partition)
 
     def commit(self, end: dict) -> None:
         # Nothing to do on the broker: progress lives in Spark's checkpoint, not in a group.

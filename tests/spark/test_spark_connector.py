@@ -127,7 +127,7 @@ def test_max_offsets_per_trigger_processing_time(spark: Any, kbroker: Any) -> No
 def test_stream_write(spark: Any, kbroker: Any, tmp_path: Path) -> None:
     src, dst = make_topic(kbroker.bootstrap), make_topic(kbroker.bootstrap)
     produce(kbroker.bootstrap, src, 30)
-    q = (kstream(spark, kbroker.bootstrap, subscribe=src, startingOffsets="earliest")
+    q = (kstream(spark, kbroker.bootstrap, subscribe=src, startingOffsets="earliest", includeHeaders="true")
          .selectExpr("key", "upper(CAST(value AS STRING)) AS value", "headers")
          .writeStream.format("kafka").option("kafka.bootstrap.servers", kbroker.bootstrap)
          .option("topic", dst).option("checkpointLocation", str(tmp_path / "ckpt"))
@@ -135,8 +135,8 @@ def test_stream_write(spark: Any, kbroker: Any, tmp_path: Path) -> None:
     assert q.awaitTermination(240)
     assert q.exception() is None
     log = consume_all(kbroker.bootstrap, dst)
-    assert sorted((m.key, m.value) for m in log) == sorted(
-        (f"key-{i}".encode(), f"VALUE-{i}".encode()) for i in range(30))
+    assert sorted((m.key, m.value, tuple(m.headers)) for m in log) == sorted(
+        (f"key-{i}".encode(), f"VALUE-{i}".encode(), (("seq", str(i).encode()),)) for i in range(30))
 
 
 def test_batch_write(spark: Any, kbroker: Any) -> None:
