@@ -37,7 +37,6 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from protocol.errors import ErrorCode, KafkaError
 
@@ -125,10 +124,6 @@ class TransactionCoordinator:
         self.loaded = False
         self._completions: dict[str, asyncio.Task[None]] = {}
         self._background: list[asyncio.Task[None]] = []
-        # TxnOffsetCommit offsets held here until the COMMIT marker reaches the group's
-        # __consumer_offsets partition, when the group coordinator cannot hold them itself
-        # (see broker/apis/txn_offset_commit.py): producer id -> pending commits.
-        self.pending_offsets: dict[int, list[Any]] = {}
         # Fault injection for crash tests only (env SAMSA_TXN_FAULT, read by txn/plugin.py):
         # "crash-before-prepare" or "crash-after-markers=K" SIGKILL the broker at that point
         # of the next commit, to prove the outcome is all-or-nothing after a restart.
@@ -425,6 +420,16 @@ class TransactionCoordinator:
         """AddOffsetsToTxn: the group's ``__consumer_offsets`` partition joins the transaction."""
         await self.add_partitions(transactional_id, producer_id, producer_epoch,
                                   [self.offsets_partition(group_id)])
+
+    def validate_txn_offset_commit(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                                   group_id: str) -> None:
+        """TxnOffsetCommit may only come from the current producer, inside a transaction that
+        AddOffsetsToTxn joined the group's offsets partition to."""
+        m = self._get(transactional_id)
+        self._check_producer(m, producer_id, producer_epoch)
+        if m.state is not TS.ONGOING or self.offsets_partition(group_id) not in m.partitions:
+            raise KafkaError(ErrorCode.INVALID_TXN_STATE,
+                             f"the offsets partition of group {group_id} is not part of the transaction")
 
     # --- EndTxn ---------------------------------------------------------------------------
 

@@ -62,42 +62,6 @@ async def _complete_offsets(broker: Any, partition: int, marker: TxnMarker) -> N
         except Exception:
             log.exception("Group coordinator failed to complete transactional offsets of producer %d",
                           marker.producer_id)
-    coord = getattr(broker, "txn_coordinator", None)
-    pending = getattr(coord, "pending_offsets", None)
-    if not pending or gc is None:
-        return
-    entries = pending.get(marker.producer_id, [])
-    mine = [e for e in entries if e.offsets_partition == partition]
-    rest = [e for e in entries if e.offsets_partition != partition]
-    if rest:
-        pending[marker.producer_id] = rest
-    else:
-        pending.pop(marker.producer_id, None)
-    if not marker.commit:
-        return
-    for e in mine:
-        try:
-            await _publish_offsets(gc, e)
-        except Exception:
-            log.exception("Publishing transactional offsets of group %s failed", e.group_id)
-
-
-async def _publish_offsets(gc: Any, e: Any) -> None:
-    """Commit held offsets unconditionally: membership was checked at TxnOffsetCommit time, and
-    a rebalance since then must not lose offsets whose transaction committed (as in Kafka)."""
-    write = getattr(gc, "_write", None)
-    if write is None:
-        await gc.commit_offsets(e.group_id, "", -1, e.offsets)
-        return
-    import time  # noqa: PLC0415
-
-    from groupcoord.records import OffsetCommitValue, offset_commit_record  # noqa: PLC0415
-
-    now = int(time.time() * 1000)
-    records = [offset_commit_record(e.group_id, topic, p, OffsetCommitValue(om.offset, om.metadata or "", now,
-                                                                          om.leader_epoch))
-               for (topic, p), om in e.offsets.items()]
-    await write(e.group_id, records)
 
 
 class BrokerTransactionStorage:

@@ -15,33 +15,20 @@ becomes visible: consume-transform-produce is exactly once.
   flexible. v5 (transactions v2, KIP-890) is not served.
 * Unknown topics get UNKNOWN_TOPIC_OR_PARTITION per partition.
 
-Where the group coordinator provides ``txn_commit_offsets`` (offsets written at once as a
-transactional batch, published by the marker: crash safe, as Kafka) it is used. Otherwise the
-offsets wait in the transaction coordinator's memory and are committed to the group when the
-COMMIT marker is written (``txn/plugin.py``); a broker crash between EndTxn and the marker
-then loses them (the consumer re-reads), which is the only gap of that fallback.
+The group coordinator (``groupcoord``) writes the offsets at once as one transactional batch
+(producer id and epoch) to the group's ``__consumer_offsets`` partition and holds them pending;
+the transaction's marker there publishes or drops them (``txn/plugin.py`` tells it), so they
+survive a broker crash between EndTxn and the markers, as in Kafka.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from txn.metadata import TransactionState
 
 from . import RequestContext, api
-
-
-@dataclass(slots=True)
-class PendingTxnOffsets:
-    group_id: str
-    offsets_partition: int
-    member_id: str
-    generation_id: int
-    group_instance_id: str | None
-    offsets: dict[tuple[str, int], Any] = field(default_factory=dict)
 
 
 @api(ApiKey.TXN_OFFSET_COMMIT, versions=(0, 4))
@@ -66,11 +53,8 @@ async def handle_txn_offset_commit(ctx: RequestContext, req: Any) -> Any:
         code = ErrorCode.INVALID_GROUP_ID
     else:
         try:
-            m = coord._get(req.transactional_id)
-            coord._check_producer(m, req.producer_id, req.producer_epoch)
-            if m.state is not TransactionState.ONGOING or coord.offsets_partition(req.group_id) not in m.partitions:
-                raise KafkaError(ErrorCode.INVALID_TXN_STATE,
-                                 "the group's offsets partition is not part of the transaction")
+            coord.validate_txn_offset_commit(req.transactional_id, req.producer_id, req.producer_epoch,
+                                             req.group_id)
         except KafkaError as e:
             code = e.code
     if code is ErrorCode.PRODUCER_FENCED and v < 3:
@@ -92,42 +76,12 @@ async def handle_txn_offset_commit(ctx: RequestContext, req: Any) -> Any:
                 offsets[(t.name, p.partition_index)] = OffsetAndMetadata(
                     p.committed_offset, epoch, p.committed_metadata or "")
         if offsets:
-            txn_commit = getattr(gc, "txn_commit_offsets", None)
-            if txn_commit is not None:
-                res = await txn_commit(req.group_id, req.producer_id, req.producer_epoch, member_id,
-                                       generation_id, instance_id, offsets)
-                results.update({tp: ErrorCode(c) for tp, c in res.items()})
-            else:
-                results.update(_hold(coord, gc, req, member_id, generation_id, instance_id, offsets))
+            res = await gc.txn_commit_offsets(req.group_id, req.producer_id, req.producer_epoch, member_id,
+                                              generation_id, instance_id, offsets)
+            results.update({tp: ErrorCode(c) for tp, c in res.items()})
     by_topic: dict[str, list[Any]] = {}
     for topic, pi in requested:
         c = results.get((topic, pi), ErrorCode.NONE)
         by_topic.setdefault(topic, []).append(PartResp(partition_index=pi, error_code=int(c)))
     return R(throttle_time_ms=0, topics=[TopicResp(name=t, partitions=ps) for t, ps in by_topic.items()])
 
-
-def _hold(coord: Any, gc: Any, req: Any, member_id: str, generation_id: int, instance_id: str | None,
-          offsets: dict[tuple[str, int], Any]) -> dict[tuple[str, int], ErrorCode]:
-    """Fallback: check membership now (as Kafka does at TxnOffsetCommit) and keep the offsets."""
-    group = gc.groups.get(req.group_id) if hasattr(gc, "groups") else None
-    err = ErrorCode.NONE
-    if group is not None and (member_id or generation_id >= 0):
-        if instance_id is not None and group.is_static_member_fenced(instance_id, member_id):
-            err = ErrorCode.FENCED_INSTANCE_ID
-        elif not group.has(member_id):
-            err = ErrorCode.UNKNOWN_MEMBER_ID
-        elif generation_id != group.generation_id:
-            err = ErrorCode.ILLEGAL_GENERATION
-    if err is not ErrorCode.NONE:
-        return dict.fromkeys(offsets, err)
-    partition = coord.offsets_partition(req.group_id)[1]
-    entries = coord.pending_offsets.setdefault(req.producer_id, [])
-    for e in entries:
-        if e.group_id == req.group_id:
-            e.offsets.update(offsets)
-            e.member_id, e.generation_id, e.group_instance_id = member_id, generation_id, instance_id
-            break
-    else:
-        entries.append(PendingTxnOffsets(req.group_id, partition, member_id, generation_id, instance_id,
-                                         dict(offsets)))
-    return dict.fromkeys(offsets, ErrorCode.NONE)

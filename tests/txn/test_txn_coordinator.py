@@ -616,3 +616,20 @@ def test_config_from_properties() -> None:
     cfg = TransactionConfig.from_properties(props.get)
     assert (cfg.transaction_max_timeout_ms, cfg.num_partitions, cfg.abort_timed_out_interval_ms) == (5000, 7, 250)
     assert cfg.transactional_id_expiration_ms == 604_800_000
+
+
+def test_validate_txn_offset_commit(tmp_path: Path) -> None:
+    async def t(c: Ctx) -> None:
+        r = await c.coord.init_producer_id(TID, 60000)
+        with pytest.raises(KafkaError) as ei:
+            c.coord.validate_txn_offset_commit(TID, r.producer_id, 0, "g")
+        assert ei.value.code is ErrorCode.INVALID_TXN_STATE  # AddOffsetsToTxn not sent
+        await c.coord.add_offsets(TID, r.producer_id, 0, "g")
+        c.coord.validate_txn_offset_commit(TID, r.producer_id, 0, "g")
+        for args, code in [((TID, r.producer_id, 1, "g"), ErrorCode.PRODUCER_FENCED),
+                           ((TID, r.producer_id + 1, 0, "g"), ErrorCode.INVALID_PRODUCER_ID_MAPPING),
+                           (("nobody", r.producer_id, 0, "g"), ErrorCode.INVALID_PRODUCER_ID_MAPPING)]:
+            with pytest.raises(KafkaError) as ei:
+                c.coord.validate_txn_offset_commit(*args)
+            assert ei.value.code is code
+    run(t, tmp_path)
