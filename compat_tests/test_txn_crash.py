@@ -152,3 +152,73 @@ def test_sigkill_at_random_moments_while_committing(broker_factory: Any) -> None
         if status == "committed":
             assert tags.get(tag) == everywhere, (tag, tags.get(tag))
     assert len(TOPICS) == 3
+
+
+@pytest.mark.parametrize("fault", ["crash-after-markers=1", "crash-before-prepare"])
+def test_sigkill_during_commit_with_offsets(broker_factory: Any, monkeypatch: pytest.MonkeyPatch,
+                                            fault: str) -> None:
+    """A transaction with consumer offsets: data and offsets end together, committed or aborted.
+
+    The __consumer_offsets marker is written first (partitions are visited in name order), so
+    ``crash-after-markers=1`` kills the broker with the offsets published and no data marker.
+    """
+    from confluent_kafka import Consumer, TopicPartition
+
+    monkeypatch.setenv("SAMSA_TXN_FAULT", fault)
+    b = broker_factory({"transaction.abort.timed.out.transaction.cleanup.interval.ms": 500})
+    create_topics(b.bootstrap)
+    create_topics(b.bootstrap, ["crash-in"], 1)
+    src = Producer({"bootstrap.servers": b.bootstrap})
+    for i in range(10):
+        src.produce("crash-in", value=b"in-%d" % i, partition=0)
+    assert src.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "crash-group", "enable.auto.commit": False,
+                         "auto.offset.reset": "earliest"})
+    consumer.assign([TopicPartition("crash-in", 0, 0)])
+    got: list[Any] = []
+    deadline = time.monotonic() + 30
+    while len(got) < 10 and time.monotonic() < deadline:
+        got += [m for m in consumer.consume(10, 0.5) if not m.error()]
+    assert len(got) == 10
+
+    result: dict[str, Any] = {}
+    p = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": "crash-offsets", "linger.ms": 5,
+                  "transaction.timeout.ms": 60000, "reconnect.backoff.max.ms": 500})
+    p.init_transactions(30)
+    p.begin_transaction()
+    for t, part in tp_list():
+        p.produce(t, value=f"T2-{t}-{part}".encode(), partition=part)
+    p.send_offsets_to_transaction([TopicPartition("crash-in", 0, 10)], consumer.consumer_group_metadata(), 30)
+
+    def run() -> None:
+        try:
+            p.commit_transaction(90)
+            result["ok"] = True
+        except KafkaException as e:
+            result["error"] = e.args[0]
+
+    th = threading.Thread(target=run, daemon=True)
+    th.start()
+    assert wait_until(lambda: not b.is_running(), timeout=30), "the fault did not fire"
+    b.kill()
+    monkeypatch.delenv("SAMSA_TXN_FAULT")
+    b.restart()
+    th.join(120)
+    consumer.close()
+
+    def committed_offset() -> int:
+        c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "crash-group", "enable.auto.commit": False})
+        try:
+            return c.committed([TopicPartition("crash-in", 0)], timeout=20)[0].offset
+        finally:
+            c.close()
+
+    everywhere = set(tp_list())
+
+    def settled() -> bool:
+        return partitions_with(b.bootstrap, "T2") in (set(), everywhere)
+    assert wait_until(settled, timeout=90), partitions_with(b.bootstrap, "T2")
+    data_committed = partitions_with(b.bootstrap, "T2") == everywhere
+    if result.get("ok") or fault.startswith("crash-after-markers"):
+        assert data_committed
+    assert committed_offset() == (10 if data_committed else -1001), (data_committed, committed_offset())
