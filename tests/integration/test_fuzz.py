@@ -244,7 +244,7 @@ def with_crc(batch: bytearray) -> bytes:
 # -- the tests ---------------------------------------------------------------
 
 
-@fuzz_settings(40)
+@fuzz_settings(80)
 @given(data=st.binary(max_size=300))
 def test_random_bytes(fuzz_broker: BrokerProcess, data: bytes) -> None:
     got = observe(fuzz_broker, data, half_close=True, want_frames=1000)
@@ -252,7 +252,7 @@ def test_random_bytes(fuzz_broker: BrokerProcess, data: bytes) -> None:
     assert_healthy(fuzz_broker)
 
 
-@fuzz_settings(25)
+@fuzz_settings(60)
 @given(body=st.binary(min_size=0, max_size=200))
 def test_random_body_in_a_complete_frame(fuzz_broker: BrokerProcess, body: bytes) -> None:
     got = observe(fuzz_broker, struct.pack(">i", len(body)) + body, want_frames=1)
@@ -260,7 +260,7 @@ def test_random_body_in_a_complete_frame(fuzz_broker: BrokerProcess, body: bytes
     assert_healthy(fuzz_broker)
 
 
-@fuzz_settings(25)
+@fuzz_settings(60)
 @given(
     size=st.one_of(
         st.integers(min_value=-(2**31), max_value=-1),
@@ -296,7 +296,7 @@ def _templates() -> dict[str, bytes]:
 TEMPLATES = _templates()
 
 
-@fuzz_settings(40)
+@fuzz_settings(80)
 @given(name=st.sampled_from(sorted(TEMPLATES)), cut=st.floats(min_value=0.0, max_value=1.0, exclude_max=True))
 def test_truncated_request(fuzz_broker: BrokerProcess, name: str, cut: float) -> None:
     full = TEMPLATES[name]
@@ -311,17 +311,21 @@ def test_truncated_request(fuzz_broker: BrokerProcess, name: str, cut: float) ->
     assert_healthy(fuzz_broker)
 
 
-@fuzz_settings(25)
+@fuzz_settings(60)
 @given(data=st.data())
 def test_unknown_api_key(fuzz_broker: BrokerProcess, served: dict[int, tuple[int, int]], data) -> None:
-    key = data.draw(st.integers(min_value=-(2**15), max_value=2**15 - 1).filter(lambda k: k not in served), "api_key")
+    top = max(served)
+    gaps = sorted(set(range(top + 20)) - set(served))  # unassigned keys near the real ones
+    key = data.draw(
+        st.one_of(st.sampled_from(gaps), st.integers(-(2**15), -1), st.integers(top + 1, 2**15 - 1)), "api_key"
+    )
     version = data.draw(st.integers(min_value=0, max_value=20), "version")
     body = data.draw(st.binary(max_size=40), "body")
     assert_closed(fuzz_broker, request_frame(key, version, body), f"api key {key} v{version}")
     assert_healthy(fuzz_broker)
 
 
-@fuzz_settings(30)
+@fuzz_settings(60)
 @given(data=st.data())
 def test_unsupported_version(fuzz_broker: BrokerProcess, served: dict[int, tuple[int, int]], data) -> None:
     key = data.draw(st.sampled_from(sorted(k for k in served if k != API_VERSIONS)), "api_key")
@@ -333,7 +337,7 @@ def test_unsupported_version(fuzz_broker: BrokerProcess, served: dict[int, tuple
     assert_healthy(fuzz_broker)
 
 
-@fuzz_settings(20)
+@fuzz_settings(48)
 @given(data=st.data())
 def test_api_versions_unsupported_version(fuzz_broker: BrokerProcess, served: dict[int, tuple[int, int]], data) -> None:
     hi = served[API_VERSIONS][1]
@@ -354,7 +358,7 @@ def test_api_versions_unsupported_version(fuzz_broker: BrokerProcess, served: di
     assert_healthy(fuzz_broker)
 
 
-@fuzz_settings(30)
+@fuzz_settings(60)
 @given(records=record_lists, codec=codecs, data=st.data())
 def test_produce_bad_crc(fuzz_broker: BrokerProcess, records, codec: int, data) -> None:
     batch = bytearray(batch_of(records, codec))
@@ -367,7 +371,7 @@ def test_produce_bad_crc(fuzz_broker: BrokerProcess, records, codec: int, data) 
     assert_healthy(fuzz_broker)
 
 
-@fuzz_settings(30)
+@fuzz_settings(60)
 @given(records=record_lists, codec=codecs, data=st.data())
 def test_produce_lying_batch_length(fuzz_broker: BrokerProcess, records, codec: int, data) -> None:
     batch = bytearray(batch_of(records, codec))
@@ -384,7 +388,7 @@ def test_produce_lying_batch_length(fuzz_broker: BrokerProcess, records, codec: 
     assert_healthy(fuzz_broker)
 
 
-@fuzz_settings(20)
+@fuzz_settings(48)
 @given(records=record_lists, data=st.data())
 def test_produce_lying_record_count(fuzz_broker: BrokerProcess, records, data) -> None:
     batch = bytearray(batch_of(records, 0))
@@ -402,7 +406,7 @@ short_records = st.lists(
 )
 
 
-@fuzz_settings(20)
+@fuzz_settings(48)
 @given(records=short_records, data=st.data())
 def test_produce_lying_record_length(fuzz_broker: BrokerProcess, records, data) -> None:
     batch = bytearray(batch_of(records, 0))
@@ -416,7 +420,7 @@ def test_produce_lying_record_length(fuzz_broker: BrokerProcess, records, data) 
     assert_healthy(fuzz_broker)
 
 
-@fuzz_settings(20)
+@fuzz_settings(48)
 @given(records=record_lists, extra=st.integers(1, 2**31 - 1), data=st.data())
 def test_produce_records_field_overruns_frame(fuzz_broker: BrokerProcess, records, extra: int, data) -> None:
     batch = batch_of(records, 0)
