@@ -12,12 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def assert_log_ok(data_dir: Path) -> None:
+def assert_log_ok(data_dir: Path, **kwargs: object) -> None:
+    """kwargs go to check_log (e.g. ``allow_torn_tail=True`` right after a SIGKILL, before recovery)."""
     try:
         from log.check import check_log
     except ImportError as e:  # the checker is part of the contract, not optional
         raise AssertionError(f"log.check.check_log is not importable: {e}") from e
-    result = check_log(Path(data_dir))
+    result = check_log(Path(data_dir), **kwargs)
     if result is None or result is True:
         return
     ok = getattr(result, "ok", None)
