@@ -78,7 +78,7 @@ def read_all(bootstrap: str, tps: list[tuple[str, int]], isolation: str, settle_
             for m in msgs:
                 if m.error():
                     raise AssertionError(f"consumer error: {m.error()}")
-                out[(m.topic(), m.partition())].append(m.value())
+                out[(str(m.topic()), int(m.partition() or 0))].append(m.value() or b"")
                 n += 1
             if msgs:
                 quiet_since = time.monotonic()

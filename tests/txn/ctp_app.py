@@ -33,7 +33,7 @@ def run_confluent(bootstrap: str, inp: str, out: str, group: str, tid: str, idle
         last = time.monotonic()
         p.begin_transaction()
         for m in msgs:
-            p.produce(out, value=b"out:" + m.value(), key=m.key(), partition=m.partition())
+            p.produce(out, value=b"out:" + (m.value() or b""), key=m.key(), partition=m.partition() or 0)
         p.send_offsets_to_transaction(c.position(c.assignment()), c.consumer_group_metadata(), 30)
         p.commit_transaction(30)
         n += len(msgs)

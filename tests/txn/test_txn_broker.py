@@ -140,7 +140,7 @@ def test_commit_and_abort_visibility(conn: Conn) -> None:
     got = records(p.records)
     assert got[-1][0] is True  # the ABORT marker
     ctrl = [r for attrs, r in iter_batch_records(p.records) if attrs & 0x20][0]
-    assert parse_control_record(ctrl.key, ctrl.value) == (0, 0)
+    assert ctrl.key is not None and parse_control_record(ctrl.key, ctrl.value) == (0, 0)
     # second transaction commits
     assert add(c, "raw-1", pid, epoch, [0]) == {0: 0}
     assert produce(c, "raw-1", pid, epoch, 2, [b"b1"]).error_code == 0
