@@ -1,0 +1,536 @@
+"""Shared machinery of the consumer-group compatibility tests (``test_groups_<client>.py``).
+
+It holds no tests itself. Each consumer runs as its own process (so that one can be SIGKILLed,
+as the issue requires): this file is also the worker program, run as
+``python test_groups_support.py worker --client kafka-python ...``. A worker subscribes with a
+stock client, and reports on stdout, one line per event:
+
+* ``ASSIGN t:p,t:p`` whenever its assignment changes (checked after every poll);
+* ``MSG p offset value`` for every record it consumes, then, after a synchronous commit of
+  ``offset + 1``, ``COMMITTED p offset`` (or ``COMMITFAIL p offset`` if the commit was refused,
+  e.g. mid-rebalance);
+* ``CLOSED`` after ``close`` arrives on stdin and the consumer has closed (leaving the group).
+
+The parent side (:class:`Worker`) collects those lines; the scenarios below check what the
+issue asks for: a full and disjoint assignment, every message read exactly once, survivors
+taking over from committed offsets, resumption after a broker restart, no rebalance on a static
+member's restart. Waits are bounded generously; nothing here measures speed.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve()
+ROOT = HERE.parents[1]
+PARTITIONS = 6
+SESSION_TIMEOUT_MS = 6000
+WAIT = 90.0  # seconds: a generous bound for rebalances that include a session expiry
+
+
+# =============================================================================================
+# worker side (runs in the consumer subprocess)
+# =============================================================================================
+
+def _emit(line: str) -> None:
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def _stdin_command() -> str | None:
+    r, _, _ = select.select([sys.stdin], [], [], 0)
+    if r:
+        line = sys.stdin.readline()
+        return line.strip() if line else "close"
+    return None
+
+
+def _fmt_assignment(tps: Iterable[tuple[str, int]]) -> str:
+    return ",".join(f"{t}:{p}" for t, p in sorted(tps))
+
+
+def _worker_kafka_python(a: Any) -> None:
+    from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
+    from kafka.coordinator.assignors.range import RangePartitionAssignor
+    from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+    from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
+    from kafka.errors import KafkaError
+
+    assignors: dict[str, Any] = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor,
+                                 "sticky": StickyPartitionAssignor}
+    try:
+        from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
+        assignors["cooperative-sticky"] = CooperativeStickyAssignor
+    except ImportError:
+        pass
+    kw: dict[str, Any] = dict(bootstrap_servers=a.bootstrap, group_id=a.group, auto_offset_reset="earliest",
+                              enable_auto_commit=False, session_timeout_ms=a.session_timeout,
+                              heartbeat_interval_ms=1000, client_id=a.client_id,
+                              partition_assignment_strategy=[assignors[a.assignor]])
+    if a.instance:
+        kw["group_instance_id"] = a.instance
+    c = KafkaConsumer(**kw)
+    c.subscribe([a.topic])
+    last = None
+    while True:
+        cmd = _stdin_command()
+        if cmd == "close":
+            c.close()
+            _emit("CLOSED")
+            return
+        # kafka-python 3.0.12 can lose a completed join when poll()'s timeout fires while its
+        # on-join-complete step is still running (the member then never applies its assignment
+        # and stops heartbeating); a poll timeout longer than a typical rebalance avoids that.
+        batches = c.poll(timeout_ms=3000)
+        cur = _fmt_assignment((tp.topic, tp.partition) for tp in c.assignment())
+        if cur != last:
+            _emit(f"ASSIGN {cur}")
+            last = cur
+        for tp, records in batches.items():
+            for r in records:
+                _emit(f"MSG {r.partition} {r.offset} {r.value.decode()}")
+                if a.delay_ms:
+                    time.sleep(a.delay_ms / 1000)
+                try:
+                    c.commit({TopicPartition(r.topic, r.partition): OffsetAndMetadata(r.offset + 1, "", -1)})
+                    _emit(f"COMMITTED {r.partition} {r.offset}")
+                except KafkaError:
+                    _emit(f"COMMITFAIL {r.partition} {r.offset}")
+
+
+def _worker_confluent(a: Any) -> None:
+    from confluent_kafka import Consumer, KafkaException
+
+    conf: dict[str, Any] = {"bootstrap.servers": a.bootstrap, "group.id": a.group,
+                            "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                            "session.timeout.ms": a.session_timeout, "heartbeat.interval.ms": 1000,
+                            "partition.assignment.strategy": a.assignor, "client.id": a.client_id,
+                            "topic.metadata.refresh.interval.ms": 2000}
+    if a.instance:
+        conf["group.instance.id"] = a.instance
+    c = Consumer(conf)
+    c.subscribe([a.topic])
+    last = None
+    while True:
+        cmd = _stdin_command()
+        if cmd == "close":
+            c.close()
+            _emit("CLOSED")
+            return
+        m = c.poll(0.2)
+        cur = _fmt_assignment((tp.topic, tp.partition) for tp in c.assignment())
+        if cur != last:
+            _emit(f"ASSIGN {cur}")
+            last = cur
+        if m is None or m.error():
+            continue
+        _emit(f"MSG {m.partition()} {m.offset()} {m.value().decode()}")
+        if a.delay_ms:
+            time.sleep(a.delay_ms / 1000)
+        try:
+            c.commit(message=m, asynchronous=False)
+            _emit(f"COMMITTED {m.partition()} {m.offset()}")
+        except KafkaException:
+            _emit(f"COMMITFAIL {m.partition()} {m.offset()}")
+
+
+def _worker_aiokafka(a: Any) -> None:
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+    from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+    from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+    from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
+    from aiokafka.errors import KafkaError
+
+    assignors: dict[str, Any] = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor,
+                                 "sticky": StickyPartitionAssignor}
+
+    async def run() -> None:
+        kw: dict[str, Any] = dict(bootstrap_servers=a.bootstrap, group_id=a.group, auto_offset_reset="earliest",
+                                  enable_auto_commit=False, session_timeout_ms=a.session_timeout,
+                                  heartbeat_interval_ms=1000, client_id=a.client_id,
+                                  partition_assignment_strategy=[assignors[a.assignor]])
+        if a.instance:
+            kw["group_instance_id"] = a.instance
+        c = AIOKafkaConsumer(a.topic, **kw)
+        await c.start()
+        last = None
+        while True:
+            cmd = _stdin_command()
+            if cmd == "close":
+                await c.stop()
+                _emit("CLOSED")
+                return
+            batches = await c.getmany(timeout_ms=200)
+            cur = _fmt_assignment((tp.topic, tp.partition) for tp in c.assignment())
+            if cur != last:
+                _emit(f"ASSIGN {cur}")
+                last = cur
+            for tp, records in batches.items():
+                for r in records:
+                    _emit(f"MSG {r.partition} {r.offset} {r.value.decode()}")
+                    if a.delay_ms:
+                        await asyncio.sleep(a.delay_ms / 1000)
+                    try:
+                        await c.commit({TopicPartition(r.topic, r.partition): r.offset + 1})
+                        _emit(f"COMMITTED {r.partition} {r.offset}")
+                    except KafkaError:
+                        _emit(f"COMMITFAIL {r.partition} {r.offset}")
+
+    asyncio.run(run())
+
+
+WORKERS: dict[str, Callable[[Any], None]] = {
+    "kafka-python": _worker_kafka_python,
+    "confluent-kafka": _worker_confluent,
+    "aiokafka": _worker_aiokafka,
+}
+
+
+def worker_main(argv: list[str]) -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--client", required=True, choices=sorted(WORKERS))
+    ap.add_argument("--bootstrap", required=True)
+    ap.add_argument("--group", required=True)
+    ap.add_argument("--topic", required=True)
+    ap.add_argument("--assignor", default="range")
+    ap.add_argument("--instance", default="")
+    ap.add_argument("--client-id", default="groups-compat")
+    ap.add_argument("--session-timeout", type=int, default=SESSION_TIMEOUT_MS)
+    ap.add_argument("--delay-ms", type=int, default=0)
+    a = ap.parse_args(argv)
+    if os.environ.get("GROUPS_WORKER_LOG"):
+        import logging
+        logging.basicConfig(level=os.environ["GROUPS_WORKER_LOG"], stream=sys.stderr,
+                            format="%(asctime)s %(name)s %(levelname)s %(message)s")
+        for name in filter(None, os.environ.get("GROUPS_WORKER_DEBUG", "").split(",")):
+            logging.getLogger(name).setLevel(logging.DEBUG)
+    WORKERS[a.client](a)
+
+
+# =============================================================================================
+# parent side
+# =============================================================================================
+
+class Worker:
+    """One consumer process and the events it reported."""
+
+    def __init__(self, argv: list[str], name: str) -> None:
+        self.name = name
+        self.lines: list[str] = []
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, bufsize=1,
+                                     env={**os.environ, "PYTHONPATH": str(ROOT)})
+        self._cond = threading.Condition()
+        self._stderr: list[str] = []
+        threading.Thread(target=self._pump, daemon=True).start()
+        threading.Thread(target=self._pump_err, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            with self._cond:
+                self.lines.append(line.rstrip("\n"))
+                self._cond.notify_all()
+        with self._cond:
+            self._cond.notify_all()
+
+    def _pump_err(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self._stderr.append(line)
+            del self._stderr[:-400000]
+
+    @property
+    def stderr(self) -> str:
+        return "".join(self._stderr[-60:])
+
+    def wait_for(self, pred: Callable[[Worker], bool], timeout: float = WAIT, what: str = "") -> None:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not pred(self):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"{self.name}: timed out waiting for {what or pred}; last lines "
+                                         f"{self.lines[-8:]}; stderr:\n{self.stderr}")
+                if self.proc.poll() is not None and not pred(self):
+                    self._cond.wait(0.2)
+                    if pred(self):
+                        return
+                    raise AssertionError(f"{self.name} exited ({self.proc.returncode}) while waiting for "
+                                         f"{what}; stderr:\n{self.stderr}")
+                self._cond.wait(min(left, 0.5))
+
+    # --- views of the event stream ---------------------------------------------------------------
+
+    def assignments(self) -> list[set[int]]:
+        with self._cond:
+            out = []
+            for line in self.lines:
+                if line.startswith("ASSIGN"):
+                    rest = line[7:].strip()
+                    out.append({int(x.split(":")[1]) for x in rest.split(",") if x})
+            return out
+
+    @property
+    def assignment(self) -> set[int]:
+        a = self.assignments()
+        return a[-1] if a else set()
+
+    def messages(self) -> list[tuple[int, int, str]]:
+        with self._cond:
+            return [(int(p), int(o), v) for _, p, o, v in
+                    (line.split(" ", 3) for line in self.lines if line.startswith("MSG "))]
+
+    def committed(self) -> set[tuple[int, int]]:
+        with self._cond:
+            return {(int(p), int(o)) for _, p, o in
+                    (line.split(" ") for line in self.lines if line.startswith("COMMITTED "))}
+
+    def uncommitted_values(self) -> set[str]:
+        done = self.committed()
+        return {v for p, o, v in self.messages() if (p, o) not in done}
+
+    # --- control ------------------------------------------------------------------------------------
+
+    def close(self, timeout: float = 60) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("close\n")
+        self.proc.stdin.flush()
+        self.wait_for(lambda w: "CLOSED" in w.lines, timeout, "CLOSED")
+        self.proc.wait(timeout)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(30)
+
+
+class Group:
+    """Starts workers of one or more client kinds and kills them all at the end."""
+
+    def __init__(self, bootstrap: str, topic: str, group: str) -> None:
+        self.bootstrap = bootstrap
+        self.topic = topic
+        self.group = group
+        self.workers: list[Worker] = []
+
+    def start(self, client: str, *, assignor: str = "range", instance: str = "", delay_ms: int = 0,
+              name: str | None = None, argv: list[str] | None = None) -> Worker:
+        name = name or f"{client}-{len(self.workers)}"
+        if argv is None:
+            argv = [sys.executable, str(HERE), "worker", "--client", client, "--bootstrap", self.bootstrap,
+                    "--group", self.group, "--topic", self.topic, "--assignor", assignor,
+                    "--client-id", name, "--delay-ms", str(delay_ms)]
+            if instance:
+                argv += ["--instance", instance]
+        w = Worker(argv, name)
+        self.workers.append(w)
+        return w
+
+    def kill_all(self) -> None:
+        for w in self.workers:
+            w.kill()
+
+    def __enter__(self) -> Group:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.kill_all()
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int = PARTITIONS) -> None:
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics([NewTopic(topic, partitions, 1)])
+    finally:
+        admin.close()
+
+
+def produce(bootstrap: str, topic: str, batch: str, per_partition: int,
+            partitions: int = PARTITIONS) -> list[str]:
+    """Write ``per_partition`` messages to each partition; values are unique ``batch-p-i``."""
+    from kafka import KafkaProducer
+
+    p = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
+    values = []
+    try:
+        for part in range(partitions):
+            for i in range(per_partition):
+                v = f"{batch}-{part}-{i}"
+                p.send(topic, v.encode(), partition=part)
+                values.append(v)
+        p.flush(60)
+    finally:
+        p.close()
+    return values
+
+
+def all_values(workers: Iterable[Worker]) -> Counter[str]:
+    return Counter(v for w in workers for _, _, v in w.messages())
+
+
+def wait_balanced(workers: list[Worker], partitions: int = PARTITIONS, timeout: float = WAIT) -> None:
+    """Until the workers' current assignments are disjoint, cover every partition, and are even."""
+    deadline = time.monotonic() + timeout
+    share = partitions // len(workers)
+    while True:
+        sets = [w.assignment for w in workers]
+        union = set().union(*sets)
+        if union == set(range(partitions)) and sum(map(len, sets)) == partitions and \
+                all(len(s) == share for s in sets):
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"assignment never balanced: {[(w.name, w.assignments()) for w in workers]}; "
+                                 f"stderr: {[w.stderr for w in workers]}")
+        for w in workers:
+            if w.proc.poll() is not None:
+                raise AssertionError(f"{w.name} exited: {w.stderr}")
+        time.sleep(0.2)
+
+
+def wait_consumed(workers: list[Worker], values: Iterable[str], timeout: float = WAIT) -> None:
+    wanted = set(values)
+    deadline = time.monotonic() + timeout
+    while not wanted <= set(all_values(workers)):
+        if time.monotonic() > deadline:
+            missing = sorted(wanted - set(all_values(workers)))
+            raise AssertionError(f"{len(missing)} messages never consumed, e.g. {missing[:5]}; "
+                                 f"assignments {[(w.name, w.assignments()) for w in workers]}")
+        time.sleep(0.2)
+
+
+def describe_group(bootstrap: str, group: str) -> dict[str, Any]:
+    from kafka import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        return dict(admin.describe_groups([group])[group])
+    finally:
+        admin.close()
+
+
+# =============================================================================================
+# scenarios, shared by the per-client test files
+# =============================================================================================
+
+def scenario_three_consumers_then_close_and_kill(bootstrap: str, client: str | list[str]) -> None:
+    """(a) three consumers of a 6-partition topic get two partitions each and read every message
+    exactly once; (b) one closes, one is SIGKILLed mid-stream: the survivor takes over from the
+    committed offsets, nothing is lost, and duplicates are only records the killed consumer had
+    read but not committed."""
+    clients = client if isinstance(client, list) else [client] * 3
+    topic, group = unique("grp-t"), unique("grp")
+    create_topic(bootstrap, topic)
+    with Group(bootstrap, topic, group) as g:
+        ws = [g.start(c, delay_ms=30) for c in clients]
+        wait_balanced(ws)
+        first = produce(bootstrap, topic, "one", 10)
+        wait_consumed(ws, first)
+        counts = all_values(ws)
+        assert {v for v, n in counts.items() if n > 1} == set(), "a message was read twice in a stable group"
+        assert set(counts) == set(first)
+        for w in ws:
+            assert {p for p, _, _ in w.messages()} <= w.assignment
+
+        closer, victim, survivor = ws
+        second = produce(bootstrap, topic, "two", 30)
+        victim.wait_for(lambda w: any(v.startswith("two-") for _, _, v in w.messages()), what="batch two")
+        victim.kill()
+        closer.close()
+        survivor.wait_for(lambda w: w.assignment == set(range(PARTITIONS)), what="all partitions")
+        wait_consumed([survivor, closer, victim], second)
+        counts = all_values(ws)
+        dups = {v for v, n in counts.items() if n > 1}
+        allowed = victim.uncommitted_values() | closer.uncommitted_values()
+        assert dups <= allowed, f"duplicates of committed messages: {sorted(dups - allowed)[:5]}"
+        assert set(counts) == set(first) | set(second)
+
+
+def scenario_resume_after_broker_restart(broker: Any, client: str) -> None:
+    """(c) committed offsets survive a broker restart: a consumer started afterwards reads only
+    what was produced after the commits; and a consumer that stays up across the restart carries
+    on (its group is reloaded from ``__consumer_offsets``)."""
+    bootstrap = broker.bootstrap
+    topic, group = unique("grp-r"), unique("grp")
+    create_topic(bootstrap, topic)
+    with Group(bootstrap, topic, group) as g:
+        w = g.start(client)
+        wait_balanced([w])
+        first = produce(bootstrap, topic, "before", 5)
+        wait_consumed([w], first)
+        w.wait_for(lambda x: len(x.committed()) >= len(first), what="commits")
+        broker.restart()
+        second = produce(broker.bootstrap, topic, "after", 5)
+        wait_consumed([w], second)
+        w.close()
+        third = produce(broker.bootstrap, topic, "later", 3)
+        broker.restart()
+        w2 = g.start(client)
+        wait_consumed([w2], third)
+        seen = {v for _, _, v in w2.messages()}
+        assert seen.isdisjoint(first) and seen.isdisjoint(second), \
+            "a restarted group re-read committed messages"
+
+
+def scenario_assignor(bootstrap: str, client: str, assignor: str) -> None:
+    """(d) two consumers using ``assignor`` split the 6 partitions, disjoint and complete."""
+    topic, group = unique(f"grp-{assignor}"), unique("grp")
+    create_topic(bootstrap, topic)
+    with Group(bootstrap, topic, group) as g:
+        ws = [g.start(client, assignor=assignor) for _ in range(2)]
+        wait_balanced(ws)
+        values = produce(bootstrap, topic, "a", 3)
+        wait_consumed(ws, values)
+        assert set(all_values(ws)) == set(values)
+        d = describe_group(bootstrap, group)
+        assert d["group_state"] == "Stable" and d["protocol_data"] == assignor, d
+
+
+def scenario_static_member_restart(bootstrap: str, client: str) -> None:
+    """(e) a static member (``group.instance.id``) that is killed and restarts within its session
+    timeout gets its partitions back without a rebalance: the other member's assignment never
+    changes and the restarted one owns what it owned before."""
+    topic, group = unique("grp-s"), unique("grp")
+    create_topic(bootstrap, topic)
+    with Group(bootstrap, topic, group) as g:
+        a = g.start(client, instance="static-a")
+        b = g.start(client, instance="static-b")
+        wait_balanced([a, b])
+        b_before = b.assignment
+        a_history = a.assignments()
+        b.kill()
+        b2 = g.start(client, instance="static-b", name="static-b-restarted")
+        b2.wait_for(lambda w: bool(w.assignment), what="assignment after restart")
+        assert b2.assignment == b_before
+        values = produce(bootstrap, topic, "s", 2)
+        wait_consumed([a, b2], values)
+        assert a.assignments() == a_history, "the other member saw a rebalance"
+        assert {p for p, _, _ in b2.messages()} == b_before
+        members = describe_group(bootstrap, group)["members"]
+        assert sorted(m["group_instance_id"] for m in members) == ["static-a", "static-b"]
+
+
+if __name__ == "__main__" and len(sys.argv) > 1 and sys.argv[1] == "worker":
+    worker_main(sys.argv[2:])
