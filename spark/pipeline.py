@@ -101,6 +101,7 @@ def build_session(cfg: PipelineConfig, app_name: str = "samsa-access-log-pipelin
     builder = (builder
                .config("spark.sql.shuffle.partitions", str(cfg.shuffle_partitions))
                .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.sql.streaming.stopGracefullyOnShutdown", "true"))
     if cfg.source == "kafka":
