@@ -64,6 +64,42 @@ async def _complete_offsets(broker: Any, partition: int, marker: TxnMarker) -> N
                           marker.producer_id)
 
 
+# Retriable coordinator answers become NOT_ENOUGH_REPLICAS, which every producer retries (as
+# Kafka's ReplicaManager does for transaction verification, KIP-890).
+_VERIFY_RETRIABLE = {ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                     ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR}
+
+
+def verify_transactional_produce(broker: Any, transactional_id: str | None, topic: str, partition: int,
+                                 batches: Iterable[Any]) -> ErrorCode:
+    """Transaction verification for Produce (KIP-890 part 1): NONE, or the partition's error code.
+
+    A transactional batch is only written if its partition is part of the producer's open
+    transaction at the coordinator, with the same producer id and epoch. This stops a late or
+    zombie Produce from opening a transaction in a partition that no marker will ever close
+    (a "hanging transaction" that would hold the last stable offset back forever).
+    ``batches`` are the validated headers (``protocol.records.BatchHeader``).
+    """
+    coord = getattr(broker, "txn_coordinator", None)
+    if coord is None:
+        return ErrorCode.NONE
+    for h in batches:
+        if not h.is_transactional or h.is_control:
+            continue
+        if not transactional_id:
+            return ErrorCode.INVALID_TXN_STATE
+        code = coord.verify_partitions(transactional_id, h.producer_id, h.producer_epoch,
+                                       [(topic, partition)])[(topic, partition)]
+        if code is ErrorCode.NONE:
+            continue
+        if code in _VERIFY_RETRIABLE:
+            return ErrorCode.NOT_ENOUGH_REPLICAS
+        if code is ErrorCode.PRODUCER_FENCED:
+            return ErrorCode.INVALID_PRODUCER_EPOCH
+        return code
+    return ErrorCode.NONE
+
+
 class BrokerTransactionStorage:
     """:class:`txn.storage.TransactionStorage` on the broker's own partitions."""
 

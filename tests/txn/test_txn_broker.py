@@ -215,11 +215,11 @@ def test_timeout_abort_and_admin_apis(conn: Conn) -> None:
 
 def test_write_txn_markers_api(conn: Conn) -> None:
     c = conn
-    # an idempotent-with-transactional-flag producer's open transaction, closed by a raw marker
-    r = c.call(InitProducerIdRequest, 4, transactional_id=None, transaction_timeout_ms=60000,
-               producer_id=-1, producer_epoch=-1)
-    pid, epoch = r.producer_id, r.producer_epoch
-    assert produce(c, "x", pid, epoch, 0, [b"m"], partition=1).error_code == 0
+    # an open transaction closed by a raw marker, behind the coordinator's back (what
+    # kafka-transactions.sh abort does for a hanging transaction)
+    pid, epoch = init(c, "raw-wm")
+    assert add(c, "raw-wm", pid, epoch, [1]) == {1: 0}
+    assert produce(c, "raw-wm", pid, epoch, 0, [b"m"], partition=1).error_code == 0
     assert fetch(c, 1, partition=1).last_stable_offset == 0
     W = WriteTxnMarkersRequest[1]
     w = c.call(WriteTxnMarkersRequest, 1, markers=[W.WritableTxnMarker(

@@ -633,3 +633,39 @@ def test_validate_txn_offset_commit(tmp_path: Path) -> None:
                 c.coord.validate_txn_offset_commit(*args)
             assert ei.value.code is code
     run(t, tmp_path)
+
+
+def test_produce_verification(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from protocol.records import ATTR_TRANSACTIONAL, read_header
+    from txn.markers import build_batch
+    from txn.plugin import verify_transactional_produce
+
+    def batch(pid: int, epoch: int, transactional: bool = True) -> Any:
+        return read_header(build_batch([(None, b"v")], producer_id=pid, producer_epoch=epoch, base_sequence=0,
+                                       attributes=ATTR_TRANSACTIONAL if transactional else 0))
+
+    async def t(c: Ctx) -> None:
+        broker = SimpleNamespace(txn_coordinator=c.coord)
+        r = await c.coord.init_producer_id(TID, 60000)
+        pid = r.producer_id
+
+        def verify(tid: str | None, b: Any, tp: tuple[str, int] = P0) -> ErrorCode:
+            return verify_transactional_produce(broker, tid, tp[0], tp[1], [b])
+        assert verify(TID, batch(pid, 0)) is ErrorCode.INVALID_TXN_STATE      # partition not added
+        await c.coord.add_partitions(TID, pid, 0, [P0])
+        assert verify(TID, batch(pid, 0)) is ErrorCode.NONE
+        assert verify(TID, batch(pid, 0), P1) is ErrorCode.INVALID_TXN_STATE  # other partition
+        assert verify(None, batch(pid, 0)) is ErrorCode.INVALID_TXN_STATE      # no transactional id
+        assert verify(None, batch(pid, 0, transactional=False)) is ErrorCode.NONE  # idempotent only
+        assert verify(TID, batch(pid + 1, 0)) is ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        assert verify(TID, batch(pid, 7)) is ErrorCode.INVALID_PRODUCER_EPOCH
+        assert isinstance(c.storage, GatedStorage)
+        c.storage.marker_gate.clear()
+        await c.coord.end_txn(TID, pid, 0, True)
+        assert verify(TID, batch(pid, 0)) is ErrorCode.NOT_ENOUGH_REPLICAS   # completing: retriable
+        c.storage.marker_gate.set()
+        await c.coord.wait_for_completions()
+        assert verify(TID, batch(pid, 0)) is ErrorCode.INVALID_TXN_STATE     # a late produce: refused
+    run(t, tmp_path, end_txn_wait_ms=0)
