@@ -76,6 +76,15 @@ class BrokerProcess:
         return f"<{type(self).__name__} {self.bootstrap} {state} data_dir={self.data_dir}>"
 
     # -- process control --------------------------------------------------
+    def __enter__(self) -> BrokerProcess:
+        """``with make_broker(dir, kind="tansu") as b:`` starts it (if stopped) and SIGKILLs it on exit."""
+        if not self.is_running():
+            self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.kill()
+
     def command(self) -> list[str]:
         raise NotImplementedError
 
