@@ -194,9 +194,8 @@ class TransactionCoordinator:
         except BaseException:
             current.pending_state = None
             raise
-        if self.transactions.get(nxt.transactional_id) is not current:
-            # Replaced while we were writing (cannot happen with a single writer): refuse quietly.
-            raise KafkaError(ErrorCode.CONCURRENT_TRANSACTIONS)
+        # The record is durable: the log is the truth, so it is applied whatever happened meanwhile
+        # (nothing can: pending_state keeps every other writer of this id out).
         self.replay(key, value)
         installed = self.transactions[nxt.transactional_id]
         installed.last_producer_epoch = nxt.last_producer_epoch
