@@ -167,6 +167,32 @@ public class TxnCompat {
                 p.close();
                 break;
             }
+            case "admin": {
+                KafkaProducer<byte[], byte[]> p = producer(bootstrap, "java-admin", 60000);
+                p.beginTransaction();
+                p.send(new ProducerRecord<>("txn-t0", 0, null, "hanging".getBytes())).get();
+                Properties ap = new Properties();
+                ap.put("bootstrap.servers", bootstrap);
+                try (org.apache.kafka.clients.admin.Admin admin = org.apache.kafka.clients.admin.Admin.create(ap)) {
+                    for (org.apache.kafka.clients.admin.TransactionListing l : admin.listTransactions().all().get())
+                        System.out.println("LIST " + l.transactionalId() + " " + l.state() + " " + l.producerId());
+                    org.apache.kafka.clients.admin.TransactionDescription d =
+                        admin.describeTransactions(Collections.singleton("java-admin")).description("java-admin").get();
+                    System.out.println("DESC " + d.state() + " " + d.producerId() + " " + d.producerEpoch() + " "
+                        + d.transactionTimeoutMs() + " " + d.topicPartitions());
+                    TopicPartition tp = new TopicPartition("txn-t0", 0);
+                    org.apache.kafka.clients.admin.DescribeProducersResult.PartitionProducerState ps =
+                        admin.describeProducers(Collections.singleton(tp)).partitionResult(tp).get();
+                    for (org.apache.kafka.clients.admin.ProducerState s : ps.activeProducers())
+                        System.out.println("PROD " + s.producerId() + " " + s.producerEpoch() + " " + s.lastSequence()
+                            + " " + s.currentTransactionStartOffset().orElse(-1L));
+                    admin.abortTransaction(new org.apache.kafka.clients.admin.AbortTransactionSpec(
+                        tp, d.producerId(), (short) d.producerEpoch(), 0)).all().get();
+                    System.out.println("ABORTED");
+                }
+                p.close(Duration.ofSeconds(1));
+                break;
+            }
             default: throw new IllegalArgumentException(mode);
         }
     }
@@ -238,3 +264,21 @@ def test_consume_transform_produce_survives_sigkill(broker_factory: Any, txn_jav
                                                     tmp_path: Path) -> None:
     b = broker_factory(FAST_TXN)
     ctp_round(b.bootstrap, "java", tmp_path, command=java_cmd(txn_java_classpath, "ctp"))
+
+
+def test_admin_client_transaction_apis(broker_factory: Any, txn_java_classpath: str) -> None:
+    """kafka-transactions.sh's calls: list, describe, describe-producers, abort a hanging transaction."""
+    b = broker_factory()
+    create_topics(b.bootstrap)
+    lines = run_java(txn_java_classpath, "admin", b.bootstrap)
+    lists = [ln.split() for ln in lines if ln.startswith("LIST ")]
+    assert [(x[1], x[2]) for x in lists] == [("java-admin", "Ongoing")], lines
+    pid = lists[0][3]
+    desc = next(ln for ln in lines if ln.startswith("DESC ")).split(" ", 5)
+    assert desc[1:5] == ["Ongoing", pid, "0", "60000"] and "txn-t0-0" in desc[5], desc
+    prod = next(ln for ln in lines if ln.startswith("PROD ")).split()
+    assert prod[1:] == [pid, "0", "0", "0"], prod  # last sequence 0, transaction open from offset 0
+    assert "ABORTED" in lines
+    # the hanging transaction is closed: read_committed can read past it, and sees nothing of it
+    assert read_all(b.bootstrap, [("txn-t0", 0)], "read_committed", settle_s=1) == {("txn-t0", 0): []}
+    assert read_all(b.bootstrap, [("txn-t0", 0)], "read_uncommitted", expect=1) == {("txn-t0", 0): [b"hanging"]}
