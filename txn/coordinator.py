@@ -503,7 +503,7 @@ class TransactionCoordinator:
             try:
                 await self._write(m, nxt)
                 return
-            except KafkaError as e:
+            except Exception as e:  # a full disk must not strand the transaction in Prepare*
                 log.warning("Writing %s for %s failed (%s); retrying", nxt.state.wire_name, transactional_id, e)
                 await asyncio.sleep(backoff)
 
