@@ -496,6 +496,7 @@ class TransactionCoordinator:
                     remaining.discard(tp)
             if remaining:
                 await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 5.0)  # a partition that stays unavailable is retried gently
         while True:
             m = self.transactions[transactional_id]
             nxt = m.prepare(TS.COMPLETE_COMMIT if commit else TS.COMPLETE_ABORT, partitions=set(),
@@ -506,6 +507,7 @@ class TransactionCoordinator:
             except Exception as e:  # a full disk must not strand the transaction in Prepare*
                 log.warning("Writing %s for %s failed (%s); retrying", nxt.state.wire_name, transactional_id, e)
                 await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 5.0)
 
     async def _write_marker(self, tp: TopicPartition, marker: TxnMarker) -> ErrorCode:
         try:
