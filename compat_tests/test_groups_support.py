@@ -97,7 +97,7 @@ def _worker_kafka_python(a: Any) -> None:
         if cur != last:
             _emit(f"ASSIGN {cur}")
             last = cur
-        for tp, records in batches.items():
+        for records in batches.values():
             for r in records:
                 _emit(f"MSG {r.partition} {r.offset} {r.value.decode()}")
                 if a.delay_ms:
@@ -178,7 +178,7 @@ def _worker_aiokafka(a: Any) -> None:
             if cur != last:
                 _emit(f"ASSIGN {cur}")
                 last = cur
-            for tp, records in batches.items():
+            for records in batches.values():
                 for r in records:
                     _emit(f"MSG {r.partition} {r.offset} {r.value.decode()}")
                     if a.delay_ms:
@@ -229,22 +229,33 @@ def worker_main(argv: list[str]) -> None:
 class Worker:
     """One consumer process and the events it reported."""
 
-    def __init__(self, argv: list[str], name: str) -> None:
+    def __init__(self, argv: list[str], name: str,
+                 translate: Callable[[str], str | None] | None = None) -> None:
+        """``translate`` turns a line of a program that does not speak the worker protocol
+        (kcat) into a protocol line, or None to keep it only as diagnostics."""
         self.name = name
         self.lines: list[str] = []
+        self.translate = translate
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True, bufsize=1,
-                                     env={**os.environ, "PYTHONPATH": str(ROOT)})
+                                     stderr=subprocess.STDOUT if translate else subprocess.PIPE,
+                                     text=True, bufsize=1, env={**os.environ, "PYTHONPATH": str(ROOT)})
         self._cond = threading.Condition()
         self._stderr: list[str] = []
         threading.Thread(target=self._pump, daemon=True).start()
-        threading.Thread(target=self._pump_err, daemon=True).start()
+        if translate is None:
+            threading.Thread(target=self._pump_err, daemon=True).start()
 
     def _pump(self) -> None:
         assert self.proc.stdout is not None
-        for line in self.proc.stdout:
+        for raw in self.proc.stdout:
+            line: str | None = raw.rstrip("\n")
+            if self.translate is not None:
+                self._stderr.append(raw)
+                line = self.translate(raw.rstrip("\n"))
+            if line is None:
+                continue
             with self._cond:
-                self.lines.append(line.rstrip("\n"))
+                self.lines.append(line)
                 self._cond.notify_all()
         with self._cond:
             self._cond.notify_all()
@@ -308,6 +319,10 @@ class Worker:
     # --- control ------------------------------------------------------------------------------------
 
     def close(self, timeout: float = 60) -> None:
+        if self.translate is not None:  # kcat: SIGTERM makes it close its consumer and leave
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(timeout)
+            return
         assert self.proc.stdin is not None
         self.proc.stdin.write("close\n")
         self.proc.stdin.flush()
@@ -332,6 +347,8 @@ class Group:
     def start(self, client: str, *, assignor: str = "range", instance: str = "", delay_ms: int = 0,
               name: str | None = None, argv: list[str] | None = None) -> Worker:
         name = name or f"{client}-{len(self.workers)}"
+        if client == "kcat":
+            return self._start_kcat(name, assignor, instance)
         if argv is None:
             argv = [sys.executable, str(HERE), "worker", "--client", client, "--bootstrap", self.bootstrap,
                     "--group", self.group, "--topic", self.topic, "--assignor", assignor,
@@ -339,6 +356,17 @@ class Group:
             if instance:
                 argv += ["--instance", instance]
         w = Worker(argv, name)
+        self.workers.append(w)
+        return w
+
+    def _start_kcat(self, name: str, assignor: str, instance: str) -> Worker:
+        argv = ["kcat", "-b", self.bootstrap, "-G", self.group, "-u", "-f", "MSG %p %o %s\n",
+                "-X", "auto.offset.reset=earliest", "-X", f"client.id={name}",
+                "-X", f"session.timeout.ms={SESSION_TIMEOUT_MS}", "-X", "heartbeat.interval.ms=1000",
+                "-X", "auto.commit.interval.ms=100", "-X", f"partition.assignment.strategy={assignor}"]
+        if instance:
+            argv += ["-X", f"group.instance.id={instance}"]
+        w = Worker(argv + [self.topic], name, translate=kcat_translator())
         self.workers.append(w)
         return w
 
@@ -351,6 +379,40 @@ class Group:
 
     def __exit__(self, *exc: object) -> None:
         self.kill_all()
+
+
+def kcat_translator() -> Callable[[str], str | None]:
+    """kcat -G's rebalance notices -> ``ASSIGN`` lines (eager ``assigned:``/``revoked:``, and
+    cooperative ``incremental assignment``/``incremental unassignment`` deltas); its
+    ``-f 'MSG %p %o %s'`` lines pass through."""
+    current: set[tuple[str, int]] = set()
+
+    def translate(line: str) -> str | None:
+        if line.startswith("MSG "):
+            return line
+        if not (line.startswith("% Group") and "rebalanced" in line):
+            return None
+        head, _, rest = line.rpartition("): ")
+        kind = ""
+        for prefix in ("assigned: ", "revoked: "):
+            if rest.startswith(prefix):
+                kind, rest = prefix.strip(": "), rest[len(prefix):]
+        tps = set()
+        for item in rest.split(", "):
+            topic, _, part = item.strip().rpartition(" [")
+            if part.rstrip("]").isdigit():
+                tps.add((topic, int(part.rstrip("]"))))
+        if "incremental unassignment" in head:
+            current.difference_update(tps)
+        elif "incremental assignment" in head:
+            current.update(tps)
+        elif kind == "revoked":
+            current.clear()
+        else:
+            current.clear()
+            current.update(tps)
+        return f"ASSIGN {_fmt_assignment(current)}"
+    return translate
 
 
 def unique(prefix: str) -> str:
