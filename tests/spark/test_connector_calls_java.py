@@ -6,7 +6,9 @@ spark-sql-kafka-0-10 (Spark 4.0) makes — Admin describeTopics/listTopics/listO
 (earliest, latest, forTimestamp, both isolation levels), an executor KafkaConsumer
 (assign, seek before every poll, position, seekToBeginning/seekToEnd, auto.offset.reset=none,
 enable.auto.commit=false, never joining its group) and the sink's default idempotent producer
-— and checks every answer against what was produced.
+— and checks every answer against what was produced. Under read_committed it checks what
+the connector depends on: listOffsets(latest) is the last stable offset while a transaction
+is open, and aborted records and markers are skipped by following the consumer's position.
 """
 
 from __future__ import annotations
@@ -71,3 +73,10 @@ def test_spark_connector_client_calls(broker: object, classpath: str) -> None:
         assert facts[f"forTimestamp.exact.{p}"] == "5"
         assert facts[f"forTimestamp.between.{p}"] == "6"
         assert facts[f"forTimestamp.future.{p}"] == "-1"
+    # Transactions: aborted 0-2 + marker 3, committed 4-6 + marker 7, then an open txn at 8-9.
+    assert facts["txn.closed.latest.read_uncommitted"] == "8"
+    assert facts["txn.closed.latest.read_committed"] == "8"
+    assert facts["txn.read.read_uncommitted"] == "0,1,2,4,5,6,"
+    assert facts["txn.read.read_committed"] == "4,5,6,"
+    assert facts["txn.open.latest.read_uncommitted"] == "10"
+    assert facts["txn.open.latest.read_committed"] == "8"  # the last stable offset

@@ -102,6 +102,89 @@ public final class SparkConnectorCalls {
         return out;
     }
 
+    /** Offsets an executor consumer sees over [0, until) of partition 0 under `isolation`. */
+    private static String offsetsSeen(String bootstrap, TopicPartition tp, long until, String isolation) {
+        StringBuilder seen = new StringBuilder();
+        try (KafkaConsumer<byte[], byte[]> c = executorConsumer(bootstrap, isolation)) {
+            c.assign(Collections.singletonList(tp));
+            long offset = 0;
+            int polls = 0;
+            while (offset < until && polls < 50) {
+                c.seek(tp, offset);
+                ConsumerRecords<byte[], byte[]> recs = c.poll(Duration.ofMillis(1000));
+                polls++;
+                for (ConsumerRecord<byte[], byte[]> r : recs.records(tp)) {
+                    if (r.offset() >= until) {
+                        break;
+                    }
+                    seen.append(r.offset()).append(',');
+                }
+                // Like KafkaDataConsumer: when a poll returns only invisible records (aborted data,
+                // markers), continue from the consumer's position.
+                offset = Math.max(offset, c.position(tp));
+            }
+        }
+        return seen.toString();
+    }
+
+    /**
+     * read_committed as the connector sees it: listOffsets(latest, READ_COMMITTED) is the last
+     * stable offset, and the consumer skips aborted records and transaction markers.
+     * Layout of partition 0: aborted txn (0,1,2 + marker 3), committed txn (4,5,6 + marker 7),
+     * then an open txn (8,9) while offsets are listed.
+     */
+    private static void transactions(String bootstrap, String topic) throws Exception {
+        try (Admin admin = admin(bootstrap)) {
+            admin.createTopics(Collections.singleton(new NewTopic(topic, 1, (short) 1))).all().get();
+            TopicPartition tp = new TopicPartition(topic, 0);
+            Properties pp = new Properties();
+            pp.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+            pp.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+            pp.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+            pp.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, "spark-calls-" + UUID.randomUUID());
+            try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(pp)) {
+                producer.initTransactions();
+                producer.beginTransaction();
+                for (int i = 0; i < 3; i++) {
+                    producer.send(new ProducerRecord<>(topic, 0, null, ("aborted-" + i).getBytes()));
+                }
+                producer.flush();  // without it the client drops the batches and nothing reaches the log
+                producer.abortTransaction();
+                producer.beginTransaction();
+                for (int i = 0; i < 3; i++) {
+                    producer.send(new ProducerRecord<>(topic, 0, null, ("committed-" + i).getBytes()));
+                }
+                producer.commitTransaction();
+                Set<TopicPartition> tps = Collections.singleton(tp);
+                // The coordinator writes the commit marker after answering EndTxn (as in Kafka), so wait
+                // (bounded) until the marker is in: the last stable offset catches up with the high watermark.
+                long hw = -1;
+                long lso = -2;
+                for (int attempt = 0; attempt < 100 && (lso != hw || hw < 8); attempt++) {
+                    if (attempt > 0) {
+                        Thread.sleep(100);
+                    }
+                    hw = listOffsets(admin, tps, OffsetSpec.latest(), IsolationLevel.READ_UNCOMMITTED).get(tp);
+                    lso = listOffsets(admin, tps, OffsetSpec.latest(), IsolationLevel.READ_COMMITTED).get(tp);
+                }
+                out("txn.closed.latest.read_uncommitted", hw);
+                out("txn.closed.latest.read_committed", lso);
+                out("txn.read.read_uncommitted", offsetsSeen(bootstrap, tp, hw, "read_uncommitted"));
+                out("txn.read.read_committed", offsetsSeen(bootstrap, tp, lso, "read_committed"));
+                producer.beginTransaction();
+                for (int i = 0; i < 2; i++) {
+                    producer.send(new ProducerRecord<>(topic, 0, null, ("open-" + i).getBytes()));
+                }
+                producer.flush();
+                out("txn.open.latest.read_uncommitted",
+                    listOffsets(admin, tps, OffsetSpec.latest(), IsolationLevel.READ_UNCOMMITTED).get(tp));
+                out("txn.open.latest.read_committed",
+                    listOffsets(admin, tps, OffsetSpec.latest(), IsolationLevel.READ_COMMITTED).get(tp));
+                producer.abortTransaction();
+            }
+        }
+    }
+
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0];
         String topic = args[1];
@@ -225,6 +308,7 @@ public final class SparkConnectorCalls {
                 }
             }
         }
+        transactions(bootstrap, topic + "-txn");
         out("done", "ok");
     }
 }
