@@ -69,7 +69,9 @@ async def round_trip(bootstrap: str, topic: str, codec: str) -> tuple[list, list
             batches = await consumer.getmany(timeout_ms=500)
             for tp, records in batches.items():
                 for r in records:
-                    consumed.append(Consumed(tp.partition, r.offset, r.key, r.value, normalise_headers(r.headers)))
+                    consumed.append(
+                        Consumed(tp.partition, r.offset, r.key, r.value, normalise_headers(r.headers))
+                    )
     finally:
         await consumer.stop()
     return metadata, consumed, ends

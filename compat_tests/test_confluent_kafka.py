@@ -61,7 +61,9 @@ def test_round_trip(broker, codec: str) -> None:
     for m in sent:
         while True:
             try:
-                producer.produce(topic, key=m.key, value=m.value, headers=list(m.headers), on_delivery=on_delivery)
+                producer.produce(
+                    topic, key=m.key, value=m.value, headers=list(m.headers), on_delivery=on_delivery
+                )
                 break
             except BufferError:
                 producer.poll(0.1)
@@ -95,9 +97,9 @@ def test_round_trip(broker, codec: str) -> None:
                 if err is not None:
                     assert err.code() == KafkaError._PARTITION_EOF, f"consumer error: {err}"
                     continue
-                consumed.append(
-                    Consumed(msg.partition(), msg.offset(), msg.key(), msg.value(), normalise_headers(msg.headers()))
-                )
+                p, o, headers = msg.partition(), msg.offset(), msg.headers()
+                assert p is not None and o is not None and not isinstance(headers, dict)
+                consumed.append(Consumed(p, o, msg.key(), msg.value(), normalise_headers(headers)))
     finally:
         consumer.close()
 

@@ -43,7 +43,10 @@ def java_classpath(tmp_path_factory: pytest.TempPathFactory) -> str:
     cp = jars.classpath()
     out = tmp_path_factory.mktemp("java-classes")
     proc = subprocess.run(
-        ["javac", "-Xlint:all", "-cp", cp, "-d", str(out), str(SOURCE)], capture_output=True, text=True, timeout=300
+        ["javac", "-Xlint:all", "-cp", cp, "-d", str(out), str(SOURCE)],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, f"javac failed:\n{proc.stdout}\n{proc.stderr}"
     return os.pathsep.join([str(out), cp])
@@ -82,11 +85,26 @@ def test_round_trip(broker, java_classpath: str, codec: str, tmp_path: Path) -> 
     infile, outfile = tmp_path / "input.tsv", tmp_path / "output.tsv"
     infile.write_text(encode_input(sent))
     proc = subprocess.run(
-        ["java", *JVM_FLAGS, "-cp", java_classpath, "SamsaCompat", broker.bootstrap, topic, str(PARTITIONS), codec,
-         str(infile), str(outfile)],
-        capture_output=True, text=True, timeout=400,
+        [
+            "java",
+            *JVM_FLAGS,
+            "-cp",
+            java_classpath,
+            "SamsaCompat",
+            broker.bootstrap,
+            topic,
+            str(PARTITIONS),
+            codec,
+            str(infile),
+            str(outfile),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=400,
     )
-    assert proc.returncode == 0, f"java exited {proc.returncode}:\n{proc.stdout[-5000:]}\n{proc.stderr[-10000:]}"
+    assert proc.returncode == 0, (
+        f"java exited {proc.returncode}:\n{proc.stdout[-5000:]}\n{proc.stderr[-10000:]}"
+    )
 
     acks: dict[int, tuple[int, int]] = {}
     earliest: dict[int, int] = {}

@@ -44,9 +44,7 @@ def test_round_trip(broker, codec: str) -> None:
     )
     assert producer.config["enable_idempotence"] is True
     try:
-        futures = [
-            producer.send(topic, key=m.key, value=m.value, headers=list(m.headers)) for m in sent
-        ]
+        futures = [producer.send(topic, key=m.key, value=m.value, headers=list(m.headers)) for m in sent]
         producer.flush(timeout=120)
         metadata = [f.get(timeout=30) for f in futures]
     finally:
@@ -71,7 +69,9 @@ def test_round_trip(broker, codec: str) -> None:
         while len(consumed) < N_MESSAGES and time.monotonic() < deadline:
             for tp, records in consumer.poll(timeout_ms=500).items():
                 for r in records:
-                    consumed.append(Consumed(tp.partition, r.offset, r.key, r.value, normalise_headers(r.headers)))
+                    consumed.append(
+                        Consumed(tp.partition, r.offset, r.key, r.value, normalise_headers(r.headers))
+                    )
     finally:
         consumer.close()
 

@@ -50,7 +50,7 @@ def kcat(*args: str, stdin: bytes | None = None, timeout: float = 300) -> subpro
 def parse_headers(field: bytes) -> list[tuple[str, bytes | None]]:
     if not field:
         return []
-    out = []
+    out: list[tuple[str, bytes | None]] = []
     for item in field.split(b","):
         k, _, v = item.partition(b"=")
         out.append((k.decode(), v))
@@ -65,8 +65,20 @@ def test_round_trip(broker_factory, codec: str) -> None:
     sent = [kcat_message(i) for i in range(N_MESSAGES)]
     stdin = b"".join(m.key + b"\t" + (m.value or b"") + b"\n" for m in sent)  # type: ignore[operator]
     kcat(
-        "-P", "-b", broker.bootstrap, "-t", topic, "-K", "\t", "-Z", "-H", "src=kcat",
-        "-X", f"compression.codec={codec}", "-X", "enable.idempotence=true",
+        "-P",
+        "-b",
+        broker.bootstrap,
+        "-t",
+        topic,
+        "-K",
+        "\t",
+        "-Z",
+        "-H",
+        "src=kcat",
+        "-X",
+        f"compression.codec={codec}",
+        "-X",
+        "enable.idempotence=true",
         stdin=stdin,
     )
 
@@ -79,15 +91,27 @@ def test_round_trip(broker_factory, codec: str) -> None:
     assert all(p["leader"] == broker_id for p in t["partitions"]), t["partitions"]
 
     out = kcat(
-        "-C", "-b", broker.bootstrap, "-t", topic, "-o", "beginning", "-e", "-q",
-        "-X", "check.crcs=true", "-f", CONSUME_FORMAT,
+        "-C",
+        "-b",
+        broker.bootstrap,
+        "-t",
+        topic,
+        "-o",
+        "beginning",
+        "-e",
+        "-q",
+        "-X",
+        "check.crcs=true",
+        "-f",
+        CONSUME_FORMAT,
     ).stdout
     consumed: list[Consumed] = []
     for line in out.splitlines():
         p, o, klen, k, vlen, v, h = line.split(b"\t")
         consumed.append(
             Consumed(
-                int(p), int(o),
+                int(p),
+                int(o),
                 None if int(klen) == -1 else k,
                 None if int(vlen) == -1 else v,
                 normalise_headers(parse_headers(h)),

@@ -91,7 +91,10 @@ class AckingProducer:
             while seq < TOTAL and not self.fatal_errors and not self.stopping.is_set():
                 try:
                     self.producer.produce(
-                        self.topic, key=f"k{seq}".encode(), value=f"v{seq}".encode(), on_delivery=self._on_delivery
+                        self.topic,
+                        key=f"k{seq}".encode(),
+                        value=f"v{seq}".encode(),
+                        on_delivery=self._on_delivery,
                     )
                 except BufferError:
                     self.producer.poll(0.05)
@@ -134,15 +137,20 @@ def consume_all(bootstrap: str, topic: str) -> list[tuple[int, int, bytes, bytes
     )
     out: list[tuple[int, int, bytes, bytes]] = []
     try:
-        highs = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in range(PARTITIONS)}
+        highs = {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
+            for p in range(PARTITIONS)
+        }
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
         positions = {p: -1 for p in range(PARTITIONS)}
         deadline = time.monotonic() + PROGRESS_GUARD_S
         while any(positions[p] + 1 < highs[p] for p in range(PARTITIONS)) and time.monotonic() < deadline:
             for msg in consumer.consume(num_messages=1000, timeout=0.5):
                 assert msg.error() is None, f"consumer error: {msg.error()}"
-                out.append((msg.partition(), msg.offset(), msg.key(), msg.value()))
-                positions[msg.partition()] = msg.offset()
+                p, o, k, v = msg.partition(), msg.offset(), msg.key(), msg.value()
+                assert p is not None and o is not None and k is not None and v is not None
+                out.append((p, o, k, v))
+                positions[p] = o
     finally:
         consumer.close()
     return out
@@ -164,14 +172,18 @@ def test_sigkill_under_idempotent_producer(broker_factory) -> None:
     try:
         for kill in range(1, KILLS + 1):
             target = kill * ACKS_BETWEEN_KILLS
-            wait_for(lambda: len(producer.acked) >= target, f"{target} acks before kill #{kill}", producer)
+            wait_for(
+                lambda t=target: len(producer.acked) >= t, f"{target} acks before kill #{kill}", producer
+            )
             broker.kill()
             unacked_at_kill.append(producer.sent - len(producer.acked))
             assert_log_ok(broker.data_dir, allow_torn_tail=True)
             # Let the producer notice, queue and retry against a dead port for a moment.
             time.sleep(0.5)
             broker.restart()
-        wait_for(lambda: not producer.thread.is_alive(), "the producer to send and flush everything", producer)
+        wait_for(
+            lambda: not producer.thread.is_alive(), "the producer to send and flush everything", producer
+        )
     finally:
         if producer.thread.is_alive():  # the test failed early: do not leave a retrying producer behind
             producer.stopping.set()
@@ -199,12 +211,16 @@ def test_sigkill_under_idempotent_producer(broker_factory) -> None:
         if seq >= TOTAL:
             problems.append(f"seq {seq} was never sent")
         if partition in last and seq <= last[partition]:
-            problems.append(f"partition {partition}: seq {seq} at offset {offset} after seq {last[partition]}")
+            problems.append(
+                f"partition {partition}: seq {seq} at offset {offset} after seq {last[partition]}"
+            )
         last[partition] = seq
     lost = sorted(s for s in producer.acked if s not in seen)
     if lost:
         problems.append(f"{len(lost)} acknowledged messages missing, first {lost[:20]}")
-    moved = [(s, producer.acked[s], seen[s]) for s in producer.acked if s in seen and seen[s] != producer.acked[s]]
+    moved = [
+        (s, producer.acked[s], seen[s]) for s in producer.acked if s in seen and seen[s] != producer.acked[s]
+    ]
     if moved:
         problems.append(f"{len(moved)} messages not at their acknowledged offset, first {moved[:10]}")
     assert not problems, "\n".join(problems[:40])

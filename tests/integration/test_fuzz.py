@@ -80,7 +80,9 @@ def fuzz_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProc
         from confluent_kafka.admin import AdminClient, NewTopic
 
         admin = AdminClient({"bootstrap.servers": b.bootstrap})
-        futures = admin.create_topics([NewTopic(t, num_partitions=1, replication_factor=1) for t in (FUZZ_TOPIC, HEALTH_TOPIC)])
+        futures = admin.create_topics(
+            [NewTopic(t, num_partitions=1, replication_factor=1) for t in (FUZZ_TOPIC, HEALTH_TOPIC)]
+        )
         for f in futures.values():
             f.result(timeout=30)
         del admin
@@ -136,7 +138,9 @@ class Observed:
     closed: bool
 
 
-def observe(broker: BrokerProcess, data: bytes, *, half_close: bool = False, want_frames: int = 1) -> Observed:
+def observe(
+    broker: BrokerProcess, data: bytes, *, half_close: bool = False, want_frames: int = 1
+) -> Observed:
     """Send data on a new connection; collect up to want_frames response frames or a close.
 
     With half_close we shut our write side after sending, so a broker waiting
@@ -169,13 +173,20 @@ def observe(broker: BrokerProcess, data: bytes, *, half_close: bool = False, wan
 
 def assert_closed(broker: BrokerProcess, data: bytes, what: str) -> None:
     got = observe(broker, data, want_frames=1)
-    assert got.closed, f"{what}: expected the broker to close the connection, got {len(got.frames)} frame(s): " + (
-        got.frames[0][:64].hex() if got.frames else "nothing within the guard time"
+    assert got.closed, (
+        f"{what}: expected the broker to close the connection, got {len(got.frames)} frame(s): "
+        + (got.frames[0][:64].hex() if got.frames else "nothing within the guard time")
     )
 
 
-def request_frame(api_key: int, version: int, body: bytes, corr: int = 4242, client_id: bytes = b"fuzz",
-                  flexible_header: bool = False) -> bytes:
+def request_frame(
+    api_key: int,
+    version: int,
+    body: bytes,
+    corr: int = 4242,
+    client_id: bytes = b"fuzz",
+    flexible_header: bool = False,
+) -> bytes:
     header = struct.pack(">hhih", api_key, version, corr, len(client_id)) + client_id
     if flexible_header:
         header += b"\x00"  # empty tagged fields
@@ -227,8 +238,13 @@ def batch_of(records, codec: int) -> bytes:
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
     b = DefaultRecordBatchBuilder(
-        magic=2, compression_type=codec, is_transactional=False, producer_id=-1, producer_epoch=-1,
-        base_sequence=-1, batch_size=1 << 20,
+        magic=2,
+        compression_type=codec,
+        is_transactional=False,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        batch_size=1 << 20,
     )
     for i, (k, v, h) in enumerate(records):
         b.append(i, timestamp=None, key=k, value=v, headers=h)
@@ -285,8 +301,9 @@ def _templates() -> dict[str, bytes]:
         r.with_header(correlation_id=9, client_id="fuzz")
         out[f"ApiVersions v{v}"] = bytes(r.encode(version=v, header=True, framed=False))
     for v in (1, 9):
-        r = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=FUZZ_TOPIC)],
-                            allow_auto_topic_creation=False)
+        r = MetadataRequest(
+            topics=[MetadataRequest.MetadataRequestTopic(name=FUZZ_TOPIC)], allow_auto_topic_creation=False
+        )
         r.with_header(correlation_id=9, client_id="fuzz")
         out[f"Metadata v{v}"] = bytes(r.encode(version=v, header=True, framed=False))
     out["Produce v7"] = produce_frame(build_batch([(b"k", b"v", [])]), corr=9)[4:]
@@ -305,9 +322,13 @@ def test_truncated_request(fuzz_broker: BrokerProcess, name: str, cut: float) ->
     if got.frames and name.startswith("ApiVersions") and len(payload) >= 8:
         # Tolerated: an ApiVersions error answer instead of a close (the error must not be NONE).
         corr, err = struct.unpack_from(">ih", got.frames[0])
-        assert corr == 9 and err != 0, f"{name} cut to {len(payload)}/{len(full)} bytes answered with error {err}"
+        assert corr == 9 and err != 0, (
+            f"{name} cut to {len(payload)}/{len(full)} bytes answered with error {err}"
+        )
     else:
-        assert got.closed, f"{name} cut to {len(payload)}/{len(full)} bytes: expected a close, got {got.frames[:1]!r}"
+        assert got.closed, (
+            f"{name} cut to {len(payload)}/{len(full)} bytes: expected a close, got {got.frames[:1]!r}"
+        )
     assert_healthy(fuzz_broker)
 
 
@@ -317,7 +338,8 @@ def test_unknown_api_key(fuzz_broker: BrokerProcess, served: dict[int, tuple[int
     top = max(served)
     gaps = sorted(set(range(top + 20)) - set(served))  # unassigned keys near the real ones
     key = data.draw(
-        st.one_of(st.sampled_from(gaps), st.integers(-(2**15), -1), st.integers(top + 1, 2**15 - 1)), "api_key"
+        st.one_of(st.sampled_from(gaps), st.integers(-(2**15), -1), st.integers(top + 1, 2**15 - 1)),
+        "api_key",
     )
     version = data.draw(st.integers(min_value=0, max_value=20), "version")
     body = data.draw(st.binary(max_size=40), "body")
@@ -339,7 +361,9 @@ def test_unsupported_version(fuzz_broker: BrokerProcess, served: dict[int, tuple
 
 @fuzz_settings(48)
 @given(data=st.data())
-def test_api_versions_unsupported_version(fuzz_broker: BrokerProcess, served: dict[int, tuple[int, int]], data) -> None:
+def test_api_versions_unsupported_version(
+    fuzz_broker: BrokerProcess, served: dict[int, tuple[int, int]], data
+) -> None:
     hi = served[API_VERSIONS][1]
     version = data.draw(st.integers(min_value=hi + 1, max_value=2**15 - 1), "version")
     flexible = data.draw(st.booleans(), "flexible_header")
@@ -347,12 +371,16 @@ def test_api_versions_unsupported_version(fuzz_broker: BrokerProcess, served: di
     frame = request_frame(API_VERSIONS, version, body, corr=31337, flexible_header=flexible)
     follow_up = request_frame(API_VERSIONS, 0, b"", corr=31338)
     got = observe(fuzz_broker, frame + follow_up, want_frames=2)
-    assert len(got.frames) == 2, f"ApiVersions v{version}: got {len(got.frames)} frame(s), closed={got.closed}"
+    assert len(got.frames) == 2, (
+        f"ApiVersions v{version}: got {len(got.frames)} frame(s), closed={got.closed}"
+    )
     corr, err, count = struct.unpack_from(">ihi", got.frames[0])
     assert corr == 31337
     assert err == UNSUPPORTED_VERSION, f"ApiVersions v{version}: error_code {err}"
     keys = {struct.unpack_from(">h", got.frames[0], 10 + 6 * i)[0] for i in range(count)}
-    assert API_VERSIONS in keys, "the UNSUPPORTED_VERSION answer must still list the broker's versions (KIP-511)"
+    assert API_VERSIONS in keys, (
+        "the UNSUPPORTED_VERSION answer must still list the broker's versions (KIP-511)"
+    )
     corr2, err2 = struct.unpack_from(">ih", got.frames[1])
     assert (corr2, err2) == (31338, 0), "connection unusable after the unsupported-version answer"
     assert_healthy(fuzz_broker)
@@ -378,13 +406,17 @@ def test_produce_lying_batch_length(fuzz_broker: BrokerProcess, records, codec: 
     actual = len(batch) - 12
     lie = data.draw(
         st.one_of(
-            st.integers(-(2**31), -1), st.integers(0, actual - 1), st.integers(actual + 1, actual + 100),
+            st.integers(-(2**31), -1),
+            st.integers(0, actual - 1),
+            st.integers(actual + 1, actual + 100),
             st.integers(actual + 1, 2**31 - 1),
         ),
         "batch_length",
     )
     struct.pack_into(">i", batch, 8, lie)
-    assert_produce_rejected(fuzz_broker, bytes(batch), {CORRUPT_MESSAGE, INVALID_RECORD}, f"batchLength {lie} (really {actual})")
+    assert_produce_rejected(
+        fuzz_broker, bytes(batch), {CORRUPT_MESSAGE, INVALID_RECORD}, f"batchLength {lie} (really {actual})"
+    )
     assert_healthy(fuzz_broker)
 
 
@@ -393,14 +425,23 @@ def test_produce_lying_batch_length(fuzz_broker: BrokerProcess, records, codec: 
 def test_produce_lying_record_count(fuzz_broker: BrokerProcess, records, data) -> None:
     batch = bytearray(batch_of(records, 0))
     actual = len(records)
-    lie = data.draw(st.one_of(st.integers(-(2**31), -1), st.integers(0, 1000)).filter(lambda n: n != actual), "count")
+    lie = data.draw(
+        st.one_of(st.integers(-(2**31), -1), st.integers(0, 1000)).filter(lambda n: n != actual), "count"
+    )
     struct.pack_into(">i", batch, 57, lie)
-    assert_produce_rejected(fuzz_broker, with_crc(batch), {CORRUPT_MESSAGE, INVALID_RECORD}, f"record count {lie} (really {actual})")
+    assert_produce_rejected(
+        fuzz_broker,
+        with_crc(batch),
+        {CORRUPT_MESSAGE, INVALID_RECORD},
+        f"record count {lie} (really {actual})",
+    )
     assert_healthy(fuzz_broker)
 
 
-short_records = st.lists(
-    st.tuples(st.one_of(st.none(), st.binary(max_size=8)), st.one_of(st.none(), st.binary(max_size=16)), st.just([])),
+short_records: st.SearchStrategy[list[tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]]] = st.lists(
+    st.tuples(
+        st.one_of(st.none(), st.binary(max_size=8)), st.one_of(st.none(), st.binary(max_size=16)), st.just([])
+    ),
     min_size=1,
     max_size=5,
 )
@@ -416,7 +457,12 @@ def test_produce_lying_record_length(fuzz_broker: BrokerProcess, records, data) 
     actual = batch[61] >> 1
     lie = data.draw(st.integers(0, 63).filter(lambda n: n != actual), "length")
     batch[61] = lie << 1
-    assert_produce_rejected(fuzz_broker, with_crc(batch), {CORRUPT_MESSAGE, INVALID_RECORD}, f"record length {lie} (really {actual})")
+    assert_produce_rejected(
+        fuzz_broker,
+        with_crc(batch),
+        {CORRUPT_MESSAGE, INVALID_RECORD},
+        f"record length {lie} (really {actual})",
+    )
     assert_healthy(fuzz_broker)
 
 

@@ -136,7 +136,9 @@ class BrokerProcess:
 
         if not wait_until(ready, timeout, interval=0.1):
             self.kill()
-            raise BrokerStartError(f"{self.name} not ready on {self.bootstrap} after {timeout}s\n" + self.log_tail())
+            raise BrokerStartError(
+                f"{self.name} not ready on {self.bootstrap} after {timeout}s\n" + self.log_tail()
+            )
 
     def kill(self) -> int | None:
         """SIGKILL: no flush, no shutdown hooks: what a power cut looks like to the process."""
@@ -166,7 +168,9 @@ class BrokerProcess:
                 proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 with open(self.log_path, "ab") as log:
-                    log.write(f"\n===== {signal.Signals(sig).name} ignored for {timeout}s; SIGKILL\n".encode())
+                    log.write(
+                        f"\n===== {signal.Signals(sig).name} ignored for {timeout}s; SIGKILL\n".encode()
+                    )
                 proc.kill()
                 proc.wait(timeout=10)
         _LIVE.discard(proc)

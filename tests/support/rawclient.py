@@ -27,11 +27,18 @@ FETCH_KEY = 1
 PREFERRED = {PRODUCE_KEY: 7, FETCH_KEY: 11}
 
 
-def build_batch(records: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]], base_offset: int = 0) -> bytes:
+def build_batch(
+    records: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]], base_offset: int = 0
+) -> bytes:
     """A v2 (magic 2) uncompressed, non-idempotent record batch."""
     b = DefaultRecordBatchBuilder(
-        magic=2, compression_type=0, is_transactional=False, producer_id=-1, producer_epoch=-1,
-        base_sequence=-1, batch_size=1 << 20,
+        magic=2,
+        compression_type=0,
+        is_transactional=False,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        batch_size=1 << 20,
     )
     for i, (key, value, headers) in enumerate(records):
         b.append(base_offset + i, timestamp=None, key=key, value=value, headers=headers)
@@ -42,7 +49,9 @@ def produce_request(topic: str, partition: int, records: bytes, acks: int = -1, 
     """A ProduceRequest (version chosen at encode time) carrying raw batch bytes for one partition."""
     P = ProduceRequest.TopicProduceData
     return ProduceRequest(
-        transactional_id=None, acks=acks, timeout_ms=timeout_ms,
+        transactional_id=None,
+        acks=acks,
+        timeout_ms=timeout_ms,
         topic_data=[P(name=topic, partition_data=[P.PartitionProduceData(index=partition, records=records)])],
     )
 
@@ -116,12 +125,29 @@ class RawClient:
         v = self.version_for(FETCH_KEY)
         T = FetchRequest.FetchTopic
         req = FetchRequest(
-            replica_id=-1, max_wait_ms=500, min_bytes=1, max_bytes=max_bytes, isolation_level=0,
-            session_id=0, session_epoch=-1,
-            topics=[T(topic=topic, partitions=[T.FetchPartition(
-                partition=partition, current_leader_epoch=-1, fetch_offset=offset,
-                log_start_offset=-1, partition_max_bytes=max_bytes)])],
-            forgotten_topics_data=[], rack_id="",
+            replica_id=-1,
+            max_wait_ms=500,
+            min_bytes=1,
+            max_bytes=max_bytes,
+            isolation_level=0,
+            session_id=0,
+            session_epoch=-1,
+            topics=[
+                T(
+                    topic=topic,
+                    partitions=[
+                        T.FetchPartition(
+                            partition=partition,
+                            current_leader_epoch=-1,
+                            fetch_offset=offset,
+                            log_start_offset=-1,
+                            partition_max_bytes=max_bytes,
+                        )
+                    ],
+                )
+            ],
+            forgotten_topics_data=[],
+            rack_id="",
         )
         resp = self.roundtrip(req, v, FetchResponse)
         (t,) = resp.responses

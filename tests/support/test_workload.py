@@ -36,7 +36,9 @@ def test_perfect_round_trip_passes() -> None:
 )
 def test_faults_are_caught(fault: str, expect: str) -> None:
     got = consumed_in_order(500)
-    victim = next(i for i, c in enumerate(got) if c.value is not None and c.key is not None and c.partition == 0)
+    victim = next(
+        i for i, c in enumerate(got) if c.value is not None and c.key is not None and c.partition == 0
+    )
     if fault == "lose":
         del got[victim]
     elif fault == "duplicate":

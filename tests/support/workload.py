@@ -72,11 +72,15 @@ def seq_from_header(c: Consumed) -> int:
     for k, v in c.headers:
         if k == "seq" and v is not None:
             return int(v)
-    raise AssertionError(f"record at partition {c.partition} offset {c.offset} has no seq header: {c.headers!r}")
+    raise AssertionError(
+        f"record at partition {c.partition} offset {c.offset} has no seq header: {c.headers!r}"
+    )
 
 
 def seq_from_key(c: Consumed) -> int:
-    assert c.key is not None and c.key.startswith(b"k"), f"unexpected key {c.key!r} at {c.partition}/{c.offset}"
+    assert c.key is not None and c.key.startswith(b"k"), (
+        f"unexpected key {c.key!r} at {c.partition}/{c.offset}"
+    )
     return int(c.key[1:])
 
 
@@ -138,7 +142,9 @@ def check_round_trip(
             if c.offset <= prev_offset:
                 problem(f"partition {c.partition}: offset {c.offset} delivered after {prev_offset}")
             if seq <= prev_seq:
-                problem(f"partition {c.partition}: seq {seq} (offset {c.offset}) after seq {prev_seq} (offset {prev_offset})")
+                problem(
+                    f"partition {c.partition}: seq {seq} (offset {c.offset}) after seq {prev_seq} (offset {prev_offset})"
+                )
         last_in_partition[c.partition] = (c.offset, seq)
         if c.key is not None:
             p = key_partition.setdefault(c.key, c.partition)
