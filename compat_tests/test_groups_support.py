@@ -335,6 +335,11 @@ class Worker:
         self.proc.wait(30)
 
 
+# Clients whose worker is not this file: name -> argv builder
+# (bootstrap, group, topic, assignor, instance, client_id, delay_ms) -> argv (the Java client).
+EXTERNAL_WORKERS: dict[str, Callable[[str, str, str, str, str, str, int], list[str]]] = {}
+
+
 class Group:
     """Starts workers of one or more client kinds and kills them all at the end."""
 
@@ -349,6 +354,9 @@ class Group:
         name = name or f"{client}-{len(self.workers)}"
         if client == "kcat":
             return self._start_kcat(name, assignor, instance)
+        if client in EXTERNAL_WORKERS:
+            argv = EXTERNAL_WORKERS[client](self.bootstrap, self.group, self.topic, assignor, instance,
+                                            name, delay_ms)
         if argv is None:
             argv = [sys.executable, str(HERE), "worker", "--client", client, "--bootstrap", self.bootstrap,
                     "--group", self.group, "--topic", self.topic, "--assignor", assignor,
