@@ -141,6 +141,13 @@ def main(args: argparse.Namespace) -> int | None:
             consumer.commit({tp: OffsetAndMetadata(o, "", -1) for tp, o in printed.items()})
     try:
         if args.group:
+            # Metadata first, so the first JoinGroup already knows the partitions (kafka-python
+            # otherwise joins twice), and long polls: kafka-python can lose a SyncGroup answer
+            # that arrives after a short poll() gave up, and then never fetches.
+            deadline = time.monotonic() + 10
+            while not consumer.partitions_for_topic(args.topic) and time.monotonic() < deadline:
+                consumer.topics()
+                time.sleep(0.2)
             consumer.subscribe([args.topic])
         else:
             parts = consumer.partitions_for_topic(args.topic)
@@ -171,7 +178,7 @@ def main(args: argparse.Namespace) -> int | None:
                     consumer.seek(tp, off)
         last = time.monotonic()
         while args.max_messages is None or count < args.max_messages:
-            batches = consumer.poll(timeout_ms=200)
+            batches = consumer.poll(timeout_ms=1000 if args.group else 200)
             got = False
             for tp, records in batches.items():
                 for r in records:

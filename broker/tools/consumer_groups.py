@@ -148,7 +148,12 @@ def describe_groups_raw(admin: Any, group: str) -> tuple[dict[str, Any], int]:
     coordinator = admin._manager.run(admin._find_coordinator_id, group)
     resp = send_request(admin, DescribeGroupsRequest(groups=[group], include_authorized_operations=False),
                         node_id=coordinator)
-    g = resp.groups[0].to_dict()
+    raw = resp.groups[0]
+    g = raw.to_dict()
+    # keep the members' metadata/assignment as the bytes on the wire (to_dict turns them into text)
+    for m, rm in zip(g.get("members") or [], raw.members or [], strict=False):
+        m["member_assignment"] = bytes(rm.member_assignment) if rm.member_assignment is not None else None
+        m["member_metadata"] = bytes(rm.member_metadata) if rm.member_metadata is not None else None
     if g.get("error_code"):
         g["error"] = error_name(g["error_code"])
     else:
