@@ -34,6 +34,7 @@ from protocol.records import (
     BatchHeader,
     decompress,
     read_header,
+    read_varint,
 )
 
 from .config import LogConfig
@@ -121,17 +122,6 @@ def scan_headers(fd: int, start: int, end: int, chunk: int = 8192) -> Iterator[B
         pos += h.size
 
 
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-
-
 def record_timestamps(batch: bytes, h: BatchHeader) -> Iterator[tuple[int, int]]:
     """(offset, timestamp) of each record of one batch (``batch`` is the whole batch).
 
@@ -146,11 +136,11 @@ def record_timestamps(batch: bytes, h: BatchHeader) -> Iterator[tuple[int, int]]
     raw = body if h.compression == COMPRESSION_NONE else decompress(h.compression, body)
     pos, end = 0, len(raw)
     while pos < end:
-        length, pos = _varint(raw, pos)
+        length, pos = read_varint(raw, pos)
         rec_end = pos + length
         p = pos + 1  # attributes
-        ts_delta, p = _varint(raw, p)
-        off_delta, p = _varint(raw, p)
+        ts_delta, p = read_varint(raw, p)
+        off_delta, p = read_varint(raw, p)
         yield h.base_offset + off_delta, h.base_timestamp + ts_delta
         pos = rec_end
 

@@ -180,7 +180,11 @@ def decompress(codec: int, data: bytes | memoryview) -> bytes:
     raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"unknown compression codec {codec}")
 
 
-def _read_varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
+def read_varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
+    """Decode the zigzag varint at ``pos``; return (value, next position).
+
+    Raises IndexError when the buffer ends inside it and ValueError when it is over 10 bytes.
+    """
     result = shift = 0
     while True:
         b = buf[pos]
@@ -210,7 +214,7 @@ def count_records(records: bytes | bytearray | memoryview) -> int:
             z = (b0 & 0x7F) | (records[pos + 1] << 7)
             pos += 2
         else:
-            length, pos = _read_varint(records, pos)
+            length, pos = read_varint(records, pos)
             z = length << 1  # zigzag back, so the checks below apply alike
         if z & 1 or z == 0:
             raise ValueError("bad record length")

@@ -52,7 +52,7 @@ from protocol.errors import (
     KafkaError,
     OutOfOrderSequenceError,
 )
-from protocol.records import HEADER_SIZE, BatchHeader
+from protocol.records import HEADER_SIZE, BatchHeader, read_varint
 
 logger = logging.getLogger("samsa.log")
 
@@ -476,7 +476,7 @@ def _end_txn_marker(buffer: bytes | bytearray | memoryview | None, h: BatchHeade
         return None
     try:
         return read_end_txn_marker(buffer, h.position)
-    except (IndexError, struct.error):
+    except (IndexError, ValueError, struct.error):
         return None
 
 
@@ -487,16 +487,16 @@ def read_end_txn_marker(buf: bytes | bytearray | memoryview, batch_pos: int = 0)
     version int16, coordinator_epoch int32. The epoch is -1 if the value is missing.
     """
     pos = batch_pos + HEADER_SIZE
-    _, pos = _varint(buf, pos)  # record length
+    _, pos = read_varint(buf, pos)  # record length
     pos += 1  # attributes
-    _, pos = _varint(buf, pos)  # timestamp delta
-    _, pos = _varint(buf, pos)  # offset delta
-    key_len, pos = _varint(buf, pos)
+    _, pos = read_varint(buf, pos)  # timestamp delta
+    _, pos = read_varint(buf, pos)  # offset delta
+    key_len, pos = read_varint(buf, pos)
     if key_len < 4:
         raise IndexError("control record key too short")
     ctype = struct.unpack_from(">h", buf, pos + 2)[0]
     pos += key_len
-    value_len, pos = _varint(buf, pos)
+    value_len, pos = read_varint(buf, pos)
     coordinator_epoch = struct.unpack_from(">i", buf, pos + 2)[0] if value_len >= 6 else -1
     return ctype, coordinator_epoch
 
@@ -504,16 +504,3 @@ def read_end_txn_marker(buf: bytes | bytearray | memoryview, batch_pos: int = 0)
 def control_record_type(buf: bytes | bytearray | memoryview, batch_pos: int = 0) -> int:
     """The ``type`` field of the control record key (0 ABORT, 1 COMMIT) of a batch."""
     return read_end_txn_marker(buf, batch_pos)[0]
-
-
-def _varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-        if shift > 63:
-            raise IndexError("varint too long")
