@@ -22,7 +22,6 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-
 from protocol.fetch_codec import PartitionData, TopicData, encode_fetch_response
 
 from . import EncodedResponse, RequestContext, api

@@ -10,7 +10,8 @@ unless the topic's ``compression.type`` asks for a codec the producer did not us
 * Idempotence (KIP-98): the log's producer state answers a retried batch with the offset it
   got the first time (NONE), a gap with OUT_OF_ORDER_SEQUENCE_NUMBER and a stale epoch with
   INVALID_PRODUCER_EPOCH; nothing is written in those cases.
-* Errors are per partition; v8+ adds ``error_message`` (KIP-467).
+* Errors are per partition; v8+ adds ``error_message`` (KIP-467). Clients may not write to the
+  internal topics (INVALID_TOPIC_EXCEPTION); only the coordinators append there.
 * v3 is the first version with v2 record batches; v9 is flexible (KIP-482); v10-11 add the
   leader-discovery tags (KIP-951), which we leave empty on a single broker.
 """
@@ -24,6 +25,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import DuplicateSequenceError, ErrorCode, KafkaError
 from protocol.records import COMPRESSION_CODES, validate_batches
 
+from ..metadata import INTERNAL_TOPICS
 from . import RequestContext, api
 
 log = logging.getLogger("samsa.produce")
@@ -48,6 +50,8 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
                 if acks not in (-1, 0, 1):
                     raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks} is not -1, 0 or 1")
                 part = rm.get_partition(name, pdata.index)
+                if name in INTERNAL_TOPICS:
+                    raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {name}")
                 if pdata.records is None:
                     raise KafkaError(ErrorCode.INVALID_RECORD, "records are null")
                 cfg = part.log.config
