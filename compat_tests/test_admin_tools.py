@@ -178,7 +178,7 @@ def test_confluent_admin_client(broker: Any) -> None:
     p.flush(10)
     tp = TopicPartition("ck", 1)
     done = a.delete_records([TopicPartition("ck", 1, 6)])[TopicPartition("ck", 1, 6)].result(10)
-    assert done.offset == 6
+    assert done.low_watermark == 6
     earliest = a.list_offsets({tp: OffsetSpec.earliest()})[tp].result(10)
     assert earliest.offset == 6
     assert run(sys.executable, "-m", "broker.cli", "get-offsets", "--bootstrap-server", b, "--topic", "ck",
@@ -207,12 +207,12 @@ def test_broker_config_alter_and_retention_effect(broker_factory: Any) -> None:
         prod.send("rb", value=b"z" * 90).get(timeout=10)
     prod.close()
     assert samsa_json("get-offsets", "--bootstrap-server", b, "--topic", "rb", "--time", "earliest")[0]["offset"] == 0
-    res = ConfigResource(ResourceType.BROKER, "", incremental_configs=[
+    res = ConfigResource(ResourceType.BROKER, "0", incremental_configs=[
         ConfigEntry("log.retention.bytes", "2500", incremental_operation=AlterConfigOpType.SET)])
     a.incremental_alter_configs([res])[res].result(10)
     [cfg] = samsa_json("configs", "--bootstrap-server", b, "--describe", "--topic", "rb", "--all")
     rb = {c["name"]: c for c in cfg["configs"]}["retention.bytes"]
-    assert rb["value"] == "2500" and rb["source"] == "DYNAMIC_DEFAULT_BROKER_CONFIG"
+    assert rb["value"] == "2500" and rb["source"] == "DYNAMIC_BROKER_CONFIG"
     wait_for(lambda: samsa_json("get-offsets", "--bootstrap-server", b, "--topic", "rb",
                                 "--time", "earliest")[0]["offset"] > 30, what="retention by the new default")
     # a topic override wins over the broker default
