@@ -136,10 +136,11 @@ def decode_body(header: RequestHeader, frame: bytes | memoryview) -> Any:
     except Exception as e:
         raise MalformedRequest(f"cannot decode {cls.name} v{version}: {e}") from e
     # kafka-python's decoders slice without bounds checks: a length prefix that runs past the
-    # frame shows up as a read position beyond its end. Kafka rejects both that and trailing bytes.
-    if end != len(body):
+    # frame shows up as a read position beyond its end, and the request is unreadable. Trailing
+    # bytes are ignored, as Kafka does (librdkafka's Metadata v12 carries some).
+    if end > len(body):
         raise MalformedRequest(f"{cls.name} v{version} body is {len(body)} bytes but its fields "
-                               f"{'overrun' if end > len(body) else 'end'} at {end}")
+                               f"overrun it (they end at {end})")
     return request
 
 
