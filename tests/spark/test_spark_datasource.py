@@ -200,3 +200,32 @@ def test_fail_on_data_loss_after_delete_records(spark: Any, kbroker: Any) -> Non
     rows = reader(spark, kbroker.bootstrap, subscribe=topic, startingOffsets=start,
                   failOnDataLoss="false").select("offset").collect()
     assert sorted(r.offset for r in rows) == list(range(10, 20))
+
+
+def test_read_committed_skips_aborted_transactions(spark: Any, kbroker: Any) -> None:
+    topic = make_topic(kbroker.bootstrap, partitions=1)
+    p = KafkaProducer(bootstrap_servers=kbroker.bootstrap, transactional_id=f"ds-{uuid.uuid4().hex[:8]}")
+    try:
+        p.init_transactions()
+        p.begin_transaction()
+        for i in range(3):
+            p.send(topic, f"aborted-{i}".encode(), partition=0)
+        p.flush()  # so the aborted records really reach the log before the abort marker
+        p.abort_transaction()
+        p.begin_transaction()
+        for i in range(3):
+            p.send(topic, f"committed-{i}".encode(), partition=0)
+        p.commit_transaction()
+    finally:
+        p.close()
+    # The commit marker is written after EndTxn is answered: wait (bounded) until it is in.
+    c = KafkaConsumer(bootstrap_servers=kbroker.bootstrap, group_id=None, isolation_level="read_committed")
+    deadline = time.monotonic() + 30
+    while c.end_offsets([TP(topic, 0)])[TP(topic, 0)] < 8 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    c.close()
+    committed = reader(spark, kbroker.bootstrap, subscribe=topic, **{"kafka.isolation.level": "read_committed"})
+    assert sorted(bytes(r.value).decode() for r in committed.collect()) == [f"committed-{i}" for i in range(3)]
+    everything = reader(spark, kbroker.bootstrap, subscribe=topic)
+    assert sorted(bytes(r.value).decode() for r in everything.collect()) == sorted(
+        [f"aborted-{i}" for i in range(3)] + [f"committed-{i}" for i in range(3)])
