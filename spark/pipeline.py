@@ -96,8 +96,12 @@ def build_session(cfg: PipelineConfig, app_name: str = "samsa-access-log-pipelin
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app_name)
-    if cfg.master or not os.environ.get("SPARK_MASTER"):
-        builder = builder.master(cfg.master or "local[2]")
+    # Under spark-submit (which launches the JVM first and sets PYSPARK_GATEWAY_PORT) the
+    # master comes from spark-submit's --master; only a plain `python -m` run picks one here.
+    if cfg.master:
+        builder = builder.master(cfg.master)
+    elif "PYSPARK_GATEWAY_PORT" not in os.environ:
+        builder = builder.master("local[2]")
     builder = (builder
                .config("spark.sql.shuffle.partitions", str(cfg.shuffle_partitions))
                .config("spark.ui.enabled", "false")
