@@ -77,7 +77,7 @@ def clean_to_end(dir: Path, segment_bytes: int, buffer_bytes: int) -> tuple[Clea
     t0 = time.perf_counter()
     for _ in range(1000):
         total.add(cleaner.clean(T0 + 10**9, force=True))
-        if log.first_dirty_offset >= log.segments[-1].base_offset:
+        if cleaner.first_dirty >= log.segments[-1].base_offset:
             break
     return total, time.perf_counter() - t0, log
 

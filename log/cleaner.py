@@ -722,7 +722,6 @@ class BrokerLogCleaner:
         return max(off, log.log_start_offset)
 
     def _set_first_dirty(self, log: Any, offset: int) -> None:
-        log.first_dirty_offset = offset
         path = self._checkpoint_path(log)
         cp = self.checkpoints.setdefault(path, read_checkpoint(path))
         cp[(log.topic, log.partition)] = offset
@@ -834,13 +833,16 @@ class LogCleaner:
     def __init__(self, log: Any, buffer_bytes: int = DEFAULT_DEDUPE_BUFFER_SIZE) -> None:
         self.log = log
         self.buffer_bytes = buffer_bytes
+        self.checkpoint_path = Path(log.dir).parent / CHECKPOINT_FILE
+        self.first_dirty = read_checkpoint(self.checkpoint_path).get((log.topic, log.partition), 0)
 
     def dirty_ratio(self) -> float:
-        return dirty_ratio(self.log, max(getattr(self.log, "first_dirty_offset", 0), self.log.log_start_offset))
+        return dirty_ratio(self.log, max(self.first_dirty, self.log.log_start_offset))
 
     def clean(self, now_ms: int | None = None, *, force: bool = False) -> CleanerStats:
+        """One pass; ``force`` ignores ``min.cleanable.dirty.ratio``. Updates the checkpoint file."""
         log = self.log
-        first_dirty = max(getattr(log, "first_dirty_offset", 0), log.log_start_offset)
+        first_dirty = max(self.first_dirty, log.log_start_offset)
         if not force:
             ratio = float(log.config.others.get("min.cleanable.dirty.ratio", "0.5"))
             if dirty_ratio(log, first_dirty) < max(ratio, 1e-9):
@@ -854,9 +856,8 @@ class LogCleaner:
         result = run_pass(plan, OffsetMap(map_bytes))
         if not swap_segments(result):
             return CleanerStats()
-        log.first_dirty_offset = result.map_end
-        path = Path(log.dir).parent / CHECKPOINT_FILE
-        cp = read_checkpoint(path)
+        self.first_dirty = result.map_end
+        cp = read_checkpoint(self.checkpoint_path)
         cp[(log.topic, log.partition)] = result.map_end
-        write_checkpoint(path, cp)
+        write_checkpoint(self.checkpoint_path, cp)
         return result.stats
