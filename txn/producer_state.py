@@ -13,8 +13,8 @@ request writes nothing:
    first attempt was written): :class:`DuplicateSequenceError` carries the original offsets.
    A lower epoch is fenced (:class:`InvalidProducerEpochError`). A new epoch must restart at
    sequence 0; within an epoch the first sequence must follow the last one (wrapping from
-   Int32.MAX to 0); an unknown producer must start at 0. Otherwise
-   :class:`OutOfOrderSequenceError`.
+   Int32.MAX to 0); an unknown producer may start anywhere, as in Kafka (its state may have
+   gone with retention). Otherwise :class:`OutOfOrderSequenceError`.
 2. After the log assigned offsets, :meth:`ProducerStateManager.commit` records the batches.
 
 Transactions: a transactional data batch opens a transaction for its producer
@@ -212,10 +212,8 @@ class ProducerAppendInfo:
     def _check_sequence(self, h: BatchHeader, cur_epoch: int) -> None:
         first_seq = h.base_sequence
         if self.current is None and not self.has_updates:
-            if first_seq != 0:
-                raise OutOfOrderSequenceError(
-                    message=f"Out of order sequence number for producer {self.producer_id}: "
-                            f"{first_seq} (incoming seq. number), unknown producer must start at 0")
+            # Unknown producer: its state may have gone with retention, DeleteRecords or a
+            # re-created topic. Kafka (ProducerAppendInfo.checkSequence) accepts any sequence.
             return
         if h.producer_epoch != cur_epoch:
             if first_seq != 0 and cur_epoch != NO_PRODUCER_EPOCH:

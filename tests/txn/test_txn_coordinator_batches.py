@@ -38,6 +38,7 @@ def test_sequenceless_transactional_batches_are_accepted_repeatedly() -> None:
 
 def test_client_batches_still_need_sequences() -> None:
     psm = ProducerStateManager()
+    _append(psm, build_batch([(None, b"x")], producer_id=8, producer_epoch=0, base_sequence=0), 0)
     raw = build_batch([(None, b"x")], producer_id=8, producer_epoch=0, base_sequence=3)
     with pytest.raises(OutOfOrderSequenceError):
         psm.validate_append([read_header(raw)])
