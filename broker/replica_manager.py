@@ -222,9 +222,15 @@ class ReplicaManager:
         return self.get_partition(topic, partition).append(records, required_acks=required_acks)
 
     def retention_pass(self, now_ms: int | None = None) -> int:
+        """Delete segments past retention, and forget producers idle past
+        ``producer.id.expiration.ms`` (Kafka runs both as scheduled tasks)."""
         now_ms = int(time.time() * 1000) if now_ms is None else now_ms
-        deleted = 0
+        expiration_ms = self.config.int("producer.id.expiration.ms")
+        deleted = expired = 0
         for part in list(self.partitions.values()):
             if "delete" in part.log.config.cleanup_policy:
                 deleted += part.log.delete_old_segments(now_ms)
+            expired += part.log.producer_state.remove_expired_producers(now_ms, expiration_ms)
+        if expired:
+            log.info("Removed %d expired producer ids (producer.id.expiration.ms=%d)", expired, expiration_ms)
         return deleted
