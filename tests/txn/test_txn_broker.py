@@ -292,3 +292,54 @@ def test_batched_add_partitions_v4_and_list_pattern(conn: Conn) -> None:
     lt = c.call(ListTransactionsRequest, 0, state_filters=["Ongoing", "Bogus"], producer_id_filters=[pid_b])
     assert [t.transactional_id for t in lt.transaction_states] == ["batch-b"]
     assert list(lt.unknown_state_filters) == ["Bogus"]
+
+
+def test_txnindex_files_across_segment_rolls(broker_factory: Any) -> None:
+    """Aborts land in each segment's .txnindex (34-byte entries); Fetch collects them across segments."""
+    b = broker_factory({"num.partitions": 1, "log.segment.bytes": 2048})
+    c = Conn(b.bootstrap)
+    try:
+        c.call(MetadataRequest, 8, topics=[MetadataRequest[8].MetadataRequestTopic(name=TOPIC)],
+               allow_auto_topic_creation=True, include_cluster_authorized_operations=False,
+               include_topic_authorized_operations=False)
+        pid, epoch = init(c, "raw-idx")
+        seq = 0
+        aborted_first = []
+        committed = []
+        for i in range(8):
+            assert add(c, "raw-idx", pid, epoch, [0]) == {0: 0}
+            vals = [b"%d-%d-" % (i, j) + b"x" * 300 for j in range(3)]
+            r = produce(c, "raw-idx", pid, epoch, seq, vals)
+            assert r.error_code == 0
+            seq += 3
+            commit = i % 2 == 0
+            if commit:
+                committed += vals
+            else:
+                aborted_first.append(r.base_offset)
+            assert end(c, "raw-idx", pid, epoch, commit=commit) == 0
+        part_dir = b.data_dir / f"{TOPIC}-0"
+        idx_files = sorted(part_dir.glob("*.txnindex"))
+        assert len(list(part_dir.glob("*.log"))) > 2 and idx_files
+        entries = []
+        for f in idx_files:
+            data = f.read_bytes()
+            assert len(data) % 34 == 0
+            entries += [struct.unpack_from(">hqqqq", data, i) for i in range(0, len(data), 34)]
+        assert [(v, p, first) for v, p, first, _last, _lso in entries] == [(0, pid, f) for f in aborted_first]
+        got, aborted, offset = [], [], 0
+        while True:
+            p = fetch(c, 1, offset=offset)
+            aborted += [(a.producer_id, a.first_offset) for a in p.aborted_transactions or []]
+            hdrs = list(iter_headers(p.records or b""))
+            if not hdrs:
+                break
+            got += [(r.offset, r.value) for attrs, r in iter_batch_records(p.records) if not attrs & 0x20]
+            offset = hdrs[-1].next_offset
+        assert {f for _, f in aborted} == set(aborted_first)
+        # what a read_committed client keeps: drop records of aborted ranges (first offset .. marker)
+        ranges = [(e[2], e[3]) for e in entries]
+        kept = [v for off, v in got if not any(lo <= off <= hi for lo, hi in ranges)]
+        assert kept == committed
+    finally:
+        c.close()
