@@ -23,6 +23,7 @@ from compat_tests.test_groups_support import (
     create_topic,
     produce,
     scenario_assignor,
+    scenario_cooperative_join,
     scenario_resume_after_broker_restart,
     scenario_static_member_restart,
     scenario_three_consumers_then_close_and_kill,
@@ -190,6 +191,10 @@ def test_resume_after_broker_restart(broker) -> None:
 @pytest.mark.parametrize("assignor", list(ASSIGNORS))
 def test_assignor(broker, assignor: str) -> None:
     scenario_assignor(broker.bootstrap, CLIENT, assignor)
+
+
+def test_cooperative_incremental_join(broker) -> None:
+    scenario_cooperative_join(broker.bootstrap, CLIENT)
 
 
 def test_static_member_restart(broker) -> None:

@@ -588,6 +588,32 @@ def scenario_assignor(bootstrap: str, client: str, assignor: str) -> None:
         assert d["group_state"] == "Stable" and d["protocol_data"] == assignor, d
 
 
+def scenario_cooperative_join(bootstrap: str, client: str) -> None:
+    """KIP-429 as the client drives it: with cooperative-sticky, a third member joining a group
+    of two takes partitions in two rebalances; the first two keep (never lose all of) their
+    partitions meanwhile, and everything produced during the change is read exactly once."""
+    topic, group = unique("grp-coop"), unique("grp")
+    create_topic(bootstrap, topic)
+    with Group(bootstrap, topic, group) as g:
+        a = g.start(client, assignor="cooperative-sticky")
+        b = g.start(client, assignor="cooperative-sticky")
+        wait_balanced([a, b])
+        before = {w.name: w.assignment for w in (a, b)}
+        first = produce(bootstrap, topic, "c1", 2)
+        c = g.start(client, assignor="cooperative-sticky")
+        wait_balanced([a, b, c])
+        for w in (a, b):
+            history = w.assignments()
+            start = history.index(before[w.name])
+            assert all(history[start:]), f"{w.name} lost all its partitions: {history}"
+            assert w.assignment <= before[w.name], f"{w.name} gained partitions: {history}"
+        second = produce(bootstrap, topic, "c2", 2)
+        wait_consumed([a, b, c], first + second)
+        counts = all_values([a, b, c])
+        dups = {v for v, n in counts.items() if n > 1}
+        assert dups <= set().union(*(w.uncommitted_values() for w in (a, b, c)))
+
+
 def scenario_static_member_restart(bootstrap: str, client: str) -> None:
     """(e) a static member (``group.instance.id``) that is killed and restarts within its session
     timeout gets its partitions back without a rebalance: the other member's assignment never

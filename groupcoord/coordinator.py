@@ -38,7 +38,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -1298,6 +1298,3 @@ class _JoinArgs:
     reason: str | None
     supports_skip_assignment: bool
 
-
-# kept for callers that want a typed factory for storage adapters
-StorageFactory = Callable[[], OffsetsStorage]

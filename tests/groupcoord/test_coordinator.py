@@ -870,3 +870,31 @@ async def test_txn_offsets_fencing_and_later_plain_commit_wins() -> None:
     await h.coord.commit_offsets("g", a, 1, {tp: OffsetAndMetadata(4)})  # written after the txn's
     h.coord.complete_transaction(partition_for("g"), 7, True)
     assert h.coord.fetch_offsets("g", [tp])[1][tp].offset == 4
+
+
+def test_batch_storage_reads_transactional_batches_and_markers() -> None:
+    """What the broker's log holds after TxnOffsetCommit + EndTxn: a transactional batch (our
+    build_batch) and a control batch (the transaction coordinator's marker), read back as
+    TxnRecord / TxnMarker so a reloading coordinator publishes only committed offsets."""
+    from groupcoord.storage import TxnMarker, TxnRecord
+    from txn.markers import TxnMarker as Marker
+    from txn.markers import build_marker_batch
+
+    recs = [(OffsetCommitKey("g", "t", 0).encode(), OffsetCommitValue(7, "", 5).encode())]
+    data = (build_batch(recs, producer_id=42, producer_epoch=3)
+            + build_marker_batch(Marker(42, 3, 0, True))
+            + build_batch(recs, producer_id=43, producer_epoch=0)
+            + build_marker_batch(Marker(43, 0, 0, False)))
+    items = list(iter_batch_records(data))
+    assert items == [TxnRecord(42, *recs[0]), TxnMarker(42, True), TxnRecord(43, *recs[0]), TxnMarker(43, False)]
+
+    async def load() -> GroupCoordinator:
+        st = BatchOffsetsStorage(lambda p, d: asyncio.sleep(0, 0),  # type: ignore[arg-type,return-value]
+                                 lambda p: [data] if p == partition_for("g") else [])
+        coord = GroupCoordinator(st, GroupConfig(), ManualScheduler())
+        await coord.startup()
+        return coord
+
+    coord = asyncio.run(load())
+    assert coord.fetch_offsets("g", [("t", 0)])[1][("t", 0)].offset == 7
+    assert coord.groups["g"].pending_txn_offsets == {}
