@@ -252,3 +252,17 @@ def test_static_member_admin_removal_over_the_wire(broker: Any) -> None:
         assert r.error_code == NONE and r.members[0].error_code == NONE
         r = c.roundtrip(DescribeGroupsRequest(groups=["wire-static"]), 4, DescribeGroupsResponse)
         assert r.groups[0].group_state == "Empty"
+
+
+def test_consumer_offsets_hidden_from_metadata_unless_named(broker: Any) -> None:
+    from kafka.protocol.metadata import MetadataRequest, MetadataResponse
+
+    with client(broker) as c:
+        _commit(c, 7, "wire-meta", "wire-meta-topic", {0: 1})  # any group activity; topic need not exist
+        r = c.roundtrip(MetadataRequest(topics=None, allow_auto_topic_creation=False), 9, MetadataResponse)
+        assert "__consumer_offsets" not in {t.name for t in r.topics}
+        T = MetadataRequest.MetadataRequestTopic
+        r = c.roundtrip(MetadataRequest(topics=[T(name="__consumer_offsets", topic_id=None)],
+                                        allow_auto_topic_creation=False), 9, MetadataResponse)
+        (t,) = r.topics
+        assert t.error_code == NONE and t.is_internal and len(t.partitions) == 50
