@@ -19,7 +19,12 @@ the broker's answer against what Apache Kafka does:
   INVALID_RECORD (87), nothing appended;
 * a Produce request whose ``records`` byte-length runs past the frame: closed;
 * random bytes, half-closed by us: whatever comes back is whole frames, then
-  the broker closes.
+  the broker closes;
+* a request for an API and version the broker serves, its body mutated (bytes
+  flipped, inserted, deleted, appended): any answer is a whole frame carrying
+  our correlation id (a close, or a handler that legitimately waits, is fine).
+  CreateTopics and CreatePartitions are left out: a mutated partition count
+  could ask for a billion partitions on the shared test machine.
 
 After every example a separate healthy client must still produce and fetch,
 the broker process must still be alive, and (Samsa) the data dir must pass
@@ -35,10 +40,11 @@ import socket
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import crc32c
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tests.support.brokers import BrokerProcess, SamsaBroker, make_broker
@@ -139,7 +145,12 @@ class Observed:
 
 
 def observe(
-    broker: BrokerProcess, data: bytes, *, half_close: bool = False, want_frames: int = 1
+    broker: BrokerProcess,
+    data: bytes,
+    *,
+    half_close: bool = False,
+    want_frames: int = 1,
+    wait: float = GUARD_S,
 ) -> Observed:
     """Send data on a new connection; collect up to want_frames response frames or a close.
 
@@ -149,7 +160,7 @@ def observe(
     """
     frames: list[bytes] = []
     with socket.create_connection((broker.host, broker.port), timeout=GUARD_S) as sock:
-        sock.settimeout(GUARD_S)
+        sock.settimeout(wait)
         try:
             sock.sendall(data)
             if half_close:
@@ -477,4 +488,75 @@ def test_produce_records_field_overruns_frame(fuzz_broker: BrokerProcess, record
     lie = min(len(batch) + extra, 2**31 - 1)
     struct.pack_into(">i", frame, pos, lie)
     assert_closed(fuzz_broker, bytes(frame), f"records length {lie} with {len(batch)} bytes in the frame")
+    assert_healthy(fuzz_broker)
+
+
+def _request_classes() -> dict[int, Any]:
+    """kafka-python's request class per API key (its JSON-schema generated messages)."""
+    from kafka.protocol import admin, consumer, metadata, producer
+    from kafka.protocol.api_message import ApiMessage
+
+    out: dict[int, Any] = {}
+    for mod in (producer, consumer, metadata, admin):
+        for name in dir(mod):
+            obj = getattr(mod, name)
+            if isinstance(obj, type) and issubclass(obj, ApiMessage) and obj is not ApiMessage:
+                cls: Any = obj
+                if cls.type == "request":
+                    out[cls.API_KEY] = cls
+    return out
+
+
+REQUEST_CLASSES = _request_classes()
+NOT_MUTATED = {19, 37}  # CreateTopics, CreatePartitions: see the module docstring
+MUTATION_CORR = 5150
+
+mutations = st.lists(
+    st.one_of(
+        st.tuples(st.just("flip"), st.floats(0, 1, exclude_max=True), st.integers(1, 255)),
+        st.tuples(st.just("insert"), st.floats(0, 1), st.binary(min_size=1, max_size=8)),
+        st.tuples(st.just("delete"), st.floats(0, 1, exclude_max=True), st.integers(1, 8)),
+        st.tuples(st.just("append"), st.just(1.0), st.binary(min_size=1, max_size=16)),
+    ),
+    min_size=1,
+    max_size=4,
+)
+
+
+def mutate(body: bytes, ops: list[tuple[str, float, Any]]) -> bytes:
+    b = bytearray(body)
+    for op, where, arg in ops:
+        pos = int(where * len(b))
+        if op == "flip" and b:
+            b[min(pos, len(b) - 1)] ^= arg
+        elif op == "insert":
+            b[pos:pos] = arg
+        elif op == "delete":
+            del b[pos : pos + arg]
+        elif op == "append":
+            b += arg
+    return bytes(b)
+
+
+@fuzz_settings(120)
+@given(data=st.data())
+def test_mutated_request_for_served_api(
+    fuzz_broker: BrokerProcess, served: dict[int, tuple[int, int]], data: st.DataObject
+) -> None:
+    keys = sorted(k for k in served if k in REQUEST_CLASSES and k not in NOT_MUTATED)
+    key = data.draw(st.sampled_from(keys), "api_key")
+    cls = REQUEST_CLASSES[key]
+    lo, hi = served[key][0], min(served[key][1], cls.max_version)
+    assume(lo <= hi)
+    version = data.draw(st.integers(lo, hi), "version")
+    req = cls()
+    req.with_header(correlation_id=MUTATION_CORR, client_id="fuzz")
+    payload = bytes(req.encode(version=version, header=True, framed=False))
+    header_len = 2 + 2 + 4 + 2 + len(b"fuzz") + (1 if cls.flexible_version_q(version) else 0)
+    body = mutate(payload[header_len:], data.draw(mutations, "mutations"))
+    frame = payload[:header_len] + body
+    got = observe(fuzz_broker, struct.pack(">i", len(frame)) + frame, want_frames=1, wait=2.0)
+    if got.frames:
+        (corr,) = struct.unpack_from(">i", got.frames[0])
+        assert corr == MUTATION_CORR, f"api {key} v{version}: answer carries correlation id {corr}"
     assert_healthy(fuzz_broker)
