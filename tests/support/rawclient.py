@@ -116,15 +116,20 @@ class RawClient:
         return p.error_code, p.base_offset
 
     # -- Fetch --------------------------------------------------------------
-    def fetch(self, topic: str, partition: int, offset: int, max_bytes: int = 1 << 20):
-        """Fetch from offset; return (error_code, high_watermark, records).
-
-        max_wait_ms=500 with min_bytes=1: answered at once when data is there
-        (some brokers answer max_wait_ms=0 with no partitions at all).
-        """
+    def fetch_raw(self, topic: str, partition: int, offset: int, max_bytes: int = 1 << 20):
+        """Fetch from offset; return (error_code, high_watermark, records bytes exactly as served)."""
         v = self.version_for(FETCH_KEY)
+        resp = self.roundtrip(self._fetch_request(topic, partition, offset, max_bytes), v, FetchResponse)
+        (t,) = resp.responses
+        (p,) = t.partitions
+        return p.error_code, p.high_watermark, bytes(p.records or b"")
+
+    @staticmethod
+    def _fetch_request(topic: str, partition: int, offset: int, max_bytes: int):
+        """max_wait_ms=500 with min_bytes=1: answered at once when data is there
+        (some brokers answer max_wait_ms=0 with no partitions at all)."""
         T = FetchRequest.FetchTopic
-        req = FetchRequest(
+        return FetchRequest(
             replica_id=-1,
             max_wait_ms=500,
             min_bytes=1,
@@ -149,6 +154,11 @@ class RawClient:
             forgotten_topics_data=[],
             rack_id="",
         )
+
+    def fetch(self, topic: str, partition: int, offset: int, max_bytes: int = 1 << 20):
+        """Fetch from offset; return (error_code, high_watermark, decoded records)."""
+        v = self.version_for(FETCH_KEY)
+        req = self._fetch_request(topic, partition, offset, max_bytes)
         resp = self.roundtrip(req, v, FetchResponse)
         (t,) = resp.responses
         (p,) = t.partitions
