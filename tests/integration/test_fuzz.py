@@ -560,3 +560,80 @@ def test_mutated_request_for_served_api(
         (corr,) = struct.unpack_from(">i", got.frames[0])
         assert corr == MUTATION_CORR, f"api {key} v{version}: answer carries correlation id {corr}"
     assert_healthy(fuzz_broker)
+
+
+# -- connection-level behaviour (not hypothesis-driven) -----------------------
+
+
+def test_stalled_connections_do_not_block_others(fuzz_broker: BrokerProcess) -> None:
+    """Fifty connections each stuck half-way through a frame; a healthy client is still served."""
+    stuck = []
+    try:
+        for i in range(50):
+            s = socket.create_connection((fuzz_broker.host, fuzz_broker.port), timeout=GUARD_S)
+            s.sendall(struct.pack(">i", 100 + i) + b"\x00\x12\x00")  # promises 100+ bytes, sends 3
+            stuck.append(s)
+        assert_healthy(fuzz_broker)
+    finally:
+        for s in stuck:
+            s.close()
+    assert_healthy(fuzz_broker)
+
+
+def test_pipelined_responses_come_back_in_request_order(fuzz_broker: BrokerProcess) -> None:
+    """Kafka answers a connection's requests strictly in order, however long each takes.
+
+    A slow Fetch (nothing to read, so it waits max_wait_ms) and an acks=all
+    Produce are pipelined with instant ApiVersions requests in one write; the
+    correlation ids must come back in the order sent.
+    """
+    from kafka.protocol.consumer import FetchRequest
+    from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest
+
+    with RawClient(fuzz_broker.host, fuzz_broker.port) as c:
+        hw = fuzz_high_watermark(fuzz_broker)
+        frames: list[bytes] = []
+        order: list[int] = []
+
+        def add(req: Any, version: int, corr: int) -> None:
+            req.with_header(correlation_id=corr, client_id="pipeline")
+            frames.append(bytes(req.encode(version=version, header=True, framed=True)))
+            order.append(corr)
+
+        T = FetchRequest.FetchTopic
+        slow_fetch = FetchRequest(
+            replica_id=-1,
+            max_wait_ms=800,
+            min_bytes=1,
+            max_bytes=1 << 20,
+            isolation_level=0,
+            session_id=0,
+            session_epoch=-1,
+            topics=[
+                T(
+                    topic=FUZZ_TOPIC,
+                    partitions=[
+                        T.FetchPartition(
+                            partition=0,
+                            current_leader_epoch=-1,
+                            fetch_offset=hw,
+                            log_start_offset=-1,
+                            partition_max_bytes=1 << 20,
+                        )
+                    ],
+                )
+            ],
+            forgotten_topics_data=[],
+            rack_id="",
+        )
+        for round_ in range(3):
+            base = 1000 * (round_ + 1)
+            add(slow_fetch, c.version_for(1), base + 1)
+            add(ApiVersionsRequest(), 0, base + 2)
+            add(produce_request(HEALTH_TOPIC, 0, build_batch([(b"p", b"pipelined", [])])), 7, base + 3)
+            add(MetadataRequest(topics=None, allow_auto_topic_creation=False), 1, base + 4)
+            add(ApiVersionsRequest(), 0, base + 5)
+        c.send_frame(b"".join(frames))
+        got = [struct.unpack_from(">i", c.recv_frame())[0] for _ in order]
+    assert got == order
+    assert_healthy(fuzz_broker)
