@@ -48,7 +48,7 @@ PROGRESS_GUARD_S = 180.0  # liveness bound: fail instead of hanging forever; not
 class AckingProducer:
     """Runs an idempotent Producer on its own thread; records every delivery report."""
 
-    def __init__(self, bootstrap: str, topic: str):
+    def __init__(self, bootstrap: str, topic: str, codec: str = "none"):
         self.topic = topic
         self.acked: dict[int, tuple[int, int]] = {}  # seq -> (partition, offset)
         self.delivery_errors: list[str] = []
@@ -64,6 +64,7 @@ class AckingProducer:
                 "retries": 2147483647,
                 "message.timeout.ms": 0,  # 0 = infinite delivery timeout
                 "linger.ms": 5,
+                "compression.type": codec,
                 "retry.backoff.ms": 100,
                 "reconnect.backoff.ms": 50,
                 "reconnect.backoff.max.ms": 500,
@@ -158,7 +159,8 @@ def consume_all(
     return out
 
 
-def test_sigkill_under_idempotent_producer(broker_factory) -> None:
+@pytest.mark.parametrize("codec", ["none", "zstd"])
+def test_sigkill_under_idempotent_producer(broker_factory, codec: str) -> None:
     broker = broker_factory({"num.partitions": PARTITIONS, "log.segment.bytes": SEGMENT_BYTES})
     if not isinstance(broker, SamsaBroker):
         pytest.skip("needs a broker with durable storage (Tansu runs in memory here)")
@@ -168,7 +170,7 @@ def test_sigkill_under_idempotent_producer(broker_factory) -> None:
         f.result(timeout=30)
     del admin
 
-    producer = AckingProducer(broker.bootstrap, topic)
+    producer = AckingProducer(broker.bootstrap, topic, codec)
     producer.thread.start()
     unacked_at_kill: list[int] = []
     try:
