@@ -5,9 +5,9 @@ to a fixed loopback port and (for Samsa) a fixed data directory, so that
 ``kill()`` followed by ``restart()`` brings the *same* broker back the way an
 operator's supervisor would.  Readiness means two things: the port accepts a
 TCP connection *and* an ApiVersions v0 request is answered with error_code 0.
-The process's stdout/stderr go to a log file that the pytest hooks in
-``tests/conftest.py`` / ``compat_tests/conftest.py`` attach to a failing
-test's report.
+The process's stdout/stderr go to a log file that the report hook in
+``tests/support/fixtures.py`` (star-imported by ``tests/conftest.py`` and
+``compat_tests/conftest.py``) attaches to a failing test's report.
 
 Every process started here is registered in ``_LIVE`` and killed at
 interpreter exit, so a crashed test run never leaves a broker behind on the
