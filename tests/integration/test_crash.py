@@ -288,3 +288,68 @@ def test_sigterm_is_a_clean_shutdown(broker_factory) -> None:
     assert [(o, k, v) for _, o, k, v in records] == [
         (i, f"k{i}".encode(), f"v{i}".encode()) for i in range(6000)
     ]
+
+
+def test_retried_batch_after_sigkill_is_a_duplicate(broker_factory) -> None:
+    """An idempotent batch resent after the broker crashed is recognised, not appended twice.
+
+    Raw protocol, so the retry is certain rather than left to a client's timing:
+    InitProducerId, append batches with sequences 0..4, SIGKILL, restart, then
+    send batch 4 again with the same producer id, epoch and sequence.  Kafka
+    answers a duplicate of one of the last five batches with NONE and the
+    offset it was first written at (the producer state is rebuilt from the
+    snapshot and log on start-up); the log end offset must not move.  The next
+    new sequence must then be accepted right after it.
+    """
+    from kafka.protocol.producer import InitProducerIdRequest, InitProducerIdResponse
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    from tests.support.rawclient import RawClient
+
+    broker = broker_factory({"num.partitions": 1})
+    if not isinstance(broker, SamsaBroker):
+        pytest.skip("needs a broker with durable storage (Tansu runs in memory here)")
+    topic = "dup"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for f in admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)]).values():
+        f.result(timeout=30)
+    del admin
+
+    def batch(pid: int, epoch: int, seq: int, n: int = 10) -> bytes:
+        b = DefaultRecordBatchBuilder(
+            magic=2,
+            compression_type=0,
+            is_transactional=False,
+            producer_id=pid,
+            producer_epoch=epoch,
+            base_sequence=seq,
+            batch_size=1 << 20,
+        )
+        for i in range(n):
+            b.append(i, timestamp=None, key=None, value=f"s{seq + i}".encode(), headers=[])
+        return bytes(b.build())
+
+    with RawClient(broker.host, broker.port) as c:
+        init = c.roundtrip(
+            InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60000),
+            2,
+            InitProducerIdResponse,
+        )
+        assert init.error_code == 0
+        pid, epoch = init.producer_id, init.producer_epoch
+        for k in range(5):
+            assert c.produce(topic, 0, batch(pid, epoch, 10 * k)) == (0, 10 * k)
+
+    broker.kill()
+    broker.restart()
+
+    with RawClient(broker.host, broker.port) as c:
+        assert c.produce(topic, 0, batch(pid, epoch, 40)) == (0, 40), (
+            "a retried batch must get its first offset"
+        )
+        err, hw, _ = c.fetch(topic, 0, 0, max_bytes=1)
+        assert (err, hw) == (0, 50), "the duplicate must not be appended"
+        assert c.produce(topic, 0, batch(pid, epoch, 50)) == (0, 50)
+        err, hw, records = c.fetch(topic, 0, 0)
+        assert (err, hw) == (0, 60)
+        assert [r.value for r in records] == [f"s{i}".encode() for i in range(60)]
