@@ -269,8 +269,9 @@ def test_dump_log(broker: Any, tmp_path: Path) -> None:
     samsa("topics", *b, "--create", "--topic", "dl", "--partitions", "1", "--config", "segment.bytes=600",
           "--config", "index.interval.bytes=100")
     for codec in ("none", "gzip", "snappy", "lz4", "zstd"):
+        # --sync: one record per batch, so no batch outgrows segment.bytes=600 (that is RECORD_LIST_TOO_LARGE)
         samsa("console-producer", *b, "--topic", "dl", "--property", "parse.key=true", "--compression-codec", codec,
-              stdin="".join(f"k{i}\t{codec}-{i}-{'p' * 40}\n" for i in range(10)))
+              "--sync", stdin="".join(f"k{i}\t{codec}-{i}-{'p' * 40}\n" for i in range(10)))
     pdir = Path(broker.data_dir) / "dl-0"
     deadline = time.monotonic() + 10
     while not pdir.exists() and time.monotonic() < deadline:
