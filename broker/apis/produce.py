@@ -10,6 +10,9 @@ unless the topic's ``compression.type`` asks for a codec the producer did not us
 * Idempotence (KIP-98): the log's producer state answers a retried batch with the offset it
   got the first time (NONE), a gap with OUT_OF_ORDER_SEQUENCE_NUMBER and a stale epoch with
   INVALID_PRODUCER_EPOCH; nothing is written in those cases.
+* Transactional batches are verified against the transaction coordinator (KIP-890 part 1):
+  a partition not in the producer's ongoing transaction is refused, so no late or zombie write
+  can open a transaction that no marker will close.
 * Errors are per partition; v8+ adds ``error_message`` (KIP-467). Clients may not write to the
   internal topics (INVALID_TOPIC_EXCEPTION); only the coordinators append there.
 * v3 is the first version with v2 record batches; v9 is flexible (KIP-482); v10-11 add the
@@ -24,6 +27,7 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import DuplicateSequenceError, ErrorCode, KafkaError
 from protocol.records import COMPRESSION_CODES, validate_batches
+from txn.plugin import verify_transactional_produce
 
 from ..metadata import INTERNAL_TOPICS
 from . import RequestContext, api
@@ -61,9 +65,12 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
                     from protocol.recompress import recompress_to  # noqa: PLC0415
 
                     records = recompress_to(records, COMPRESSION_CODES.get(wanted, 0))
-                if req.transactional_id is None and any(h.is_transactional for h in records.batches):
-                    raise KafkaError(ErrorCode.INVALID_TXN_STATE,
-                                     "transactional batch in a request without a transactional id")
+                if any(h.is_transactional for h in records.batches):
+                    # KIP-890 part 1: only into a partition of the producer's open transaction
+                    code = verify_transactional_produce(broker, req.transactional_id, name, pdata.index,
+                                                        records.batches)
+                    if code:
+                        raise KafkaError(code, "the partition is not part of the producer's open transaction")
                 info = part.append(records, required_acks=acks)
                 base_offset, append_time, start_offset = info.first_offset, info.log_append_time, \
                     info.log_start_offset
