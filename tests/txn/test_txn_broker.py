@@ -343,3 +343,19 @@ def test_txnindex_files_across_segment_rolls(broker_factory: Any) -> None:
         assert kept == committed
     finally:
         c.close()
+
+
+def test_produce_outside_the_transaction_is_refused(conn: Conn) -> None:
+    """KIP-890 verification: no hanging transaction from a late or zombie Produce."""
+    c = conn
+    pid, epoch = init(c, "raw-6")
+    # not added with AddPartitionsToTxn: refused, nothing written, the LSO does not move
+    assert produce(c, "raw-6", pid, epoch, 0, [b"sneaky"], partition=1).error_code == 48  # INVALID_TXN_STATE
+    assert add(c, "raw-6", pid, epoch, [1]) == {1: 0}
+    assert produce(c, "raw-6", pid, epoch, 0, [b"ok"], partition=1).error_code == 0
+    assert end(c, "raw-6", pid, epoch, commit=True) == 0
+    # a Produce arriving after the commit completed would open a transaction no marker closes
+    assert produce(c, "raw-6", pid, epoch, 1, [b"late"], partition=1).error_code == 48
+    p = fetch(c, 1, partition=1)
+    assert p.last_stable_offset == p.high_watermark == 2
+    assert [v for ctl, v in records(p.records) if not ctl] == [b"ok"]
