@@ -56,17 +56,15 @@ from typing import Any
 
 import crc32c as _crc32c
 
+from protocol.recompress import compress
 from protocol.records import (
     ATTR_DELETE_HORIZON,
-    COMPRESSION_GZIP,
-    COMPRESSION_LZ4,
     COMPRESSION_NONE,
-    COMPRESSION_SNAPPY,
-    COMPRESSION_ZSTD,
     HEADER_SIZE,
     BatchHeader,
     decompress,
     read_header,
+    read_varint,
 )
 
 from .segment import DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment, filename_prefix
@@ -156,17 +154,6 @@ class OffsetMap:
 
 # --- records ----------------------------------------------------------------------------------
 
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-
-
 def _zigzag(n: int) -> bytes:
     v = (n << 1) ^ (n >> 63)
     out = bytearray()
@@ -195,35 +182,19 @@ def parse_records(batch: bytes, h: BatchHeader) -> list[Record]:
     out = []
     pos, end = 0, len(raw)
     while pos < end:
-        length, pos = _varint(raw, pos)
+        length, pos = read_varint(raw, pos)
         rec_end = pos + length
         p = pos + 1
-        ts_delta, p = _varint(raw, p)
+        ts_delta, p = read_varint(raw, p)
         ts_end = p - pos
-        off_delta, p = _varint(raw, p)
-        klen, p = _varint(raw, p)
+        off_delta, p = read_varint(raw, p)
+        klen, p = read_varint(raw, p)
         key = None if klen < 0 else raw[p:p + klen]
         p += max(klen, 0)
-        vlen, p = _varint(raw, p)
+        vlen, p = read_varint(raw, p)
         out.append(Record(off_delta, ts_delta, key, vlen < 0, raw[pos:rec_end], ts_end))
         pos = rec_end
     return out
-
-
-def _compress(codec: int, data: bytes) -> bytes:
-    from kafka import codec as kc
-
-    if codec == COMPRESSION_NONE:
-        return data
-    if codec == COMPRESSION_GZIP:
-        return bytes(kc.gzip_encode(data))
-    if codec == COMPRESSION_SNAPPY:
-        return bytes(kc.snappy_encode(data))  # xerial framing, as the Java producer writes
-    if codec == COMPRESSION_LZ4:
-        return bytes(kc.lz4_encode(data))
-    if codec == COMPRESSION_ZSTD:
-        return bytes(kc.zstd_encode(data))
-    raise ValueError(f"unknown codec {codec}")
 
 
 def build_batch(h: BatchHeader, records: list[Record], *, delete_horizon: int | None) -> bytes:
@@ -252,7 +223,7 @@ def build_batch(h: BatchHeader, records: list[Record], *, delete_horizon: int | 
         max_ts = max(max_ts, base_ts + r.timestamp_delta)
     if h.timestamp_type == 1 or not records:
         max_ts = h.max_timestamp
-    payload = _compress(h.compression, b"".join(parts)) if records else b""
+    payload = compress(h.compression, b"".join(parts)) if records else b""
     batch_length = HEADER_SIZE - 12 + len(payload)
     head = bytearray(_HEADER.pack(h.base_offset, batch_length, h.partition_leader_epoch, 2, 0, attrs,
                                   h.last_offset_delta, new_base, max_ts, h.producer_id, h.producer_epoch,

@@ -44,7 +44,32 @@ def _touch(path: Path) -> None:
     os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o644))
 
 
-class OffsetIndex:
+class _IndexFile:
+    """The file behind an index: opened lazily (old segments keep no index fd), fsync, rename."""
+
+    path: Path
+    _fd: int
+
+    def _open(self) -> int:
+        if self._fd < 0:
+            self._fd = _open_rw(self.path)
+        return self._fd
+
+    def flush(self) -> None:
+        if self._fd >= 0:
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def rename_to(self, path: Path) -> None:
+        os.rename(self.path, path)
+        self.path = path
+
+
+class OffsetIndex(_IndexFile):
     """Sparse offset -> file position map of one segment.
 
     Invariants: relative offsets and positions are both strictly increasing; relative offsets
@@ -160,27 +185,8 @@ class OffsetIndex:
     def reset(self) -> None:
         self._truncate_entries(0)
 
-    # -- file -----------------------------------------------------------------------------
-    def _open(self) -> int:
-        if self._fd < 0:
-            self._fd = _open_rw(self.path)
-        return self._fd
 
-    def flush(self) -> None:
-        if self._fd >= 0:
-            os.fsync(self._fd)
-
-    def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-
-    def rename_to(self, path: Path) -> None:
-        os.rename(self.path, path)
-        self.path = path
-
-
-class TimeIndex:
+class TimeIndex(_IndexFile):
     """Sparse timestamp -> offset map of one segment.
 
     Invariants: timestamps strictly increasing (an entry is added only when the segment's
@@ -276,20 +282,3 @@ class TimeIndex:
     def reset(self) -> None:
         self.truncate_to(self.base_offset)
 
-    def _open(self) -> int:
-        if self._fd < 0:
-            self._fd = _open_rw(self.path)
-        return self._fd
-
-    def flush(self) -> None:
-        if self._fd >= 0:
-            os.fsync(self._fd)
-
-    def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-
-    def rename_to(self, path: Path) -> None:
-        os.rename(self.path, path)
-        self.path = path
