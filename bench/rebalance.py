@@ -131,21 +131,31 @@ class Member:
     def __init__(self, bootstrap: str, group: str, topic: str, name: str) -> None:
         from confluent_kafka import Consumer
 
-        self.consumer = Consumer(consumer_conf(bootstrap, group, name))
+        conf = consumer_conf(bootstrap, group, name)
+        self.consumer = Consumer(conf)
+        cooperative = conf["partition.assignment.strategy"] == "cooperative-sticky"
         self.assigned: set[int] = set()
         self.assign_times: list[float] = []
         self.lock = threading.Lock()
         self.stop = threading.Event()
         self.closed = threading.Event()
 
+        # Eager callbacks carry the whole new assignment / the whole revoked set; cooperative
+        # ones (KIP-429) carry deltas: the assignment is then assigned minus revoked.
         def on_assign(c: Any, parts: list[Any]) -> None:
             with self.lock:
-                self.assigned = {p.partition for p in parts}
+                if cooperative:
+                    self.assigned |= {p.partition for p in parts}
+                else:
+                    self.assigned = {p.partition for p in parts}
                 self.assign_times.append(time.perf_counter())
 
         def on_revoke(c: Any, parts: list[Any]) -> None:
             with self.lock:
-                self.assigned = set()
+                if cooperative:
+                    self.assigned -= {p.partition for p in parts}
+                else:
+                    self.assigned = set()
 
         self.consumer.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke)
         self.thread = threading.Thread(target=self._run, daemon=True)

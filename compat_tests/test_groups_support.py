@@ -392,9 +392,24 @@ class Group:
 
 
 def kcat_translator() -> Callable[[str], str | None]:
-    """kcat -G's rebalance notices -> ``ASSIGN`` lines (eager ``assigned:``/``revoked:``, and
-    cooperative ``incremental assignment``/``incremental unassignment`` deltas); its
-    ``-f 'MSG %p %o %s'`` lines pass through."""
+    """kcat -G's rebalance notices -> ``ASSIGN`` lines; its ``-f 'MSG %p %o %s'`` lines pass through.
+
+    kcat prints one notice per rebalance callback (captured from kcat 1.7 / librdkafka 2.x):
+
+    * eager protocol, the whole new assignment or the whole revoked set::
+
+        % Group g rebalanced (memberid M): assigned: t [0], t [1]
+        % Group g rebalanced (memberid M): revoked: t [0], t [1]
+
+    * cooperative protocol (KIP-429), *deltas* against what the member already owns::
+
+        % Group g rebalanced: incremental assignment of 2 partition(s) (memberid M, COOPERATIVE rebalance protocol): t [3], t [0]
+        % Group g rebalanced: incremental revoke of 3 partition(s) (memberid M, COOPERATIVE rebalance protocol): t [0], t [1], t [2]
+
+    so the member's assignment is the union of incremental assignments minus incremental revokes.
+    A notice of an unknown shape is kept as a diagnostic only: guessing would record a revoked
+    set as the assignment (the flaky ``assignment never balanced`` of issue 13).
+    """
     current: set[tuple[str, int]] = set()
 
     def translate(line: str) -> str | None:
@@ -402,25 +417,29 @@ def kcat_translator() -> Callable[[str], str | None]:
             return line
         if not (line.startswith("% Group") and "rebalanced" in line):
             return None
-        head, _, rest = line.rpartition("): ")
-        kind = ""
+        head, sep, rest = line.rpartition("): ")
+        if not sep:
+            return None
+        tps = set()
         for prefix in ("assigned: ", "revoked: "):
             if rest.startswith(prefix):
-                kind, rest = prefix.strip(": "), rest[len(prefix):]
-        tps = set()
+                rest = rest[len(prefix):]
         for item in rest.split(", "):
             topic, _, part = item.strip().rpartition(" [")
             if part.rstrip("]").isdigit():
                 tps.add((topic, int(part.rstrip("]"))))
-        if "incremental unassignment" in head:
+        incremental = "incremental " in head
+        if incremental and ("incremental revoke" in head or "incremental unassignment" in head):
             current.difference_update(tps)
-        elif "incremental assignment" in head:
+        elif incremental and "incremental assignment" in head:
             current.update(tps)
-        elif kind == "revoked":
+        elif not incremental and line[len(head) + 3:].startswith("assigned: "):
+            current.clear()
+            current.update(tps)
+        elif not incremental and line[len(head) + 3:].startswith("revoked: "):
             current.clear()
         else:
-            current.clear()
-            current.update(tps)
+            return None
         return f"ASSIGN {_fmt_assignment(current)}"
     return translate
 
