@@ -12,7 +12,6 @@ partition counts only grow; the topic id never changes for the life of a topic.
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
 import os
@@ -22,6 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from protocol import kafka_uuid
 from protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger("samsa.metadata")
@@ -47,7 +47,7 @@ def validate_topic_name(name: str | None) -> None:
 
 def topic_id_base64(topic_id: uuid.UUID) -> str:
     """Kafka's textual form of a Uuid: URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
+    return kafka_uuid.to_string(topic_id)
 
 
 @dataclass
@@ -62,7 +62,7 @@ class TopicInfo:
         return self.name in INTERNAL_TOPICS
 
     def to_json(self) -> dict[str, object]:
-        return {"topic_id": str(self.topic_id), "partitions": self.num_partitions, "configs": self.configs}
+        return {"topic_id": kafka_uuid.to_string(self.topic_id), "partitions": self.num_partitions, "configs": self.configs}
 
 
 class TopicRegistry:
@@ -81,7 +81,7 @@ class TopicRegistry:
         data = json.loads(self.path.read_text())
         self.cluster_id = data.get("cluster_id", "")
         for name, t in data.get("topics", {}).items():
-            info = TopicInfo(name, uuid.UUID(t["topic_id"]), int(t["partitions"]), dict(t.get("configs", {})))
+            info = TopicInfo(name, kafka_uuid.from_string(t["topic_id"]), int(t["partitions"]), dict(t.get("configs", {})))
             self._topics[name] = info
             self._by_id[info.topic_id] = info
         log.info("Loaded metadata for %d topics from %s", len(self._topics), self.path)

@@ -16,10 +16,27 @@ import argparse
 import json
 import logging
 import sys
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TextIO
 
+from protocol import kafka_uuid
+
 CLIENT_ID = "samsa-cli"
+
+
+def format_uuid(value: Any) -> str | None:
+    """A topic or cluster id as Kafka's tools print it (URL-safe base64, ``J7Rg-Pv8RMiFqNEelCWqKg``);
+    None for a missing or zero id. Accepts what clients hand back: ``uuid.UUID``, 16 bytes, or text."""
+    if value is None or value == "":
+        return None
+    u = value if isinstance(value, uuid.UUID) else None
+    if u is None:
+        try:
+            u = uuid.UUID(bytes=value) if isinstance(value, bytes) else kafka_uuid.from_string(str(value))
+        except ValueError:
+            return str(value)  # not an id we know how to read: show it as it came
+    return None if u == kafka_uuid.ZERO else kafka_uuid.to_string(u)
 
 
 class ToolError(Exception):

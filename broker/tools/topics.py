@@ -19,6 +19,7 @@ from ._common import (
     add_output,
     admin_client,
     error_name,
+    format_uuid,
     parse_properties,
     print_json,
     print_table,
@@ -91,7 +92,7 @@ def _create(admin: Any, args: argparse.Namespace) -> int | None:
     err = error_name(t["error_code"])
     if err == "TOPIC_ALREADY_EXISTS" and args.if_not_exists:
         err = None
-    doc = {"topic": t["name"], "topic_id": str(t.get("topic_id") or "") or None,
+    doc = {"topic": t["name"], "topic_id": format_uuid(t.get("topic_id")),
            "partitions": t.get("num_partitions"), "replication_factor": t.get("replication_factor"),
            "validate_only": args.validate_only, "error": err, "error_message": t.get("error_message")}
     if args.json:
@@ -146,7 +147,7 @@ def describe_topics_doc(admin: Any, names: list[str]) -> list[dict[str, Any]]:
         parts = sorted(t["partitions"], key=lambda p: p["partition_index"])
         out.append({
             "topic": t["name"],
-            "topic_id": str(t.get("topic_id")) if t.get("topic_id") else None,
+            "topic_id": format_uuid(t.get("topic_id")),
             "is_internal": t.get("is_internal", False),
             "error": error_name(t.get("error_code", 0)),
             "partition_count": len(parts),

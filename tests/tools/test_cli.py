@@ -12,6 +12,7 @@ files the broker wrote.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -60,6 +61,13 @@ def test_topics_lifecycle(broker: Any) -> None:
     assert desc["configs"] == {"retention.ms": "3600000", "cleanup.policy": "compact"}
     table = samsa("topics", *b, "--describe", "--topic", "orders").stdout
     assert "PartitionCount: 3" in table and "cleanup.policy=compact" in table
+    # The topic id in Kafka's spelling (URL-safe base64, 22 characters) everywhere: the table, the
+    # JSON, the broker's log line and the partition.metadata file the broker wrote.
+    tid = desc["topic_id"]
+    assert re.fullmatch(r"[A-Za-z0-9_-]{22}", tid), tid
+    assert f"TopicId: {tid}\t" in table
+    assert f"topic_id: {tid}" in (broker.data_dir / "orders-0" / "partition.metadata").read_text()
+    assert f"Created topic orders with topic ID {tid}" in broker.log_text()
     with_overrides = samsa_json("topics", *b, "--describe", "--topics-with-overrides")
     assert [t["topic"] for t in with_overrides] == ["orders"]
 
