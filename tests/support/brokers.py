@@ -149,6 +149,18 @@ class BrokerProcess:
         rc = self._signal_and_wait(signal.SIGTERM, timeout=timeout)
         return rc
 
+    def pause(self) -> None:
+        """SIGSTOP: the process freezes with its sockets open (a GC pause or a hung machine)."""
+        if self.is_running():
+            assert self.proc is not None
+            self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """SIGCONT after pause()."""
+        if self.is_running():
+            assert self.proc is not None
+            self.proc.send_signal(signal.SIGCONT)
+
     def restart(self, timeout: float = 30.0) -> BrokerProcess:
         """Start again on the same port and data dir (after kill() or stop())."""
         if self.is_running():
@@ -161,6 +173,8 @@ class BrokerProcess:
             return None
         if proc.poll() is None:
             try:
+                if sig != signal.SIGKILL:
+                    proc.send_signal(signal.SIGCONT)  # a paused process cannot act on SIGTERM
                 proc.send_signal(sig)
             except ProcessLookupError:
                 pass
