@@ -1,11 +1,13 @@
 """The ``samsa`` operator commands, modelled on Kafka's ``bin/kafka-*.sh`` scripts.
 
 ``register(subparsers)`` adds ``topics``, ``configs``, ``consumer-groups``,
-``console-producer``, ``console-consumer``, ``dump-log`` and ``get-offsets`` to an
+``console-producer``, ``console-consumer``, ``dump-log``, ``get-offsets`` and ``cluster`` to an
 argparse sub-parser set (``broker/cli.py`` adds them beside ``samsa broker``). Each
 sub-parser sets ``func``: a callable taking the parsed namespace and returning the exit
 status. All commands but ``dump-log`` talk to a broker over the Kafka wire protocol only,
 so they work unchanged against Kafka itself; this package never imports broker internals.
+``cluster`` (a local ZooKeeper and brokers for development) manages processes, and reads the
+brokers through the protocol too.
 """
 
 from __future__ import annotations
@@ -14,9 +16,18 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from . import configs, console_consumer, console_producer, consumer_groups, dump_log, get_offsets, topics
+from . import (
+    cluster,
+    configs,
+    console_consumer,
+    console_producer,
+    consumer_groups,
+    dump_log,
+    get_offsets,
+    topics,
+)
 
-COMMANDS = (topics, configs, consumer_groups, console_producer, console_consumer, dump_log, get_offsets)
+COMMANDS = (topics, configs, consumer_groups, console_producer, console_consumer, dump_log, get_offsets, cluster)
 
 
 def register(subparsers: Any) -> None:
