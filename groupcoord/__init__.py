@@ -1,7 +1,11 @@
 """Samsa's group coordinator: Kafka's classic consumer-group protocol and committed offsets.
 
-* :mod:`groupcoord.coordinator` -- :class:`GroupCoordinator`, the single owner of group state
-  (JoinGroup/SyncGroup/Heartbeat/LeaveGroup, offsets, describe/list/delete, retention).
+* :mod:`groupcoord.coordinator` -- :class:`GroupCoordinator`, the single owner of group state:
+  lifecycle, ``replay()`` dispatch, describe/list/delete. It composes, as Kafka's coordinator
+  does, :mod:`groupcoord.classic` (JoinGroup/SyncGroup/Heartbeat/LeaveGroup) and
+  :mod:`groupcoord.offsets` (OffsetCommit/OffsetFetch/TxnOffsetCommit/OffsetDelete, retention)
+  over :mod:`groupcoord.shard` (storage, clock, ownership, the write path).
+* :mod:`groupcoord.config` -- the broker properties it reads.
 * :mod:`groupcoord.group` / :mod:`groupcoord.state` -- a group's members and its state machine.
 * :mod:`groupcoord.records` -- the ``__consumer_offsets`` record schemas and partitioning.
 * :mod:`groupcoord.storage` -- the small log interface the coordinator writes through.

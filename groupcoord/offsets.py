@@ -1,0 +1,321 @@
+"""Committed offsets: Kafka's ``OffsetMetadataManager``.
+
+OffsetCommit writes an OffsetCommit record per partition (a tombstone when an offset is deleted
+or expires); TxnOffsetCommit writes them in a transactional batch that stays pending until the
+transaction's marker (:meth:`OffsetMetadataManager.complete_transaction`). Offsets belong to a
+group of either type: a classic group validates member id and generation, a consumer group
+(KIP-848) member id and member epoch. :meth:`OffsetMetadataManager.replay_offset_commit` is the
+one path that applies an offset record, live and at load.
+
+Retention (``offsets.retention.minutes``, KIP-211) runs every
+``offsets.retention.check.interval.ms``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from protocol.errors import ErrorCode
+
+from .group import (
+    CONSUMER_PROTOCOL_TYPE,
+    GroupMetadata,
+    OffsetAndMetadata,
+    parse_subscription_topics,
+)
+from .records import (
+    OffsetCommitKey,
+    OffsetCommitValue,
+    Record,
+    group_metadata_record,
+    offset_commit_record,
+)
+from .shard import UNKNOWN_MEMBER_ID, CoordinatorShard, TopicPartition, _map_store_error
+from .state import GroupState
+
+log = logging.getLogger("groupcoord.coordinator")
+
+
+@dataclass(slots=True)
+class PartitionOffset:
+    offset: int = -1
+    leader_epoch: int = -1
+    metadata: str = ""
+    error: ErrorCode = ErrorCode.NONE
+
+
+
+class OffsetMetadataManager(CoordinatorShard):
+    """OffsetCommit, OffsetFetch, TxnOffsetCommit, OffsetDelete, and offsets retention."""
+
+    # ==========================================================================================
+
+    async def commit_offsets(self, group_id: str, member_id: str, generation_id: int,
+                             offsets: Mapping[TopicPartition, OffsetAndMetadata], *,
+                             group_instance_id: str | None = None,
+                             retention_ms: int = -1) -> dict[TopicPartition, ErrorCode]:
+        """OffsetCommit. ``generation_id`` -1 with an empty member id commits for a group that
+        does not use the coordinator's membership (simple consumers, admin tools)."""
+        def all_(code: ErrorCode) -> dict[TopicPartition, ErrorCode]:
+            return dict.fromkeys(offsets, code)
+
+        err = self._validate(group_id, allow_empty_id=True)
+        if err:
+            return all_(err)
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation_id >= 0:
+                # A generation the coordinator never issued.
+                return all_(ErrorCode.ILLEGAL_GENERATION)
+            group = GroupMetadata(group_id, current_state_timestamp=self.scheduler.now_ms())
+            self.groups[group_id] = group
+        elif group.is_in(GroupState.DEAD):
+            return all_(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        elif group.is_static_member_fenced(group_instance_id, member_id):
+            return all_(ErrorCode.FENCED_INSTANCE_ID)
+        elif generation_id < 0 and group.is_in(GroupState.EMPTY):
+            pass
+        elif group.is_in(GroupState.COMPLETING_REBALANCE):
+            # The member will get a new assignment: its offsets may be for partitions it loses.
+            return all_(ErrorCode.REBALANCE_IN_PROGRESS)
+        elif not group.has(member_id):
+            return all_(ErrorCode.UNKNOWN_MEMBER_ID)
+        elif generation_id != group.generation_id:
+            return all_(ErrorCode.ILLEGAL_GENERATION)
+        else:
+            # PreparingRebalance is fine: members commit before they rejoin (onPartitionsRevoked).
+            self._schedule_heartbeat(group, group.get(member_id))
+        now = self.scheduler.now_ms()
+        results: dict[TopicPartition, ErrorCode] = {}
+        records: list[Record] = []
+        for (topic, partition), om in offsets.items():
+            metadata = om.metadata or ""
+            if len(metadata.encode("utf-8")) > self.config.offset_metadata_max_bytes:
+                results[(topic, partition)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+                continue
+            value = OffsetCommitValue(om.offset, metadata, now, om.leader_epoch,
+                                      now + retention_ms if retention_ms >= 0 else -1)
+            records.append(offset_commit_record(group_id, topic, partition, value))
+            results[(topic, partition)] = ErrorCode.NONE
+        if not records:
+            return results
+        try:
+            await self._write(group_id, records)
+        except Exception as e:
+            code = _map_store_error(e, commit=True)
+            log.warning("offset commit for group %s failed: %s", group_id, e)
+            return {tp: (code if c == ErrorCode.NONE else c) for tp, c in results.items()}
+        return results
+
+    def fetch_offsets(self, group_id: str, partitions: list[TopicPartition] | None,
+                      require_stable: bool = False,
+                      ) -> tuple[ErrorCode, dict[TopicPartition, PartitionOffset]]:
+        """OffsetFetch. ``partitions=None`` means every partition with a committed offset.
+        ``require_stable`` (KIP-447): a partition with transactional offsets awaiting their
+        marker answers UNSTABLE_OFFSET_COMMIT, and the client retries."""
+        err = self._validate(group_id, allow_empty_id=True)
+        if err:
+            return err, {}
+        group = self.groups.get(group_id)
+        if group is None or group.is_in(GroupState.DEAD):
+            return ErrorCode.NONE, {tp: PartitionOffset() for tp in partitions or []}
+        if partitions is None:
+            partitions = sorted(group.offsets)
+        unstable: set[TopicPartition] = set()
+        if require_stable:
+            for pending in group.pending_txn_offsets.values():
+                unstable.update(pending)
+        out = {}
+        for tp in partitions:
+            om = group.offsets.get(tp)
+            if tp in unstable:
+                out[tp] = PartitionOffset(error=ErrorCode.UNSTABLE_OFFSET_COMMIT)
+            else:
+                out[tp] = PartitionOffset() if om is None else \
+                    PartitionOffset(om.offset, om.leader_epoch, om.metadata)
+        return ErrorCode.NONE, out
+
+    async def txn_commit_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
+                                 member_id: str, generation_id: int,
+                                 group_instance_id: str | None,
+                                 offsets: Mapping[TopicPartition, OffsetAndMetadata],
+                                 ) -> dict[TopicPartition, ErrorCode]:
+        """TxnOffsetCommit: write the offsets now as one transactional batch; they become the
+        group's committed offsets when the COMMIT marker arrives (:meth:`complete_transaction`)
+        and vanish on ABORT. v3+ (KIP-447) sends member id and generation to fence zombies;
+        an empty member id / generation -1 skips those checks, as in Kafka."""
+        def all_(code: ErrorCode) -> dict[TopicPartition, ErrorCode]:
+            return dict.fromkeys(offsets, code)
+
+        err = self._validate(group_id)
+        if err:
+            return all_(err)
+        group = self.groups.get(group_id)
+        if group is None:
+            group = GroupMetadata(group_id, current_state_timestamp=self.scheduler.now_ms())
+            self.groups[group_id] = group
+        if group.is_in(GroupState.DEAD):
+            return all_(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if group.is_static_member_fenced(group_instance_id, member_id):
+            return all_(ErrorCode.FENCED_INSTANCE_ID)
+        if member_id != UNKNOWN_MEMBER_ID and not group.has(member_id):
+            return all_(ErrorCode.UNKNOWN_MEMBER_ID)
+        if generation_id >= 0 and generation_id != group.generation_id:
+            return all_(ErrorCode.ILLEGAL_GENERATION)
+        now = self.scheduler.now_ms()
+        results: dict[TopicPartition, ErrorCode] = {}
+        records: list[Record] = []
+        for (topic, partition), om in offsets.items():
+            metadata = om.metadata or ""
+            if len(metadata.encode("utf-8")) > self.config.offset_metadata_max_bytes:
+                results[(topic, partition)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+                continue
+            records.append(offset_commit_record(group_id, topic, partition, OffsetCommitValue(
+                om.offset, metadata, now, om.leader_epoch)))
+            results[(topic, partition)] = ErrorCode.NONE
+        if records:
+            try:
+                await self._write(group_id, records, producer_id=producer_id,
+                                  producer_epoch=producer_epoch)
+            except Exception as e:
+                code = _map_store_error(e, commit=True)
+                return {tp: (code if c == ErrorCode.NONE else c) for tp, c in results.items()}
+        return results
+
+    def complete_transaction(self, offsets_partition: int, producer_id: int, commit: bool) -> None:
+        """The marker of ``producer_id``'s transaction reached ``offsets_partition`` (live, or
+        while loading): publish its pending offsets on COMMIT, drop them on ABORT."""
+        self._seq += 1
+        for group in self.groups.values():
+            if self._partition(group.group_id) != offsets_partition:
+                continue
+            pending = group.pending_txn_offsets.pop(producer_id, None)
+            if not pending or not commit:
+                continue
+            for tp, om in pending.items():
+                current = group.offsets.get(tp)
+                if current is None or current.seq < om.seq:
+                    group.offsets[tp] = om
+
+    async def delete_offsets(self, group_id: str, partitions: list[TopicPartition],
+                             ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+        """OffsetDelete (KIP-496): only offsets of topics the group does not consume."""
+        err = self._validate(group_id)
+        if err:
+            return err, {}
+        group = self.groups.get(group_id)
+        if group is None or group.is_in(GroupState.DEAD):
+            return ErrorCode.GROUP_ID_NOT_FOUND, {}
+        results: dict[TopicPartition, ErrorCode] = {}
+        if group.is_in(GroupState.EMPTY):
+            subscribed: set[str] = set()
+        elif group.protocol_type == CONSUMER_PROTOCOL_TYPE:
+            subscribed = self._subscribed_topics_all_protocols(group)
+        else:
+            return ErrorCode.NON_EMPTY_GROUP, {}
+        records = []
+        for tp in partitions:
+            if tp[0] in subscribed:
+                results[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+                continue
+            results[tp] = ErrorCode.NONE
+            if tp in group.offsets:
+                records.append(offset_commit_record(group_id, tp[0], tp[1], None))
+        if records:
+            try:
+                await self._write(group_id, records)
+            except Exception as e:
+                return _map_store_error(e, commit=False), {}
+        return ErrorCode.NONE, results
+
+    def _subscribed_topics_all_protocols(self, group: GroupMetadata) -> set[str]:
+        topics: set[str] = set()
+        for m in group.members.values():
+            meta = m.metadata(group.protocol_name) if group.protocol_name else \
+                (m.protocols[0][1] if m.protocols else b"")
+            try:
+                topics.update(parse_subscription_topics(meta))
+            except Exception:
+                pass
+        return topics
+
+    # ==========================================================================================
+    # DescribeGroups, ListGroups, DeleteGroups
+
+    # retention
+    # ==========================================================================================
+
+    def _schedule_retention(self) -> None:
+        def fire() -> None:
+            if self.active:
+                self._spawn(self.expire_offsets())
+                self._schedule_retention()
+        self._retention_timer = self.scheduler.call_later(
+            self.config.offsets_retention_check_interval_ms, fire)
+
+    async def expire_offsets(self) -> int:
+        """``offsets.retention.minutes`` (KIP-211): an Empty group's offsets expire that long after
+        it became Empty; a live consumer group's offsets expire only for topics it no longer
+        subscribes to. An explicit expire timestamp (OffsetCommit v2-v4) wins. An Empty group
+        left with no offsets is deleted. Returns the number of offsets removed."""
+        now = self.scheduler.now_ms()
+        retention = self.config.offsets_retention_minutes * 60_000
+        removed = 0
+        for group in list(self.groups.values()):
+            if self._partition(group.group_id) not in self._owned or group.is_in(GroupState.DEAD):
+                continue
+            if group.is_in(GroupState.EMPTY):
+                subscribed: set[str] = set()
+            elif group.is_in(GroupState.STABLE) and group.subscribed_topics() is not None:
+                subscribed = group.subscribed_topics() or set()
+            else:
+                continue
+            expired = []
+            for tp, om in group.offsets.items():
+                if tp[0] in subscribed:
+                    continue
+                if om.expire_timestamp >= 0:
+                    if now >= om.expire_timestamp:
+                        expired.append(tp)
+                    continue
+                base = group.current_state_timestamp \
+                    if group.is_in(GroupState.EMPTY) and group.current_state_timestamp >= 0 \
+                    else om.commit_timestamp
+                if now - base >= retention:
+                    expired.append(tp)
+            records = [offset_commit_record(group.group_id, t, p, None) for t, p in expired]
+            drop_group = group.is_in(GroupState.EMPTY) and len(expired) == len(group.offsets) \
+                and not group.pending_members
+            if drop_group:
+                group.transition_to(GroupState.DEAD, now)
+                records.append(group_metadata_record(group.group_id, None))
+            if not records:
+                continue
+            try:
+                await self._write(group.group_id, records)
+                removed += len(expired)
+            except Exception as e:
+                log.warning("expiring offsets of group %s failed: %s", group.group_id, e)
+        return removed
+
+    # ==========================================================================================
+
+    def replay_offset_commit(self, k: OffsetCommitKey, value: bytes | None, producer_id: int) -> None:
+        group = self.groups.get(k.group)
+        tp = (k.topic, k.partition)
+        if value is None:
+            if group is not None:
+                group.offsets.pop(tp, None)
+            return
+        v = OffsetCommitValue.decode(value)
+        if group is None:
+            group = GroupMetadata(k.group, current_state_timestamp=v.commit_timestamp)
+            self.groups[k.group] = group
+        om = OffsetAndMetadata(v.offset, v.leader_epoch, v.metadata, v.commit_timestamp,
+                               v.expire_timestamp, self._seq)
+        if producer_id >= 0:
+            group.pending_txn_offsets.setdefault(producer_id, {})[tp] = om
+        else:
+            group.offsets[tp] = om
