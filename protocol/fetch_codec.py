@@ -35,7 +35,10 @@ class PartitionData:
     log_start_offset: int = -1
     aborted_transactions: list[tuple[int, int]] | None = None  # (producer_id, first_offset)
     preferred_read_replica: int = -1
-    records: Region | bytes | None = None
+    # Never null: Kafka answers every partition, an error partition included, with records
+    # (MemoryRecords.EMPTY there). librdkafka reads a null records field in a flexible Fetch as
+    # an invalid MessageSetSize and throws away the whole response, error codes and all.
+    records: Region | bytes = b""
 
 
 @dataclass(slots=True)
@@ -102,19 +105,16 @@ def encode_fetch_response(version: int, correlation_id: int, topics: Sequence[To
                         buf += b"\x00"
             if version >= 11:
                 buf += _i32(p.preferred_read_replica)
-            rec = p.records
-            if rec is None:
-                buf += b"\x00" if flexible else _i32(-1)
-            else:
-                size = len(rec) if isinstance(rec, (bytes, bytearray)) else rec.size
-                buf += _uvarint(size + 1) if flexible else _i32(size)
-                if size:
-                    if isinstance(rec, (bytes, bytearray)):
-                        buf += rec
-                    else:
-                        chunks.append(bytes(buf))
-                        chunks.append(rec)
-                        buf = bytearray()
+            rec = p.records if p.records is not None else b""
+            size = len(rec) if isinstance(rec, (bytes, bytearray)) else rec.size
+            buf += _uvarint(size + 1) if flexible else _i32(size)
+            if size:
+                if isinstance(rec, (bytes, bytearray)):
+                    buf += rec
+                else:
+                    chunks.append(bytes(buf))
+                    chunks.append(rec)
+                    buf = bytearray()
             if flexible:
                 buf += b"\x00"  # partition tagged fields
         if flexible:

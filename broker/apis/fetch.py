@@ -74,13 +74,13 @@ def _read_all(rm: Any, wanted: list[Any], isolation: int, max_bytes: int) -> tup
         rows: list[tuple[Any, ...]] = []
         for fp in fparts:
             if name is None:
-                rows.append((fp.partition, ErrorCode.UNKNOWN_TOPIC_ID, -1, -1, -1, None, None))
+                rows.append((fp.partition, ErrorCode.UNKNOWN_TOPIC_ID, -1, -1, -1, None, b""))
                 has_error = True
                 continue
             try:
                 part = rm.get_partition(name, fp.partition)
             except KafkaError as e:
-                rows.append((fp.partition, e.code, -1, -1, -1, None, None))
+                rows.append((fp.partition, e.code, -1, -1, -1, None, b""))
                 has_error = True
                 continue
             parts_seen.append(part)
@@ -99,7 +99,7 @@ def _read_all(rm: Any, wanted: list[Any], isolation: int, max_bytes: int) -> tup
                             aborted = part.aborted_transactions(fp.fetch_offset, lso)
                 rows.append((fp.partition, ErrorCode.NONE, hw, lso, part.log_start_offset, aborted, data))
             except KafkaError as e:
-                rows.append((fp.partition, e.code, hw, lso, part.log_start_offset, None, None))
+                rows.append((fp.partition, e.code, hw, lso, part.log_start_offset, None, b""))
                 has_error = True
         result.append(rows)
     return result, total, has_error, parts_seen

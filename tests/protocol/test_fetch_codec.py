@@ -47,7 +47,7 @@ def test_matches_schema_encoder(version: int, as_region: bool) -> None:
     topics = [
         TopicData("alpha", uuid.uuid4(), [
             PartitionData(0, 0, 10, 10, 0, None, -1, rec(data)),
-            PartitionData(1, 1, -1, -1, -1, None, -1, None),
+            PartitionData(1, 1, -1, -1, -1, None, -1),  # error partition: default empty records
             PartitionData(2, 0, 5, 3, 0, [(7, 1), (8, 2)], -1, rec(b"")),
         ]),
         TopicData("beta", uuid.uuid4(), [PartitionData(0, 0, 1, 1, 0, [], -1, rec(b"xyz"))]),
@@ -55,4 +55,24 @@ def test_matches_schema_encoder(version: int, as_region: bool) -> None:
     chunks, total = encode_fetch_response(version, 77, topics)
     flat = b"".join(c if isinstance(c, bytes) else c.read() for c in chunks)
     assert len(flat) == total
+    assert flat == _reference(version, topics)
+
+
+@pytest.mark.parametrize("version", range(4, 18))
+def test_error_partition_records_are_empty_never_null(version: int) -> None:
+    """Kafka sends MemoryRecords.EMPTY on an error partition; a null there makes librdkafka drop
+    the whole Fetch response ("invalid MessageSetSize"). Even a None passed in encodes as empty."""
+    topics = [TopicData("alpha", uuid.uuid4(), [
+        PartitionData(0, 1, 5, 5, 0, None, -1, None),  # type: ignore[arg-type]
+    ])]
+    chunks, _ = encode_fetch_response(version, 77, topics)
+    flat = b"".join(c if isinstance(c, bytes) else c.read() for c in chunks)
+    R = response_class(1, version)
+    resp = R.decode(flat[8 + (1 if version >= 12 else 0):], version=version)
+    part = resp.responses[0].partitions[0]
+    assert part.error_code == 1
+    assert part.records == b""
+    # and the schema encoder agrees byte for byte with empty (not null) records
+    ref = topics[0].partitions[0]
+    ref.records = b""
     assert flat == _reference(version, topics)

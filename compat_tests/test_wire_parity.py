@@ -1,0 +1,146 @@
+"""Where Samsa used to differ from Kafka on the wire (issue 14), each driven by the stock client
+that tripped over it, plus raw frames for the versions no single client covers.
+
+* Fetch error partitions carry empty records, never null: librdkafka drops a whole flexible
+  Fetch response with a null ``records`` ("invalid MessageSetSize") and so never resets an
+  out-of-range offset. Tested with a confluent-kafka consumer whose committed offset lies
+  beyond the log end, for each ``auto.offset.reset``, and with raw Fetch frames at v4-17.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka.protocol.consumer import FetchRequest, FetchResponse
+
+from tests.support.rawclient import RawClient
+from tests.support.workload import topic_name
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int = 1, config: dict[str, str] | None = None) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    nt = NewTopic(topic, num_partitions=partitions, replication_factor=1, config=config or {})
+    for f in admin.create_topics([nt]).values():
+        f.result(timeout=30)
+
+
+def produce_values(bootstrap: str, topic: str, values: list[bytes]) -> None:
+    errors: list[str] = []
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    for v in values:
+        p.produce(topic, value=v, partition=0,
+                  on_delivery=lambda err, _m: errors.append(str(err)) if err else None)
+    assert p.flush(30) == 0
+    assert not errors, errors
+
+
+# --- 1. Fetch: error partitions carry empty records ----------------------------------------------
+
+@pytest.mark.parametrize("reset", ["earliest", "latest", "error"])
+def test_confluent_committed_offset_beyond_log_end(broker, reset: str) -> None:
+    """A committed offset past the log end: Fetch answers OFFSET_OUT_OF_RANGE, which librdkafka
+    can only act on if it can parse the response (it could not while records were null)."""
+    topic = topic_name(f"oor-{reset}")
+    group = f"g-{topic}"
+    create_topic(broker.bootstrap, topic)
+    produce_values(broker.bootstrap, topic, [b"v%d" % i for i in range(5)])
+    tp = TopicPartition(topic, 0)
+
+    committer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "enable.auto.commit": False})
+    committer.commit(offsets=[TopicPartition(topic, 0, 1000)], asynchronous=False)
+    assert committer.committed([tp], timeout=10)[0].offset == 1000
+    committer.close()
+
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "enable.auto.commit": False,
+                  "auto.offset.reset": reset, "fetch.wait.max.ms": 100})
+    c.assign([tp])  # starts from the committed offset, 1000
+    try:
+        got: list[tuple[int, bytes]] = []
+        reset_errors: list[KafkaError] = []
+        deadline = time.monotonic() + 60
+        produced_after = 0
+        next_produce = time.monotonic() + 1
+        while time.monotonic() < deadline:
+            msg = c.poll(0.2)
+            if msg is not None and msg.error() is not None:
+                assert msg.error().code() == KafkaError._AUTO_OFFSET_RESET, msg.error()
+                reset_errors.append(msg.error())
+            elif msg is not None:
+                got.append((msg.offset(), msg.value()))
+            if reset == "earliest" and len(got) >= 5:
+                break
+            if reset == "latest":
+                if got:
+                    break
+                # librdkafka reports no position until it delivers a message, so keep adding one
+                # until the consumer, reset to the end, picks one up (it must never see v0-v4)
+                if time.monotonic() >= next_produce:
+                    produce_values(broker.bootstrap, topic, [b"after%d" % produced_after])
+                    produced_after += 1
+                    next_produce = time.monotonic() + 1
+            if reset == "error" and reset_errors:
+                break
+        if reset == "earliest":
+            assert got == [(i, b"v%d" % i) for i in range(5)]
+        elif reset == "latest":
+            assert got, f"nothing consumed after the reset (produced {produced_after})"
+            first_offset, first_value = got[0]
+            assert first_offset >= 5 and first_value.startswith(b"after"), got
+            assert all(v.startswith(b"after") for _o, v in got), got
+        else:
+            assert reset_errors and not got
+            assert "out of range" in reset_errors[0].str().lower() or "offset" in reset_errors[0].str().lower()
+    finally:
+        c.close()
+
+
+def _fetch(raw: RawClient, version: int, topic: str, topic_id: uuid.UUID, partition: int, offset: int):
+    T = FetchRequest.FetchTopic
+    req = FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0,
+                       session_id=0, session_epoch=-1, topics=[T(
+                           topic=topic, topic_id=topic_id, partitions=[T.FetchPartition(
+                               partition=partition, current_leader_epoch=-1, fetch_offset=offset,
+                               last_fetched_epoch=-1, log_start_offset=-1, partition_max_bytes=1 << 20)])],
+                       forgotten_topics_data=[], rack_id="")
+    resp = raw.roundtrip(req, version, FetchResponse)
+    (t,) = resp.responses
+    (p,) = t.partitions
+    return p
+
+
+def test_fetch_error_partitions_have_empty_records_at_every_version(broker) -> None:
+    """OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION (names, v4-12) and UNKNOWN_TOPIC_ID (ids,
+    v13-17): records is an empty byte string (kafka-python decodes null as None)."""
+    from kafka import KafkaAdminClient  # noqa: PLC0415
+
+    topic = topic_name("err-records")
+    create_topic(broker.bootstrap, topic)
+    produce_values(broker.bootstrap, topic, [b"x"])
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        (desc,) = admin.describe_topics([topic])
+        topic_id = uuid.UUID(str(desc["topic_id"])) if not isinstance(desc["topic_id"], uuid.UUID) \
+            else desc["topic_id"]
+    finally:
+        admin.close()
+    host, port = broker.bootstrap.split(":")
+    with RawClient(host, int(port)) as raw:
+        for v in range(4, 18):
+            cases = [(topic, topic_id, 0, 99, 1)]  # OFFSET_OUT_OF_RANGE
+            if v < 13:
+                cases.append(("no-such-topic-x", uuid.UUID(int=0), 0, 0, 3))
+                cases.append((topic, uuid.UUID(int=0), 7, 0, 3))  # no partition 7
+            else:
+                cases.append(("", uuid.uuid4(), 0, 0, 100))  # UNKNOWN_TOPIC_ID
+            for name, tid, part, offset, code in cases:
+                p = _fetch(raw, v, name, tid, part, offset)
+                assert p.error_code == code, (v, name, part, p.error_code)
+                assert p.records is not None and bytes(p.records) == b"", (v, code, p.records)
+            ok = _fetch(raw, v, topic, topic_id, 0, 0)
+            assert ok.error_code == 0 and ok.records, v
