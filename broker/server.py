@@ -69,6 +69,11 @@ class KafkaConnection(asyncio.Protocol):
         self.write_ok = asyncio.Event()
         self.write_ok.set()
         self.peer: tuple[str, int] = ("?", 0)
+        # Who is on the other end (issue 10). Authentication (TLS/SASL) sets these before any
+        # handler runs; an unauthenticated PLAINTEXT connection is Kafka's User:ANONYMOUS.
+        self.principal = "User:ANONYMOUS"
+        self.listener_name = "PLAINTEXT"
+        self.security_protocol = "PLAINTEXT"
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  # uvloop's transports are not subclasses
@@ -305,7 +310,8 @@ class Broker:
         except (MalformedRequest, UnsupportedVersion) as e:
             conn.close(str(e))
             return None
-        ctx = RequestContext(self, header, conn.peer[0], conn.peer[1])
+        ctx = RequestContext(self, header, conn.peer[0], conn.peer[1], conn.principal, conn.listener_name,
+                             conn.security_protocol)
         try:
             response = await spec.handler(ctx, request)
         except Exception:

@@ -67,6 +67,11 @@ class RequestContext:
     header: RequestHeader
     client_host: str
     client_port: int
+    # The authenticated principal ("User:alice"; "User:ANONYMOUS" before/without authentication),
+    # the listener the request arrived on and its security protocol (issue 10).
+    principal: str = "User:ANONYMOUS"
+    listener_name: str = "PLAINTEXT"
+    security_protocol: str = "PLAINTEXT"
 
     @property
     def version(self) -> int:
