@@ -144,3 +144,81 @@ def test_fetch_error_partitions_have_empty_records_at_every_version(broker) -> N
                 assert p.records is not None and bytes(p.records) == b"", (v, code, p.records)
             ok = _fetch(raw, v, topic, topic_id, 0, 0)
             assert ok.error_code == 0 and ok.records, v
+
+
+# --- 3. Internal topics are listed, is_internal=true ----------------------------------------------
+
+def _make_consumer_offsets(bootstrap: str) -> None:
+    """Any group commit makes __consumer_offsets exist, as on Kafka."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "g-internal", "enable.auto.commit": False})
+    topic = topic_name("internal-src")
+    create_topic(bootstrap, topic)
+    c.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
+    c.close()
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": "tx-internal"})
+    p.init_transactions(30)  # and a transactional id makes __transaction_state exist
+
+
+
+
+def test_internal_topics_listed_by_all_clients(broker) -> None:
+    import json  # noqa: PLC0415
+    import shutil  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    from aiokafka import AIOKafkaConsumer  # noqa: PLC0415
+    from kafka import KafkaAdminClient, KafkaConsumer  # noqa: PLC0415
+
+    _make_consumer_offsets(broker.bootstrap)
+
+    # aiokafka: a pattern subscription that keeps internal topics gets __consumer_offsets
+    async def aiokafka_pattern() -> set[str]:
+        c = AIOKafkaConsumer(bootstrap_servers=broker.bootstrap, group_id="g-aio-internal",
+                             exclude_internal_topics=False, enable_auto_commit=False)
+        await c.start()
+        try:
+            c.subscribe(pattern="^__consumer_offsets$")
+            deadline = time.monotonic() + 60
+            while not c.assignment() and time.monotonic() < deadline:
+                await c.getmany(timeout_ms=200)
+            return {tp.topic for tp in c.assignment()}
+        finally:
+            await c.stop()
+
+    import asyncio  # noqa: PLC0415
+    assert asyncio.run(aiokafka_pattern()) == {"__consumer_offsets"}
+
+    # kafka-python: the admin lists it; a consumer's cluster view (exclude_internal_topics default) does not
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        assert {"__consumer_offsets", "__transaction_state"} <= set(admin.list_topics())
+        internal = {t["name"]: t["is_internal"] for t in admin.describe_topics()}
+        assert internal["__consumer_offsets"] and internal["__transaction_state"]
+        assert not any(v for k, v in internal.items() if not k.startswith("__")), internal
+    finally:
+        admin.close()
+    kc = KafkaConsumer(bootstrap_servers=broker.bootstrap)
+    try:
+        assert "__consumer_offsets" not in kc.topics()
+    finally:
+        kc.close()
+
+    # confluent-kafka / librdkafka list_topics (as kcat -L) sees it
+    md = AdminClient({"bootstrap.servers": broker.bootstrap}).list_topics(timeout=10)
+    assert "__consumer_offsets" in md.topics and len(md.topics["__consumer_offsets"].partitions) == 50
+    if shutil.which("kcat"):
+        doc = json.loads(subprocess.run(["kcat", "-b", broker.bootstrap, "-L", "-J"], capture_output=True,
+                                        text=True, timeout=60, check=True).stdout)
+        assert "__consumer_offsets" in {t["topic"] for t in doc["topics"]}
+
+    # samsa topics --list shows it, as kafka-topics.sh does; --exclude-internal hides it
+    def samsa_list(*extra: str) -> list[str]:
+        proc = subprocess.run([sys.executable, "-m", "broker.cli", "topics", "--bootstrap-server", broker.bootstrap,
+                               "--list", *extra], capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.split()
+
+    assert "__consumer_offsets" in samsa_list()
+    listed = samsa_list("--exclude-internal")
+    assert "__consumer_offsets" not in listed and any(n.startswith("internal-src") for n in listed)

@@ -4,8 +4,9 @@ Lists this broker and the topics asked for (all topics when the list is null; v0
 list for "all"). Unknown topics are created when ``allow_auto_topic_creation`` (v4+, always
 true before) and ``auto.create.topics.enable`` both allow it, with ``num.partitions``
 partitions; otherwise UNKNOWN_TOPIC_OR_PARTITION. Invalid names get INVALID_TOPIC_EXCEPTION.
-Internal topics (``__consumer_offsets``, ``__transaction_state``) are listed only when asked
-for by name. v10+ carries topic ids (and v10-11 accept them in the request, KIP-516);
+Internal topics (``__consumer_offsets``, ``__transaction_state``) are listed like any other
+once they exist, with ``is_internal`` true, as Kafka does; clients drop them with their own
+``exclude.internal.topics``. v10+ carries topic ids (and v10-11 accept them in the request, KIP-516);
 v7+ the leader epoch (KIP-320).
 """
 
@@ -35,7 +36,7 @@ async def handle_metadata(ctx: RequestContext, req: Any) -> Any:
     requested = req.topics
     if requested is None or (ctx.version == 0 and not requested):
         wanted: list[tuple[str | None, uuid.UUID | None]] = [
-            (t.name, None) for t in broker.topics if not t.is_internal]
+            (t.name, None) for t in broker.topics]
     else:
         wanted = [(t.name, getattr(t, "topic_id", None)) for t in requested]
     allow_create = (req.allow_auto_topic_creation if ctx.version >= 4 else True) and \

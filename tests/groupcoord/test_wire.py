@@ -254,13 +254,18 @@ def test_static_member_admin_removal_over_the_wire(broker: Any) -> None:
         assert r.groups[0].group_state == "Empty"
 
 
-def test_consumer_offsets_hidden_from_metadata_unless_named(broker: Any) -> None:
+def test_consumer_offsets_listed_as_internal_in_metadata(broker: Any) -> None:
+    """As Kafka does: once it exists, all-topics Metadata lists __consumer_offsets with
+    is_internal=true (clients filter it with exclude.internal.topics); asked by name too."""
     from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
     with client(broker) as c:
         _commit(c, 7, "wire-meta", "wire-meta-topic", {0: 1})  # any group activity; topic need not exist
         r = c.roundtrip(MetadataRequest(topics=None, allow_auto_topic_creation=False), 9, MetadataResponse)
-        assert "__consumer_offsets" not in {t.name for t in r.topics}
+        listed = {t.name: t for t in r.topics}
+        assert "__consumer_offsets" in listed and listed["__consumer_offsets"].is_internal
+        assert len(listed["__consumer_offsets"].partitions) == 50
+        assert not any(t.is_internal for n, t in listed.items() if not n.startswith("__"))
         T = MetadataRequest.MetadataRequestTopic
         r = c.roundtrip(MetadataRequest(topics=[T(name="__consumer_offsets", topic_id=None)],
                                         allow_auto_topic_creation=False), 9, MetadataResponse)
