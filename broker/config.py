@@ -65,6 +65,7 @@ BROKER_DEFAULTS: dict[str, tuple[type, object]] = {
     "unclean.leader.election.enable": (bool, False),
     "cluster.id": (str, ""),
     "log.level": (str, "INFO"),
+    "metrics.listener": (str, ""),  # http://HOST:PORT of the Prometheus endpoint; empty: off
 }
 
 
@@ -129,6 +130,10 @@ class BrokerConfig:
         self.listeners = parse_listeners(str(self["listeners"]))
         adv = str(self["advertised.listeners"])
         self.advertised_listeners = parse_listeners(adv) if adv else self.listeners
+        if self["metrics.listener"]:
+            from .metrics import parse_listener  # noqa: PLC0415
+
+            parse_listener(str(self["metrics.listener"]))
 
     @classmethod
     def load(cls, path: Path | None = None, overrides: Mapping[str, str] | None = None) -> BrokerConfig:

@@ -269,7 +269,8 @@ def _broker_defs() -> dict[str, ConfigDef]:
     static_only = {"broker.id", "node.id", "listeners", "advertised.listeners", "log.dirs", "cluster.id",
                    "offsets.topic.num.partitions", "offsets.topic.replication.factor",
                    "transaction.state.log.num.partitions", "delete.topic.enable", "log.level",
-                   "log.retention.check.interval.ms", "socket.request.max.bytes"}
+                   "log.retention.check.interval.ms", "socket.request.max.bytes",
+                   "metrics.listener"}
     types = {bool: T.BOOLEAN, int: T.LONG, str: T.STRING}
     out: dict[str, ConfigDef] = {}
     for name, (typ, default) in BROKER_DEFAULTS.items():

@@ -36,6 +36,7 @@ from .apis import EncodedResponse, RequestContext
 from .config import BrokerConfig, Listener
 from .configs import DynamicBrokerConfigs
 from .metadata import TopicRegistry
+from .metrics.stats import RequestTimer
 from .replica_manager import ReplicaManager
 
 log = logging.getLogger("samsa.server")
@@ -48,7 +49,7 @@ SENDFILE = os.environ.get("SAMSA_FETCH_SENDFILE") == "1"
 
 # Modules with ``async start(broker)`` / ``async stop(broker)`` that run beside the partitions,
 # started in this order after the logs are loaded and stopped in reverse before they close.
-COMPONENTS = ("groupcoord.plugin", "txn.plugin", "log.cleaner")
+COMPONENTS = ("broker.metrics", "groupcoord.plugin", "txn.plugin", "log.cleaner")
 request_log = logging.getLogger("samsa.request")
 
 
@@ -74,6 +75,8 @@ class KafkaConnection(asyncio.Protocol):
         self.principal = "User:ANONYMOUS"
         self.listener_name = "PLAINTEXT"
         self.security_protocol = "PLAINTEXT"
+        # When metrics are on: when each queued frame was read (RequestQueueTimeMs starts there).
+        self.arrivals: deque[float] | None = deque() if broker.metrics is not None else None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  # uvloop's transports are not subclasses
@@ -97,6 +100,8 @@ class KafkaConnection(asyncio.Protocol):
             return
         if frames:
             self.queue.extend(frames)
+            if self.arrivals is not None:
+                self.arrivals.extend([time.perf_counter()] * len(frames))
             self.wakeup.set()
             if len(self.queue) >= self.MAX_QUEUED and not self.reading_paused and self.transport:
                 self.transport.pause_reading()
@@ -150,20 +155,26 @@ class KafkaConnection(asyncio.Protocol):
                 if self.reading_paused and len(self.queue) < self.MAX_QUEUED // 2 and self.transport:
                     self.transport.resume_reading()
                     self.reading_paused = False
+                timer = None if self.arrivals is None else RequestTimer(self.arrivals.popleft())
                 try:
-                    out = await self.broker.handle_frame(frame, self)
+                    if timer is None:
+                        out = await self.broker.handle_frame(frame, self)
+                    else:
+                        out = await timer.run(self.broker.handle_frame(frame, self))
                 except Exception:
                     log.exception("Unexpected error serving a request from %s:%d", *self.peer)
                     self.close("internal error")
                     return
-                if out is None or self.closed or self.transport is None:
-                    continue
-                if isinstance(out, bytes):
-                    self.transport.write(out)
-                else:
-                    await self._write_chunks(out)
-                if not self.write_ok.is_set():
-                    await self.write_ok.wait()
+                handled = time.perf_counter() if timer is not None else 0.0
+                if out is not None and not self.closed and self.transport is not None:
+                    if isinstance(out, bytes):
+                        self.transport.write(out)
+                    else:
+                        await self._write_chunks(out)
+                    if not self.write_ok.is_set():
+                        await self.write_ok.wait()
+                if timer is not None and self.broker.metrics is not None:
+                    self.broker.metrics.request_stats.finish(frame, timer, handled, time.perf_counter())
         except asyncio.CancelledError:
             pass
 
@@ -184,6 +195,7 @@ class Broker:
         self.group_coordinator: Any = None
         self.txn_coordinator: Any = None
         self.producer_ids: Any = None
+        self.metrics: Any = None  # broker.metrics.BrokerMetrics when metrics.listener is set
         self.started = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = asyncio.Event()

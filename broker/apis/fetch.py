@@ -55,6 +55,8 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
             result, total, has_error, parts_seen = _read_all(rm, wanted, isolation, max_bytes)
             break
 
+    if broker.metrics is not None:  # BrokerTopicMetrics: bytes out, failed fetches, per partition
+        broker.metrics.topic_stats.fetched([(w[0], rows) for w, rows in zip(wanted, result, strict=True)])
     topics_out = []
     for (name, tid, _parts), rows in zip(wanted, result, strict=True):
         topics_out.append(TopicData(name, tid, [

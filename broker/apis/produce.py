@@ -43,6 +43,7 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
     TopicResp = R.TopicProduceResponse
     PartResp = TopicResp.PartitionProduceResponse
     acks = req.acks
+    stats = broker.metrics.topic_stats if broker.metrics is not None else None  # BrokerTopicMetrics
     topics_out = []
     for topic in req.topic_data:
         name = topic.name
@@ -74,12 +75,16 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
                 info = part.append(records, required_acks=acks)
                 base_offset, append_time, start_offset = info.first_offset, info.log_append_time, \
                     info.log_start_offset
+                if stats is not None:
+                    stats.produced(name, info.last_offset - info.first_offset + 1, len(pdata.records))
             except DuplicateSequenceError as d:
                 part = rm.get_partition(name, pdata.index)
                 base_offset, start_offset = d.first_offset, part.log_start_offset
                 append_time = d.timestamp if part.log.config.log_append_time else -1
             except KafkaError as e:
                 code, message = e.code, e.message
+                if stats is not None:
+                    stats.produce_failed(name, int(code))
                 if code not in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER):
                     log.info("Produce to %s-%d from %r failed: %s", name, pdata.index,
                              ctx.header.client_id, e)

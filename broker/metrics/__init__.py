@@ -1,0 +1,152 @@
+"""Broker metrics in the Prometheus format, under the names Kafka operators already graph.
+
+What it owns: one prometheus-client ``CollectorRegistry`` per broker (``broker.metrics.registry``),
+the hot-path counters it reads (:mod:`.stats`), the scrape-time collectors over broker state
+(:mod:`.collectors`) and the ``metrics.listener`` HTTP endpoint (:mod:`.http`).
+
+Theory of operation. The broker imports this module as a component (``start``/``stop``, see
+``broker.server.COMPONENTS``). With ``metrics.listener`` empty (the default) ``start`` does
+nothing and ``broker.metrics`` stays ``None``: Produce, Fetch and the connection check that one
+attribute and skip all counting. With ``metrics.listener=http://HOST:PORT`` it builds a
+:class:`BrokerMetrics`, binds the endpoint on the broker's event loop and starts an event-loop
+lag probe. Gauges are computed when scraped; only Produce/Fetch bytes and messages (once per
+partition per request) and request timings (once per request) are counted as they happen.
+Another component that wants the numbers without the endpoint (the web console) calls
+:func:`enable`, which turns counting on and returns the same object.
+
+It must never block the Kafka listener for long: a bind failure (port in use) is logged as an
+error and the broker serves Kafka without metrics; a collector that raises answers that scrape
+with a 500 and is logged, the broker carries on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+from urllib.parse import urlparse
+
+from prometheus_client import GCCollector, PlatformCollector, ProcessCollector
+from prometheus_client.registry import CollectorRegistry
+
+from protocol.errors import InvalidConfigError
+
+from . import collectors
+from .http import MetricsHttpServer
+from .stats import BrokerTopicStats, Histogram, RequestStats, RequestTimer
+
+__all__ = ["BrokerMetrics", "RequestTimer", "enable", "parse_listener", "start", "stop"]
+
+log = logging.getLogger("samsa.metrics")
+
+LAG_PROBE_INTERVAL = 0.5  # seconds between event-loop lag probes
+
+
+def parse_listener(spec: str) -> tuple[str, int] | None:
+    """``http://HOST:PORT`` -> (host, port); empty -> None; anything else is INVALID_CONFIG."""
+    spec = spec.strip()
+    if not spec:
+        return None
+    u = urlparse(spec)
+    try:
+        port = u.port
+    except ValueError:
+        port = None
+    if u.scheme != "http" or port is None or not u.hostname or u.path not in ("", "/"):
+        raise InvalidConfigError(message=f"Invalid metrics.listener {spec!r}; expected http://HOST:PORT")
+    return u.hostname, port
+
+
+class EventLoopLag:
+    """Sleeps ``interval`` again and again and records how late each wake-up is."""
+
+    def __init__(self, interval: float = LAG_PROBE_INTERVAL) -> None:
+        self.interval = interval
+        self.last = 0.0
+        self.max = 0.0
+        self.histogram = Histogram()
+
+    def take_max(self) -> float:
+        m, self.max = self.max, self.last
+        return m
+
+    async def run(self) -> None:
+        clock = time.monotonic
+        while True:
+            t0 = clock()
+            await asyncio.sleep(self.interval)
+            lag = max(clock() - t0 - self.interval, 0.0)
+            self.last = lag
+            self.max = max(self.max, lag)
+            self.histogram.observe(lag * 1000.0)
+
+
+class BrokerMetrics:
+    """The broker's registry and the counters its collectors read."""
+
+    def __init__(self, broker: Any) -> None:
+        self.broker = broker
+        self.topic_stats = BrokerTopicStats()
+        self.request_stats = RequestStats()
+        self.loop_lag = EventLoopLag()
+        self.registry = CollectorRegistry(auto_describe=False)
+        ProcessCollector(registry=self.registry)  # process_cpu_seconds_total, RSS, open fds
+        PlatformCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
+        for c in (collectors.BrokerTopicMetricsCollector(broker, self.topic_stats),
+                  collectors.RequestMetricsCollector(self.request_stats),
+                  collectors.SocketServerCollector(broker),
+                  collectors.ReplicaManagerCollector(broker),
+                  collectors.GroupCoordinatorCollector(broker),
+                  collectors.TransactionCoordinatorCollector(broker),
+                  collectors.LogCleanerCollector(broker),
+                  collectors.EventLoopCollector(self.loop_lag)):
+            self.registry.register(c)
+        self.http: MetricsHttpServer | None = None
+        self._lag_task: asyncio.Task[None] | None = None
+
+    def start_probe(self) -> None:
+        if self._lag_task is None:
+            self._lag_task = asyncio.get_running_loop().create_task(self.loop_lag.run())
+
+    async def close(self) -> None:
+        if self.http is not None:
+            await self.http.stop()
+            self.http = None
+        if self._lag_task is not None:
+            self._lag_task.cancel()
+            self._lag_task = None
+
+
+def enable(broker: Any) -> BrokerMetrics:
+    """Turn counting on (idempotent) and return ``broker.metrics``; no endpoint is opened."""
+    m = getattr(broker, "metrics", None)
+    if m is None:
+        m = broker.metrics = BrokerMetrics(broker)
+        m.start_probe()
+    return m
+
+
+async def start(broker: Any) -> None:
+    """Component hook: open ``metrics.listener`` if configured."""
+    where = parse_listener(str(broker.config.get("metrics.listener") or ""))
+    if where is None:
+        return
+    m = enable(broker)
+    host, port = where
+    server = MetricsHttpServer(m.registry, host, port)
+    try:
+        await server.start()
+    except OSError as e:
+        log.error("Cannot open metrics.listener http://%s:%d (%s); serving Kafka without the metrics "
+                  "endpoint", host, port, e.strerror or e)
+        return
+    m.http = server
+    log.info("Metrics endpoint listening on http://%s:%d/metrics", host, server.port)
+
+
+async def stop(broker: Any) -> None:
+    m = getattr(broker, "metrics", None)
+    if m is not None:
+        await m.close()

@@ -1,0 +1,347 @@
+"""Scrape-time collectors: the broker's state read when Prometheus asks, under Kafka's names.
+
+Theory of operation. Each collector is a prometheus-client custom collector whose ``collect()``
+walks the broker's own structures (partitions, groups, transactions, connections) and yields
+metric families; nothing is kept up to date between scrapes, so the hot path pays nothing for
+a gauge. Collectors run on the event loop (the scrape is served there), so they see one
+consistent moment of state and need no locks; they must never await and never do I/O beyond
+``/proc`` reads, and they tolerate components that are absent (``getattr(..., None)``).
+
+Names are what the common JMX exporter rules make of Kafka's MBeans (lower-cased,
+``kafka.server:type=ReplicaManager,name=LeaderCount`` -> ``kafka_server_replicamanager_leadercount``,
+``...PerSec`` meters -> ``..._total`` counters, per-topic values labelled ``topic`` beside an
+unlabelled all-topics sample), so existing Kafka dashboards mostly work; consumer lag uses
+kafka-exporter's names. Metrics Kafka has no MBean for are prefixed ``samsa_``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
+
+from .stats import BrokerTopicStats, Histogram, RequestStats
+
+# TopicStats field -> (BrokerTopicMetrics meter, help)
+TOPIC_METERS = (
+    ("messages_in", "messagesin", "Messages appended to the log by Produce requests."),
+    ("bytes_in", "bytesin", "Record bytes received in Produce requests (as sent by the client)."),
+    ("bytes_out", "bytesout", "Record bytes sent in Fetch responses."),
+    ("failed_produce", "failedproducerequests", "Produce partition requests that failed."),
+    ("failed_fetch", "failedfetchrequests", "Fetch partition requests that failed."),
+    ("total_produce", "totalproducerequests", "Produce partition requests, failed or not."),
+    ("total_fetch", "totalfetchrequests", "Fetch partition requests, failed or not."),
+)
+
+# RequestMetrics histogram -> ApiRequestStats attribute (None: always 0 in Samsa)
+REQUEST_TIMES = (
+    ("requestqueuetimems", "queue", "Time the request waited behind earlier requests on its connection."),
+    ("localtimems", "local", "Time the request's code ran on the event loop (decode, handle, encode)."),
+    ("remotetimems", "remote", "Time the handler was suspended waiting (long poll, coordinator, replicas)."),
+    ("throttletimems", None, "Time the response was held back by quotas (no quotas: always 0)."),
+    ("responsequeuetimems", None, "Time the response waited to be sent (written at once: always 0)."),
+    ("responsesendtimems", "send", "Time to hand the response to the socket, waiting for slow readers."),
+    ("totaltimems", "total", "Time from the request read off the socket to its response written."),
+)
+
+
+def _api_name(key: int) -> str:
+    from protocol.api_keys import ApiKey  # noqa: PLC0415
+
+    try:
+        return "".join(w.capitalize() for w in ApiKey(key).name.split("_"))
+    except ValueError:
+        return str(key)
+
+
+def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, doc, value=value)
+
+
+class BrokerTopicMetricsCollector(Collector):
+    """``kafka.server:type=BrokerTopicMetrics``: per-topic and all-topics counters."""
+
+    def __init__(self, broker: Any, stats: BrokerTopicStats) -> None:
+        self.broker = broker
+        self.stats = stats
+
+    def collect(self) -> Iterator[Metric]:
+        stats = self.stats
+        stats.retire_missing({t.name for t in self.broker.topics})
+        totals = stats.totals()
+        items = sorted(stats.topics.items())
+        for field, meter, doc in TOPIC_METERS:
+            name = f"kafka_server_brokertopicmetrics_{meter}"
+            fam = CounterMetricFamily(name, doc)
+            fam.add_sample(name + "_total", {}, float(getattr(totals, field)))
+            for topic, s in items:
+                fam.add_sample(name + "_total", {"topic": topic}, float(getattr(s, field)))
+            yield fam
+
+
+class RequestMetricsCollector(Collector):
+    """``kafka.network:type=RequestMetrics``: requests per API and version, time histograms."""
+
+    def __init__(self, stats: RequestStats) -> None:
+        self.stats = stats
+
+    def collect(self) -> Iterator[Metric]:
+        apis = sorted((_api_name(k), s) for k, s in self.stats.apis.items())
+        req = CounterMetricFamily("kafka_network_requestmetrics_requests", "Requests served, by API and version.",
+                                  labels=["request", "version"])
+        for name, s in apis:
+            for version, n in sorted(s.versions.items()):
+                req.add_metric([name, str(version)], float(n))
+        yield req
+        for metric, attr, doc in REQUEST_TIMES:
+            fam = HistogramMetricFamily(f"kafka_network_requestmetrics_{metric}", doc + " Milliseconds.",
+                                        labels=["request"])
+            for name, s in apis:
+                h: Histogram | None = getattr(s, attr) if attr else None
+                if h is None:  # all in the first bucket, summing to 0
+                    zero = Histogram()
+                    zero.counts[0] = s.total.count
+                    h = zero
+                fam.add_metric([name], h.cumulative(), h.sum)
+            yield fam
+
+
+def _listener_names(broker: Any) -> dict[int, str]:
+    return {lst.port: lst.name for lst in broker.config.listeners}
+
+
+class SocketServerCollector(Collector):
+    """``kafka.server:type=socket-server-metrics``: open connections per listener."""
+
+    def __init__(self, broker: Any) -> None:
+        self.broker = broker
+
+    def collect(self) -> Iterator[Metric]:
+        by_port = _listener_names(self.broker)
+        counts = dict.fromkeys(by_port.values(), 0)
+        for conn in list(self.broker.connections):
+            t = conn.transport
+            sock = t.get_extra_info("sockname") if t is not None else None
+            name = by_port.get(sock[1], "UNKNOWN") if sock else "UNKNOWN"
+            counts[name] = counts.get(name, 0) + 1
+        fam = GaugeMetricFamily("kafka_server_socketservermetrics_connection_count",
+                                "Open client connections, by listener.", labels=["listener"])
+        for name, n in sorted(counts.items()):
+            fam.add_metric([name], n)
+        yield fam
+
+
+class ReplicaManagerCollector(Collector):
+    """ReplicaManager, KafkaController and per-partition Log gauges."""
+
+    def __init__(self, broker: Any) -> None:
+        self.broker = broker
+
+    def collect(self) -> Iterator[Metric]:
+        broker = self.broker
+        me = broker.broker_id
+        parts = list(broker.replica_manager.partitions.values())
+        leaders = under = under_min = at_min = 0
+        size = GaugeMetricFamily("kafka_log_log_size", "Bytes in the partition's log segments.",
+                                 labels=["topic", "partition"])
+        start = GaugeMetricFamily("kafka_log_log_logstartoffset", "The partition's log start offset.",
+                                  labels=["topic", "partition"])
+        end = GaugeMetricFamily("kafka_log_log_logendoffset", "The partition's log end offset.",
+                                labels=["topic", "partition"])
+        segs = GaugeMetricFamily("kafka_log_log_numlogsegments", "Segments in the partition's log.",
+                                 labels=["topic", "partition"])
+        hw = GaugeMetricFamily("samsa_partition_high_watermark",
+                               "The partition's high watermark (what consumers can read up to).",
+                               labels=["topic", "partition"])
+        for p in parts:
+            if getattr(p, "leader_id", me) == me:
+                leaders += 1
+                isr = len(getattr(p, "isr", ()))
+                if isr < len(getattr(p, "replicas", ())):
+                    under += 1
+                min_isr = getattr(p, "min_insync_replicas", 1)
+                if isr < min_isr:
+                    under_min += 1
+                elif isr == min_isr:
+                    at_min += 1
+            lg = p.log
+            labels = [p.tp.topic, str(p.tp.partition)]
+            segments = lg.segments
+            size.add_metric(labels, sum(s.size for s in segments))
+            segs.add_metric(labels, len(segments))
+            start.add_metric(labels, lg.log_start_offset)
+            end.add_metric(labels, lg.log_end_offset)
+            hw.add_metric(labels, p.high_watermark)
+        prefix = "kafka_server_replicamanager_"
+        yield _gauge(prefix + "partitioncount", "Partitions hosted by this broker.", len(parts))
+        yield _gauge(prefix + "leadercount", "Partitions this broker leads.", leaders)
+        yield _gauge(prefix + "underreplicatedpartitions",
+                     "Partitions led here whose ISR is smaller than their replica set.", under)
+        yield _gauge(prefix + "underminisrpartitioncount",
+                     "Partitions led here whose ISR is below min.insync.replicas.", under_min)
+        yield _gauge(prefix + "atminisrpartitioncount",
+                     "Partitions led here whose ISR is exactly min.insync.replicas.", at_min)
+        yield _gauge(prefix + "offlinereplicacount",
+                     "Replicas offline because their log directory failed (Samsa: none).", 0)
+        controller = getattr(broker, "controller", None)
+        active = 1 if controller is not None and getattr(controller, "is_active", False) else 0
+        offline = int(getattr(controller, "offline_partition_count", 0) or 0) if controller is not None else 0
+        yield _gauge("kafka_controller_kafkacontroller_activecontrollercount",
+                     "1 on the broker that is the active controller.", active)
+        yield _gauge("kafka_controller_kafkacontroller_offlinepartitionscount",
+                     "Partitions without a live leader (reported by the active controller).", offline)
+        yield from (size, start, end, segs, hw)
+
+
+class GroupCoordinatorCollector(Collector):
+    """GroupMetadataManager gauges, and consumer lag the way kafka-exporter computes it."""
+
+    STATES = ("Stable", "PreparingRebalance", "CompletingRebalance", "Empty", "Dead")
+
+    def __init__(self, broker: Any) -> None:
+        self.broker = broker
+
+    def collect(self) -> Iterator[Metric]:
+        coord = getattr(self.broker, "group_coordinator", None)
+        groups = dict(getattr(coord, "groups", {}) or {})
+        by_state = dict.fromkeys(self.STATES, 0)
+        offsets = rebalances = 0
+        prefix = "kafka_coordinator_group_groupmetadatamanager_"
+        current = GaugeMetricFamily("kafka_consumergroup_current_offset", "Committed offset of a group.",
+                                    labels=["consumergroup", "topic", "partition"])
+        lag = GaugeMetricFamily("kafka_consumergroup_lag",
+                                "High watermark minus the group's committed offset (0 if ahead).",
+                                labels=["consumergroup", "topic", "partition"])
+        lag_sum = GaugeMetricFamily("kafka_consumergroup_lag_sum", "Lag of a group summed over a topic.",
+                                    labels=["consumergroup", "topic"])
+        members = GaugeMetricFamily("kafka_consumergroup_members", "Members of a group.",
+                                    labels=["consumergroup"])
+        generation = GaugeMetricFamily("samsa_consumergroup_generation",
+                                       "A group's generation id: rebalances it has completed.",
+                                       labels=["consumergroup"])
+        rm_parts = self.broker.replica_manager.partitions
+        from broker.replica_manager import TopicPartition  # noqa: PLC0415
+
+        for gid, g in sorted(groups.items()):
+            state = getattr(getattr(g, "state", None), "value", "Unknown")
+            by_state[state] = by_state.get(state, 0) + 1
+            gen = int(getattr(g, "generation_id", 0))
+            rebalances += gen
+            generation.add_metric([gid], gen)
+            members.add_metric([gid], len(getattr(g, "members", {})))
+            sums: dict[str, int] = {}
+            for (topic, partition), om in sorted(getattr(g, "offsets", {}).items()):
+                offsets += 1
+                committed = int(getattr(om, "offset", -1))
+                if committed < 0:
+                    continue
+                labels = [gid, topic, str(partition)]
+                current.add_metric(labels, committed)
+                part = rm_parts.get(TopicPartition(topic, partition))
+                if part is None:  # not hosted here: its high watermark is another broker's to report
+                    continue
+                n = max(part.high_watermark - committed, 0)
+                lag.add_metric(labels, n)
+                sums[topic] = sums.get(topic, 0) + n
+            for topic, n in sorted(sums.items()):
+                lag_sum.add_metric([gid, topic], n)
+        yield _gauge(prefix + "numgroups", "Consumer groups this coordinator owns.", len(groups))
+        for state in self.STATES:
+            yield _gauge(prefix + "numgroups" + state.lower(), f"Groups in state {state}.", by_state.get(state, 0))
+        state_fam = GaugeMetricFamily("samsa_group_coordinator_groups", "Groups by state.", labels=["state"])
+        for state, n in sorted(by_state.items()):
+            state_fam.add_metric([state], n)
+        yield state_fam
+        yield _gauge(prefix + "numoffsets", "Committed offsets held by this coordinator.", offsets)
+        yield _gauge("kafka_server_group_coordinator_metrics_group_rebalance_count",
+                     "Rebalances completed by the groups this coordinator owns (sum of generations).",
+                     rebalances)
+        yield from (current, lag, lag_sum, members, generation)
+
+
+class TransactionCoordinatorCollector(Collector):
+    """Transactional ids by state, the oldest open transaction, markers written."""
+
+    def __init__(self, broker: Any) -> None:
+        self.broker = broker
+
+    def collect(self) -> Iterator[Metric]:
+        coord = getattr(self.broker, "txn_coordinator", None)
+        txns = dict(getattr(coord, "transactions", {}) or {})
+        by_state: dict[str, int] = {}
+        now_ms = int(time.time() * 1000)
+        oldest = 0.0
+        for md in txns.values():
+            st = getattr(md, "state", None)
+            name = str(getattr(st, "wire_name", None) or getattr(st, "name", "Unknown"))
+            by_state[name] = by_state.get(name, 0) + 1
+            started = int(getattr(md, "txn_start_timestamp", -1))
+            if name in ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence") and started > 0:
+                oldest = max(oldest, (now_ms - started) / 1000)
+        fam = GaugeMetricFamily("samsa_transaction_coordinator_transactional_ids",
+                                "Transactional ids owned by this coordinator, by transaction state.",
+                                labels=["state"])
+        for name, n in sorted(by_state.items()):
+            fam.add_metric([name], n)
+        yield fam
+        yield _gauge("samsa_transaction_coordinator_oldest_open_transaction_age_seconds",
+                     "Age of the oldest transaction not yet completed (0 if none).", oldest)
+        yield CounterMetricFamily("samsa_transaction_coordinator_markers_written",
+                                  "Transaction markers written since start.",
+                                  value=float(getattr(coord, "_markers_written", 0) or 0))
+
+
+class LogCleanerCollector(Collector):
+    """``kafka.log:type=LogCleaner`` / ``LogCleanerManager``: what compaction has done."""
+
+    def __init__(self, broker: Any) -> None:
+        self.broker = broker
+
+    def collect(self) -> Iterator[Metric]:
+        cleaner = getattr(self.broker, "log_cleaner", None)
+        stats = getattr(cleaner, "stats", None)
+        task = getattr(cleaner, "_task", None)
+        dead = 1 if task is not None and task.done() and not task.cancelled() else 0
+        yield _gauge("kafka_log_logcleaner_deadthreadcount", "Cleaner tasks that died.", dead)
+        read = float(getattr(stats, "bytes_read", 0))
+        written = float(getattr(stats, "bytes_written", 0))
+        yield _gauge("kafka_log_logcleaner_cleaner_recopy_percent",
+                     "Bytes written as a percentage of bytes read by the cleaner (since start).",
+                     100.0 * written / read if read else 0.0)
+        max_dirty = 0.0
+        if cleaner is not None:
+            from log.cleaner import dirty_ratio  # noqa: PLC0415
+
+            for lg in cleaner.compacted_logs():
+                max_dirty = max(max_dirty, dirty_ratio(lg, cleaner.first_dirty(lg)))
+        yield _gauge("kafka_log_logcleanermanager_max_dirty_percent",
+                     "Largest dirty ratio among compacted logs, in percent.", 100.0 * max_dirty)
+        for attr, name, doc in (
+                ("passes", "passes", "Cleaning passes completed."),
+                ("bytes_read", "bytes_read", "Bytes read by the cleaner."),
+                ("bytes_written", "bytes_written", "Bytes written by the cleaner."),
+                ("segments_cleaned", "segments_cleaned", "Segments rewritten by the cleaner."),
+                ("records_removed", "records_removed", "Records removed by compaction."),
+                ("tombstones_removed", "tombstones_removed", "Tombstones removed past delete.retention.ms."),
+                ("seconds", "clean_time_seconds", "Time spent cleaning.")):
+            yield CounterMetricFamily(f"samsa_log_cleaner_{name}", doc, value=float(getattr(stats, attr, 0)))
+
+
+class EventLoopCollector(Collector):
+    """How late the event loop wakes up: the latency every request on this broker shares."""
+
+    def __init__(self, lag: Any) -> None:
+        self.lag = lag
+
+    def collect(self) -> Iterator[Metric]:
+        lag = self.lag
+        yield _gauge("samsa_event_loop_lag_seconds", "Lateness of the last event-loop probe.", lag.last)
+        yield _gauge("samsa_event_loop_lag_max_seconds", "Largest probe lateness since the previous scrape.",
+                     lag.take_max())
+        fam = HistogramMetricFamily("samsa_event_loop_lag_ms", "Event-loop probe lateness, milliseconds.")
+        fam.add_metric([], lag.histogram.cumulative(), lag.histogram.sum)
+        yield fam

@@ -1,0 +1,254 @@
+"""The only metrics bookkeeping on the hot path: per-topic counters and per-API request timings.
+
+Theory of operation. Everything here runs on the broker's event loop thread, which also runs
+the scrape, so plain integer attributes need no locks: ``stats.bytes_in += n`` is the whole
+cost of counting (prometheus-client's own ``Counter`` takes a mutex per ``inc()``, which is
+what this module exists to avoid). The scrape-time collectors in :mod:`broker.metrics.collectors`
+turn these numbers into Prometheus families under Kafka's names.
+
+Invariants: counters only grow (a deleted topic's counts are folded into ``retired`` so the
+all-topics totals never go backwards); Produce and Fetch count once per partition in a
+request, never per record: messages in come from the append's first and last offsets.
+
+Request timing follows Kafka's ``RequestChannel`` breakdown, measured honestly for an asyncio
+server (all times in milliseconds):
+
+* ``RequestQueueTimeMs``: from the moment the whole frame was read off the socket until the
+  connection's serving task picks it up (it waits behind earlier pipelined requests).
+* ``LocalTimeMs``: time the request's code actually ran on the event loop (decode, handler,
+  encode), measured by stepping the handler coroutine (:class:`RequestTimer`).
+* ``RemoteTimeMs``: time the handler was suspended, waiting on something else: a Fetch long
+  poll, a coordinator write, acks from other replicas. Kafka calls this purgatory time.
+* ``ThrottleTimeMs``: 0, Samsa applies no quotas yet.
+* ``ResponseQueueTimeMs``: 0 by construction: the serving task writes the response itself.
+* ``ResponseSendTimeMs``: writing the response into the transport, including waiting for the
+  socket buffer to drain when the client reads slowly (the transport's flow control).
+* ``TotalTimeMs``: from frame received to response handed to the kernel.
+"""
+
+from __future__ import annotations
+
+import time
+from bisect import bisect_left
+from collections.abc import Awaitable, Coroutine, Generator
+from typing import Any
+
+from protocol.errors import ErrorCode as E
+
+# Histogram upper bounds in milliseconds (a Python broker answers many requests well under 1 ms).
+BUCKETS_MS: tuple[float, ...] = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0,
+                                 1000.0, 2500.0, 5000.0, 10000.0, 30000.0)
+
+# Per-partition errors Kafka does not count as failed requests (ReplicaManager: the client's
+# metadata is stale, or the request itself was bad): UNKNOWN_TOPIC_OR_PARTITION,
+# NOT_LEADER_OR_FOLLOWER, MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE, CORRUPT_MESSAGE,
+# KAFKA_STORAGE_ERROR, INVALID_TOPIC_EXCEPTION (an append to an internal topic).
+NOT_FAILED_PRODUCE = frozenset(int(c) for c in (
+    E.UNKNOWN_TOPIC_OR_PARTITION, E.NOT_LEADER_OR_FOLLOWER, E.MESSAGE_TOO_LARGE, E.RECORD_LIST_TOO_LARGE,
+    E.CORRUPT_MESSAGE, E.KAFKA_STORAGE_ERROR, E.INVALID_TOPIC_EXCEPTION))
+# ... and for Fetch: also OFFSET_OUT_OF_RANGE, the leader epoch errors, REPLICA_NOT_AVAILABLE,
+# UNKNOWN_TOPIC_ID and INCONSISTENT_TOPIC_ID.
+NOT_FAILED_FETCH = frozenset(int(c) for c in (
+    E.UNKNOWN_TOPIC_OR_PARTITION, E.NOT_LEADER_OR_FOLLOWER, E.KAFKA_STORAGE_ERROR, E.OFFSET_OUT_OF_RANGE,
+    E.FENCED_LEADER_EPOCH, E.UNKNOWN_LEADER_EPOCH, E.REPLICA_NOT_AVAILABLE, E.UNKNOWN_TOPIC_ID,
+    E.INCONSISTENT_TOPIC_ID))
+
+
+class TopicStats:
+    """Kafka's ``BrokerTopicMetrics`` for one topic (the all-topics values are sums)."""
+
+    __slots__ = ("messages_in", "bytes_in", "bytes_out", "failed_produce", "failed_fetch",
+                 "total_produce", "total_fetch")
+
+    def __init__(self) -> None:
+        self.messages_in = 0
+        self.bytes_in = 0
+        self.bytes_out = 0
+        self.failed_produce = 0
+        self.failed_fetch = 0
+        self.total_produce = 0
+        self.total_fetch = 0
+
+    def add(self, other: TopicStats) -> None:
+        for f in TopicStats.__slots__:
+            setattr(self, f, getattr(self, f) + getattr(other, f))
+
+
+class BrokerTopicStats:
+    """Per-topic counters, updated by the Produce and Fetch handlers once per partition."""
+
+    def __init__(self) -> None:
+        self.topics: dict[str, TopicStats] = {}
+        self.retired = TopicStats()  # counts of topics since deleted, kept in the totals
+
+    def topic(self, name: str) -> TopicStats:
+        s = self.topics.get(name)
+        if s is None:
+            s = self.topics[name] = TopicStats()
+        return s
+
+    def produced(self, topic: str, messages: int, nbytes: int) -> None:
+        s = self.topics.get(topic) or self.topic(topic)
+        s.total_produce += 1
+        s.messages_in += messages
+        s.bytes_in += nbytes
+
+    def produce_failed(self, topic: str, code: int) -> None:
+        s = self.topics.get(topic)
+        if s is None:
+            # A name a client made up must not become a label: count it in the totals only.
+            s = self.retired if code == E.UNKNOWN_TOPIC_OR_PARTITION else self.topic(topic)
+        s.total_produce += 1
+        if code not in NOT_FAILED_PRODUCE:
+            s.failed_produce += 1
+
+    def fetched(self, rows_by_topic: list[tuple[str | None, list[tuple[Any, ...]]]]) -> None:
+        """One Fetch response: ``(topic, [(partition, code, hw, lso, start, aborted, data), ...])``."""
+        for name, rows in rows_by_topic:
+            if name is None:
+                continue
+            s = self.topics.get(name)
+            if s is None:  # a new label only for a topic that answered (a made-up name does not)
+                s = self.topic(name) if any(r[1] == 0 for r in rows) else self.retired
+            for row in rows:
+                s.total_fetch += 1
+                code = row[1]
+                if code:
+                    if code not in NOT_FAILED_FETCH:
+                        s.failed_fetch += 1
+                    continue
+                data = row[6]
+                if data:
+                    s.bytes_out += data.size if hasattr(data, "size") else len(data)
+
+    def totals(self) -> TopicStats:
+        t = TopicStats()
+        t.add(self.retired)
+        for s in self.topics.values():
+            t.add(s)
+        return t
+
+    def retire_missing(self, live: set[str]) -> None:
+        """Forget deleted topics (as Kafka removes their metrics), keeping their counts in the totals."""
+        for name in [n for n in self.topics if n not in live]:
+            self.retired.add(self.topics.pop(name))
+
+
+class Histogram:
+    """Bucket counts (not cumulative) and a sum; cumulated only at scrape time."""
+
+    __slots__ = ("counts", "sum")
+
+    def __init__(self) -> None:
+        self.counts = [0] * (len(BUCKETS_MS) + 1)
+        self.sum = 0.0
+
+    def observe(self, ms: float) -> None:
+        self.counts[bisect_left(BUCKETS_MS, ms)] += 1
+        self.sum += ms
+
+    def cumulative(self) -> list[tuple[str, float]]:
+        out = []
+        acc = 0
+        for bound, n in zip((*BUCKETS_MS, float("inf")), self.counts, strict=True):
+            acc += n
+            out.append(("+Inf" if bound == float("inf") else repr(bound), float(acc)))
+        return out
+
+    @property
+    def count(self) -> int:
+        return sum(self.counts)
+
+
+class ApiRequestStats:
+    """Kafka's ``RequestMetrics`` for one API: requests per version and the time histograms."""
+
+    __slots__ = ("versions", "queue", "local", "remote", "send", "total")
+
+    def __init__(self) -> None:
+        self.versions: dict[int, int] = {}
+        self.queue = Histogram()
+        self.local = Histogram()
+        self.remote = Histogram()
+        self.send = Histogram()
+        self.total = Histogram()
+
+
+class RequestTimer:
+    """The timings of one request, filled in by :meth:`run` and the connection."""
+
+    __slots__ = ("received", "started", "local", "remote")
+
+    def __init__(self, received: float) -> None:
+        self.received = received
+        self.started = time.perf_counter()
+        self.local = 0.0
+        self.remote = 0.0
+
+    def run(self, coro: Coroutine[Any, Any, Any]) -> Awaitable[Any]:
+        """Await ``coro``, splitting its wall time into running (local) and suspended (remote)."""
+        return _Stepped(self, coro)
+
+
+class _Stepped:
+    """An awaitable that drives a coroutine step by step, timing each step.
+
+    It forwards every value the coroutine yields (asyncio futures) to the task and every
+    result or exception back, exactly as ``await`` would, so the coroutine cannot tell.
+    """
+
+    __slots__ = ("timer", "coro")
+
+    def __init__(self, timer: RequestTimer, coro: Coroutine[Any, Any, Any]) -> None:
+        self.timer = timer
+        self.coro = coro
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        timer, coro = self.timer, self.coro
+        clock = time.perf_counter
+        value: Any = None
+        exc: BaseException | None = None
+        while True:
+            t0 = clock()
+            try:
+                yielded = coro.send(value) if exc is None else coro.throw(exc)
+            except StopIteration as stop:
+                timer.local += clock() - t0
+                return stop.value
+            except BaseException:
+                timer.local += clock() - t0
+                raise
+            t1 = clock()
+            timer.local += t1 - t0
+            try:
+                value = yield yielded
+                exc = None
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as e:  # CancelledError and friends go into the coroutine
+                value, exc = None, e
+            timer.remote += clock() - t1
+
+
+class RequestStats:
+    """Every API's request metrics, keyed by API key."""
+
+    def __init__(self) -> None:
+        self.apis: dict[int, ApiRequestStats] = {}
+
+    def finish(self, frame: bytes | memoryview, timer: RequestTimer, handled: float, sent: float) -> None:
+        """Record one request once its response is written (or dropped: acks=0, closed)."""
+        if len(frame) < 4:
+            return
+        key = (frame[0] << 8) | frame[1]
+        version = (frame[2] << 8) | frame[3]
+        s = self.apis.get(key)
+        if s is None:
+            s = self.apis[key] = ApiRequestStats()
+        s.versions[version] = s.versions.get(version, 0) + 1
+        s.queue.observe((timer.started - timer.received) * 1000.0)
+        s.local.observe(timer.local * 1000.0)
+        s.remote.observe(timer.remote * 1000.0)
+        s.send.observe((sent - handled) * 1000.0)
+        s.total.observe((sent - timer.received) * 1000.0)

@@ -1,0 +1,395 @@
+"""The ``metrics.listener`` endpoint against a real broker process, real clients and real HTTP.
+
+Each test starts ``python -m broker`` with ``metrics.listener=http://127.0.0.1:<free port>``,
+drives it with stock clients (kafka-python, confluent-kafka) or raw Kafka requests, scrapes
+``/metrics`` over HTTP and parses the text with ``prometheus_client.parser``. Counters must move
+by exactly what was produced and fetched (messages by the count sent, bytes by the bytes the log
+grew and the bytes a raw Fetch returned), lag must equal the high watermark minus the committed
+offset, and the endpoint must keep answering while a client hammers the Kafka listener and
+after malformed HTTP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import ConfigResource, NewTopic
+from kafka.errors import KafkaError
+from kafka.structs import OffsetAndMetadata
+from prometheus_client.parser import text_string_to_metric_families
+
+from broker.metrics.stats import RequestTimer
+from tests.support.brokers import REPO_ROOT, BrokerProcess
+from tests.support.net import api_versions_v0, free_port, wait_until
+from tests.support.rawclient import RawClient
+
+pytestmark = pytest.mark.timeout(180)
+
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+def scrape(port: int, path: str = "/metrics", timeout: float = 10.0) -> Samples:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        body = resp.read().decode()
+        assert resp.status == 200, body
+        assert resp.getheader("Content-Type", "").startswith("text/plain; version=0.0.4")
+    finally:
+        conn.close()
+    out: Samples = {}
+    for fam in text_string_to_metric_families(body):
+        for s in fam.samples:
+            out[(s.name, frozenset(s.labels.items()))] = s.value
+    return out
+
+
+def value(samples: Samples, name: str, **labels: str) -> float:
+    return samples[(name, frozenset(labels.items()))]
+
+
+def values(samples: Samples, name: str) -> dict[frozenset[tuple[str, str]], float]:
+    return {lab: v for (n, lab), v in samples.items() if n == name}
+
+
+@pytest.fixture
+def metered(broker_factory: Callable[..., BrokerProcess]) -> tuple[BrokerProcess, int]:
+    port = free_port()
+    b = broker_factory({"metrics.listener": f"http://127.0.0.1:{port}"})
+    return b, port
+
+
+def create_topic(bootstrap: str, name: str, partitions: int, configs: dict[str, str] | None = None) -> None:
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics([NewTopic(name, partitions, 1, topic_configs=configs or {})])
+    finally:
+        admin.close()
+
+
+def test_produce_and_fetch_counters_move_by_exactly_what_was_sent(metered: tuple[BrokerProcess, int]) -> None:
+    b, port = metered
+    create_topic(b.bootstrap, "orders", 3)
+    before = scrape(port)
+    assert value(before, "kafka_server_brokertopicmetrics_messagesin_total") == 0
+
+    # confluent-kafka: lz4 batches of many records (counted per batch, from its offsets)
+    p = Producer({"bootstrap.servers": b.bootstrap, "compression.type": "lz4", "linger.ms": 20})
+    for i in range(1000):
+        p.produce("orders", value=b"v%05d" % i, key=b"k%d" % (i % 7))
+    assert p.flush(30) == 0
+    # kafka-python: one record per request
+    kp = KafkaProducer(bootstrap_servers=b.bootstrap, linger_ms=0)
+    for i in range(37):
+        kp.send("orders", value=b"x" * 50, partition=i % 3).get(timeout=10)
+    kp.close()
+
+    s = scrape(port)
+    sent = 1037
+    assert value(s, "kafka_server_brokertopicmetrics_messagesin_total", topic="orders") == sent
+    assert value(s, "kafka_server_brokertopicmetrics_messagesin_total") == sent
+    sizes = {lab: v for lab, v in values(s, "kafka_log_log_size").items() if ("topic", "orders") in lab}
+    assert len(sizes) == 3
+    log_bytes = sum(sizes.values())
+    # The log stores batches exactly as produced, so bytes in equal the bytes the log holds.
+    assert value(s, "kafka_server_brokertopicmetrics_bytesin_total", topic="orders") == log_bytes
+    assert value(s, "kafka_server_brokertopicmetrics_bytesin_total") == log_bytes
+    ends = {dict(lab)["partition"]: v for lab, v in values(s, "kafka_log_log_logendoffset").items()
+            if ("topic", "orders") in lab}
+    assert sum(ends.values()) == sent
+    assert value(s, "kafka_server_brokertopicmetrics_failedproducerequests_total", topic="orders") == 0
+    produce_reqs = sum(v for lab, v in values(s, "kafka_network_requestmetrics_requests_total").items()
+                       if ("request", "Produce") in lab)
+    assert produce_reqs >= 37
+    assert value(s, "kafka_network_requestmetrics_totaltimems_count", request="Produce") == produce_reqs
+    assert value(s, "kafka_network_requestmetrics_localtimems_count", request="Produce") == produce_reqs
+    assert value(s, "kafka_network_requestmetrics_totaltimems_bucket", request="Produce", le="+Inf") == produce_reqs
+    assert value(s, "kafka_server_brokertopicmetrics_totalproducerequests_total", topic="orders") >= 37
+
+    # A raw Fetch per partition returns every batch once: bytes out are exactly the log's bytes.
+    fetched = 0
+    with RawClient(b.host, b.port) as rc:
+        for part in range(3):
+            code, hw, data = rc.fetch_raw("orders", part, 0, max_bytes=8 << 20)
+            assert code == 0 and hw == ends[str(part)]
+            fetched += len(data)
+    assert fetched == log_bytes
+    s2 = scrape(port)
+    assert value(s2, "kafka_server_brokertopicmetrics_bytesout_total", topic="orders") == fetched
+    assert value(s2, "kafka_server_brokertopicmetrics_bytesout_total") == fetched
+    assert value(s2, "kafka_server_brokertopicmetrics_totalfetchrequests_total", topic="orders") == 3
+    assert value(s2, "kafka_server_brokertopicmetrics_failedfetchrequests_total", topic="orders") == 0
+    # Scrapes themselves count nothing.
+    assert value(scrape(port), "kafka_server_brokertopicmetrics_bytesout_total") == fetched
+
+
+def test_failed_produce_is_counted_per_topic(metered: tuple[BrokerProcess, int]) -> None:
+    b, port = metered
+    create_topic(b.bootstrap, "strict", 1, {"min.insync.replicas": "2"})
+    kp = KafkaProducer(bootstrap_servers=b.bootstrap, acks="all", retries=0, enable_idempotence=False)
+    with pytest.raises(KafkaError):
+        kp.send("strict", b"refused").get(timeout=10)  # NOT_ENOUGH_REPLICAS: one broker < 2
+    kp.send("strict", b"nope", partition=0)
+    kp.close()
+    s = scrape(port)
+    failed = value(s, "kafka_server_brokertopicmetrics_failedproducerequests_total", topic="strict")
+    assert failed == 2
+    assert value(s, "kafka_server_brokertopicmetrics_failedproducerequests_total") == failed
+    assert value(s, "kafka_server_brokertopicmetrics_messagesin_total", topic="strict") == 0
+    assert value(s, "kafka_log_log_logendoffset", topic="strict", partition="0") == 0
+    # A made-up topic name never becomes a label.
+    assert not any(("topic", "no-such-topic") in lab for (_n, lab) in s)
+
+
+def test_consumer_lag_matches_committed_offsets(metered: tuple[BrokerProcess, int]) -> None:
+    b, port = metered
+    create_topic(b.bootstrap, "events", 2)
+    kp = KafkaProducer(bootstrap_servers=b.bootstrap)
+    for i in range(30):
+        kp.send("events", b"e%d" % i, partition=0 if i < 20 else 1)
+    kp.flush()
+    kp.close()
+    c = KafkaConsumer(bootstrap_servers=b.bootstrap, group_id="billing", enable_auto_commit=False)
+    tp0, tp1 = TopicPartition("events", 0), TopicPartition("events", 1)
+    c.commit({tp0: OffsetAndMetadata(7, "", -1), tp1: OffsetAndMetadata(10, "", -1)})
+    c.close()
+
+    s = scrape(port)
+    assert value(s, "kafka_consumergroup_current_offset", consumergroup="billing", topic="events", partition="0") == 7
+    assert value(s, "kafka_consumergroup_current_offset", consumergroup="billing", topic="events", partition="1") == 10
+    assert value(s, "kafka_consumergroup_lag", consumergroup="billing", topic="events", partition="0") == 20 - 7
+    assert value(s, "kafka_consumergroup_lag", consumergroup="billing", topic="events", partition="1") == 0
+    assert value(s, "kafka_consumergroup_lag_sum", consumergroup="billing", topic="events") == 13
+    assert value(s, "kafka_coordinator_group_groupmetadatamanager_numgroups") == 1
+    assert value(s, "kafka_coordinator_group_groupmetadatamanager_numgroupsempty") == 1
+    assert value(s, "kafka_coordinator_group_groupmetadatamanager_numoffsets") == 2
+
+    # A subscribed consumer in a stable group that reads to the end: lag goes to 0.
+    c = KafkaConsumer("events", bootstrap_servers=b.bootstrap, group_id="billing", enable_auto_commit=False,
+                      auto_offset_reset="earliest")
+    seen = 0
+    deadline = time.monotonic() + 60
+    while seen < 13 and time.monotonic() < deadline:
+        seen += sum(len(v) for v in c.poll(timeout_ms=500).values())
+    assert seen == 13
+    s = scrape(port)
+    assert value(s, "kafka_coordinator_group_groupmetadatamanager_numgroupsstable") == 1
+    assert value(s, "kafka_consumergroup_members", consumergroup="billing") == 1
+    assert value(s, "kafka_server_group_coordinator_metrics_group_rebalance_count") >= 1
+    c.commit()
+    s = scrape(port)
+    assert value(s, "kafka_consumergroup_lag_sum", consumergroup="billing", topic="events") == 0
+    assert value(s, "kafka_consumergroup_current_offset", consumergroup="billing", topic="events", partition="0") == 20
+    c.close()
+
+
+def test_state_gauges_and_process_metrics(metered: tuple[BrokerProcess, int]) -> None:
+    b, port = metered
+    create_topic(b.bootstrap, "g", 4)
+    s = scrape(port)
+    parts = value(s, "kafka_server_replicamanager_partitioncount")
+    assert parts >= 4  # plus the internal topics' partitions
+    assert value(s, "kafka_server_replicamanager_leadercount") == parts
+    assert value(s, "kafka_server_replicamanager_underreplicatedpartitions") == 0
+    assert value(s, "kafka_server_replicamanager_offlinereplicacount") == 0
+    assert value(s, "kafka_controller_kafkacontroller_offlinepartitionscount") == 0
+    assert ("kafka_controller_kafkacontroller_activecontrollercount", frozenset()) in s
+    for p in range(4):
+        assert value(s, "kafka_log_log_logstartoffset", topic="g", partition=str(p)) == 0
+        assert value(s, "kafka_log_log_numlogsegments", topic="g", partition=str(p)) == 1
+    assert value(s, "process_resident_memory_bytes") > 10 << 20
+    assert value(s, "process_open_fds") > 0
+    assert ("process_cpu_seconds_total", frozenset()) in s
+    assert ("samsa_event_loop_lag_seconds", frozenset()) in s
+    assert ("kafka_log_logcleaner_deadthreadcount", frozenset()) in s
+    assert value(s, "kafka_log_logcleaner_deadthreadcount") == 0
+    assert ("samsa_transaction_coordinator_oldest_open_transaction_age_seconds", frozenset()) in s
+    # Connections per listener: the scrape does not count, a Kafka client does.
+    base = value(s, "kafka_server_socketservermetrics_connection_count", listener="PLAINTEXT")
+    socks = [socket.create_connection((b.host, b.port)) for _ in range(3)]
+    try:
+        assert wait_until(lambda: value(scrape(port), "kafka_server_socketservermetrics_connection_count",
+                                        listener="PLAINTEXT") == base + 3, 10)
+    finally:
+        for sk in socks:
+            sk.close()
+    assert wait_until(lambda: value(scrape(port), "kafka_server_socketservermetrics_connection_count",
+                                    listener="PLAINTEXT") == base, 10)
+    # ?name[]= restricts the families, as prometheus-client's own server does.
+    only = scrape(port, "/metrics?name[]=kafka_server_replicamanager_leadercount")
+    assert set(only) == {("kafka_server_replicamanager_leadercount", frozenset())}
+
+
+def test_endpoint_answers_while_a_client_hammers_the_broker(metered: tuple[BrokerProcess, int]) -> None:
+    b, port = metered
+    create_topic(b.bootstrap, "hammer", 2)
+    stop = threading.Event()
+    acked = [0]
+    errors: list[Any] = []
+
+    def hammer() -> None:
+        p = Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 1, "batch.num.messages": 50})
+
+        def dr(err: Any, _msg: Any) -> None:
+            if err is None:
+                acked[0] += 1
+            else:
+                errors.append(err)
+
+        while not stop.is_set():
+            try:
+                p.produce("hammer", b"y" * 200, on_delivery=dr)
+            except BufferError:
+                p.poll(0.05)
+            p.poll(0)
+        p.flush(30)
+
+    t = threading.Thread(target=hammer, daemon=True)
+    t.start()
+    try:
+        assert wait_until(lambda: acked[0] > 500, 60)
+        last = -1.0
+        for _ in range(15):
+            t0 = time.monotonic()
+            s = scrape(port, timeout=10)
+            assert time.monotonic() - t0 < 10
+            n = value(s, "kafka_server_brokertopicmetrics_messagesin_total", topic="hammer")
+            assert n >= last
+            last = n
+        assert wait_until(lambda: value(scrape(port), "kafka_server_brokertopicmetrics_messagesin_total",
+                                        topic="hammer") > last, 30)
+    finally:
+        stop.set()
+        t.join(60)
+    assert not errors
+    final = scrape(port)
+    assert value(final, "kafka_server_brokertopicmetrics_messagesin_total", topic="hammer") == acked[0]
+    ends = sum(v for lab, v in values(final, "kafka_log_log_logendoffset").items() if ("topic", "hammer") in lab)
+    assert ends == acked[0]
+
+
+def _raw_http(port: int, data: bytes) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sk:
+        sk.sendall(data)
+        chunks = []
+        while True:
+            try:
+                chunk = sk.recv(65536)
+            except ConnectionResetError:
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+def test_malformed_http_gets_4xx_and_the_broker_carries_on(metered: tuple[BrokerProcess, int]) -> None:
+    b, port = metered
+    assert _raw_http(port, b"NONSENSE\r\n\r\n").startswith(b"HTTP/1.1 400 ")
+    assert _raw_http(port, b"GET /" + b"a" * 100_000 + b" HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 414 ")
+    assert _raw_http(port, b"GET /metrics?" + b"q=1&" * 5000 + b" HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 414 ")
+    assert _raw_http(port, b"GET /metrics HTTP/1.1\r\n" + b"X-A: b\r\n" * 1000 + b"\r\n").startswith(
+        b"HTTP/1.1 431 ")
+    assert _raw_http(port, b"POST /metrics HTTP/1.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").startswith(
+        b"HTTP/1.1 405 ")
+    assert _raw_http(port, b"GET /nope HTTP/1.0\r\n\r\n").startswith(b"HTTP/1.1 404 ")
+    assert _raw_http(port, b"\x00\xff\x16\x03\x01garbage\r\n\r\n").startswith(b"HTTP/1.1 400 ")
+    # Half a request, then hang up: nothing to answer, nothing breaks.
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sk:
+        sk.sendall(b"GET /metr")
+    head = _raw_http(port, b"HEAD /metrics HTTP/1.0\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200 ") and head.endswith(b"\r\n\r\n")
+    # Keep-alive: two scrapes on one connection.
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    for _ in range(2):
+        conn.request("GET", "/metrics")
+        r = conn.getresponse()
+        assert r.status == 200 and b"kafka_server_replicamanager_partitioncount" in r.read()
+    conn.close()
+    assert scrape(port)
+    assert api_versions_v0(b.host, b.port)
+    assert "Traceback" not in b.log_text()
+
+
+def test_metrics_port_in_use_logs_an_error_and_kafka_still_serves(
+        broker_factory: Callable[..., BrokerProcess]) -> None:
+    blocker = socket.socket()
+    blocker.bind(("127.0.0.1", 0))
+    blocker.listen(1)
+    port = blocker.getsockname()[1]
+    try:
+        b = broker_factory({"metrics.listener": f"http://127.0.0.1:{port}"})
+        assert api_versions_v0(b.host, b.port)
+        kp = KafkaProducer(bootstrap_servers=b.bootstrap)
+        kp.send("still-works", b"v").get(timeout=10)
+        kp.close()
+        assert f"Cannot open metrics.listener http://127.0.0.1:{port}" in b.log_text()
+    finally:
+        blocker.close()
+
+
+def test_metrics_listener_is_a_broker_config_off_by_default(broker_factory: Callable[..., BrokerProcess]) -> None:
+    b = broker_factory()
+    admin = KafkaAdminClient(bootstrap_servers=b.bootstrap)
+    try:
+        res = admin.describe_configs([ConfigResource("broker", "0", {"metrics.listener": None})],
+                                     config_filter="all")
+    finally:
+        admin.close()
+    entry = res["broker"]["0"]["metrics.listener"]
+    assert entry["value"] == "" and entry["config_source"] == "DEFAULT_CONFIG" and entry["read_only"]
+    assert "Metrics endpoint listening" not in b.log_text()
+
+
+def test_invalid_metrics_listener_is_refused_at_start(tmp_path: Any) -> None:
+    r = subprocess.run([sys.executable, "-m", "broker", "--override", f"log.dirs={tmp_path}",
+                        "--override", f"listeners=PLAINTEXT://127.0.0.1:{free_port()}",
+                        "--override", "metrics.listener=ftp://127.0.0.1:80"],
+                       cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0
+    assert "Invalid metrics.listener 'ftp://127.0.0.1:80'; expected http://HOST:PORT" in r.stdout + r.stderr
+
+
+# --- RequestTimer: local vs remote time, without a broker -------------------------------------
+
+def test_request_timer_splits_running_from_waiting() -> None:
+    async def handler(busy: float, wait: float) -> str:
+        t = time.perf_counter()
+        while time.perf_counter() - t < busy:
+            pass
+        await asyncio.sleep(wait)
+        return "done"
+
+    async def main() -> None:
+        timer = RequestTimer(time.perf_counter())
+        assert await timer.run(handler(0.05, 0.2)) == "done"
+        assert 0.05 <= timer.local < 0.15
+        assert 0.2 <= timer.remote < 1.0
+
+        timer = RequestTimer(time.perf_counter())
+        task = asyncio.ensure_future(timer.run(handler(0, 10)))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+        async def boom() -> None:
+            await asyncio.sleep(0)
+            raise ValueError("x")
+
+        with pytest.raises(ValueError):
+            await RequestTimer(time.perf_counter()).run(boom())
+
+    asyncio.run(main())
