@@ -30,6 +30,7 @@ Usage::
     python bench/produce_consume.py --clients confluent --sizes 100 --partitions 1,6
     python bench/produce_consume.py --samsa-bootstrap 127.0.0.1:9092 --samsa-pid 1234
     python bench/produce_consume.py --json results.json --py-spy samsa-profile.txt
+    python bench/produce_consume.py --brokers samsa,samsa-metrics --repeat 3   # metrics on vs off
 
 It is a script, not a test: nothing here asserts a speed.
 """
@@ -58,7 +59,10 @@ if str(REPO_ROOT) not in sys.path:
 from tests.support.brokers import BrokerProcess, SamsaBroker, TansuBroker  # noqa: E402
 
 CLIENTS = ("confluent", "kafka-python")
-BROKERS = ("samsa", "tansu")
+# samsa-metrics: Samsa with metrics.listener on and /metrics scraped every SCRAPE_INTERVAL s
+# (Prometheus' default is 15 s), to show what counting and scraping cost against plain samsa.
+BROKERS = ("samsa", "tansu", "samsa-metrics")
+SCRAPE_INTERVAL = 1.0
 SIZES = (100, 1024)
 
 # Default message counts per (client, size), chosen so that one case (produce +
@@ -360,6 +364,7 @@ class Target:
     bootstrap: str
     pid: int | None
     process: BrokerProcess | None = None
+    scraper: Any = None
 
 
 def run_case(target: Target, client: str, size: int, partitions: int, n: int, timeout: float) -> CaseResult:
@@ -379,17 +384,65 @@ def run_case(target: Target, client: str, size: int, partitions: int, n: int, ti
 def start_brokers(args: argparse.Namespace, workdir: Path) -> dict[str, Target]:
     targets: dict[str, Target] = {}
     for name in args.brokers:
-        given = getattr(args, f"{name}_bootstrap")
+        given = getattr(args, f"{name}_bootstrap", None)
         if given:
             targets[name] = Target(name, given, getattr(args, f"{name}_pid"))
             continue
-        cls = SamsaBroker if name == "samsa" else TansuBroker
-        proc = cls(workdir / f"{name}-data", workdir / f"{name}.log")
+        proc: BrokerProcess
+        metrics_port = None
+        if name == "samsa-metrics":
+            from tests.support.net import free_port  # noqa: PLC0415
+
+            metrics_port = free_port()
+            proc = SamsaBroker(workdir / f"{name}-data", workdir / f"{name}.log",
+                               overrides={"metrics.listener": f"http://127.0.0.1:{metrics_port}"})
+        else:
+            cls = SamsaBroker if name == "samsa" else TansuBroker
+            proc = cls(workdir / f"{name}-data", workdir / f"{name}.log")
         proc.start(timeout=60)
         assert proc.proc is not None
         targets[name] = Target(name, proc.bootstrap, proc.proc.pid, proc)
+        if metrics_port is not None:
+            targets[name].scraper = Scraper(metrics_port)
         print(f"# started {name} on {proc.bootstrap} (pid {proc.proc.pid}, log {proc.log_path})", file=sys.stderr)
     return targets
+
+
+class Scraper:
+    """Scrapes /metrics every SCRAPE_INTERVAL s from a thread; counts scrapes and their latency."""
+
+    def __init__(self, port: int) -> None:
+        import threading  # noqa: PLC0415
+
+        self.port = port
+        self.stop = threading.Event()
+        self.scrapes = 0
+        self.seconds: list[float] = []
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        import urllib.request  # noqa: PLC0415
+
+        while not self.stop.wait(SCRAPE_INTERVAL):
+            t0 = time.monotonic()
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=30) as r:
+                    r.read()
+            except OSError as e:
+                print(f"# scrape failed: {e}", file=sys.stderr)
+                continue
+            self.seconds.append(time.monotonic() - t0)
+            self.scrapes += 1
+
+    def close(self) -> str:
+        self.stop.set()
+        self.thread.join(35)
+        if not self.seconds:
+            return "no scrapes"
+        xs = sorted(self.seconds)
+        return (f"{self.scrapes} scrapes, median {1000 * xs[len(xs) // 2]:.1f} ms, "
+                f"max {1000 * xs[-1]:.1f} ms")
 
 
 def fmt_pct(v: float | None) -> str:
@@ -442,6 +495,8 @@ def print_table(results: list[CaseResult]) -> None:
         rp, rc = "", ""
         tansu = by_key.get((r.client, r.size, r.partitions, "tansu"))
         samsa = by_key.get((r.client, r.size, r.partitions, "samsa"))
+        if r.broker == "samsa-metrics":  # compared with plain samsa: metrics on / off
+            tansu, samsa = samsa, r
         if samsa and tansu and not samsa.error and not tansu.error:
             rp = fmt_ratio(samsa.produce.msgs_per_s(), tansu.produce.msgs_per_s())
             rc = fmt_ratio(samsa.consume.msgs_per_s(), tansu.consume.msgs_per_s())
@@ -464,6 +519,7 @@ def print_table(results: list[CaseResult]) -> None:
         "\nbroker CPU microseconds per message (insensitive to machine load). oth% = CPU used by everything"
         "\nelse on the machine during the slower phase (other engineers' jobs): high values depress msgs/s."
         "\nTansu keeps data in memory; Samsa writes segment files. With --repeat, best run per phase."
+        "\nOn samsa-metrics rows S/T is samsa-metrics/samsa: metrics on / off (/metrics scraped every 1 s)."
     )
 
 
@@ -514,7 +570,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--clients", type=csv(str, CLIENTS), default=list(CLIENTS), help="confluent,kafka-python")
     p.add_argument("--sizes", type=csv(int), default=list(SIZES), help="message value sizes in bytes (100,1024)")
     p.add_argument("--partitions", type=csv(int), default=[1], help="partition counts per topic, e.g. 1,6")
-    p.add_argument("--brokers", type=csv(str, BROKERS), default=list(BROKERS), help="samsa,tansu")
+    p.add_argument("--brokers", type=csv(str, BROKERS), default=["samsa", "tansu"],
+                   help="samsa,tansu (samsa-metrics: samsa with metrics.listener on)")
     p.add_argument("--samsa-bootstrap", help="use an already-running Samsa at host:port")
     p.add_argument("--samsa-pid", type=int, help="its PID, to report broker CPU time")
     p.add_argument("--tansu-bootstrap", help="use an already-running Tansu at host:port")
@@ -573,6 +630,8 @@ def main(argv: list[str] | None = None) -> int:
                 spy.kill()
                 spy.wait()
         for t in targets.values():
+            if t.scraper is not None:
+                print(f"# {t.name}: {t.scraper.close()}", file=sys.stderr)
             if t.process is not None:
                 t.process.stop(timeout=10)
         if args.keep:
