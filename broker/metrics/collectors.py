@@ -124,9 +124,11 @@ class SocketServerCollector(Collector):
         by_port = _listener_names(self.broker)
         counts = dict.fromkeys(by_port.values(), 0)
         for conn in list(self.broker.connections):
-            t = conn.transport
-            sock = t.get_extra_info("sockname") if t is not None else None
-            name = by_port.get(sock[1], "UNKNOWN") if sock else "UNKNOWN"
+            name = getattr(conn, "listener_name", None)
+            if name is None:  # older connections: tell the listener by the local port
+                t = conn.transport
+                sock = t.get_extra_info("sockname") if t is not None else None
+                name = by_port.get(sock[1], "UNKNOWN") if sock else "UNKNOWN"
             counts[name] = counts.get(name, 0) + 1
         fam = GaugeMetricFamily("kafka_server_socketservermetrics_connection_count",
                                 "Open client connections, by listener.", labels=["listener"])
