@@ -1,7 +1,8 @@
 """The ``samsa`` operator commands, modelled on Kafka's ``bin/kafka-*.sh`` scripts.
 
 ``register(subparsers)`` adds ``topics``, ``configs``, ``consumer-groups``,
-``console-producer``, ``console-consumer``, ``dump-log``, ``get-offsets`` and ``cluster`` to an
+``console-producer``, ``console-consumer``, ``dump-log``, ``get-offsets``,
+``reassign-partitions``, ``leader-election`` and ``cluster`` to an
 argparse sub-parser set (``broker/cli.py`` adds them beside ``samsa broker``). Each
 sub-parser sets ``func``: a callable taking the parsed namespace and returning the exit
 status. All commands but ``dump-log`` talk to a broker over the Kafka wire protocol only,
@@ -24,10 +25,13 @@ from . import (
     consumer_groups,
     dump_log,
     get_offsets,
+    leader_election,
+    reassign_partitions,
     topics,
 )
 
-COMMANDS = (topics, configs, consumer_groups, console_producer, console_consumer, dump_log, get_offsets, cluster)
+COMMANDS = (topics, configs, consumer_groups, console_producer, console_consumer, dump_log, get_offsets,
+            reassign_partitions, leader_election, cluster)
 
 
 def register(subparsers: Any) -> None:

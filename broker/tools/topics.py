@@ -53,7 +53,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--under-replicated-partitions", action="store_true",
                    help="With --describe: only partitions whose ISR is smaller than the replica set.")
     p.add_argument("--unavailable-partitions", action="store_true",
-                   help="With --describe: only partitions without a leader.")
+                   help="With --describe: only partitions without a leader, or whose leader is not a live broker.")
     p.add_argument("--validate-only", action="store_true",
                    help="With --create/--alter: ask the broker to validate without changing anything.")
     add_output(p)
@@ -166,6 +166,12 @@ def describe_topics_doc(admin: Any, names: list[str]) -> list[dict[str, Any]]:
     return out
 
 
+def _live_brokers(admin: Any) -> set[int]:
+    """Broker ids in Metadata: the brokers the cluster considers alive."""
+    brokers = admin.describe_cluster().get("brokers", [])  # DescribeCluster, or Metadata on old brokers
+    return {b["broker_id"] for b in brokers}
+
+
 def _describe(admin: Any, args: argparse.Namespace) -> int | None:
     names = _names(admin, args)
     if args.topic and not names and not args.if_exists:
@@ -173,20 +179,25 @@ def _describe(admin: Any, args: argparse.Namespace) -> int | None:
     doc = describe_topics_doc(admin, names)
     if args.topics_with_overrides:
         doc = [t for t in doc if t["configs"]]
+    live = _live_brokers(admin) if args.unavailable_partitions else set()
     for t in doc:
+        # Kafka's TopicCommand: under-replicated when the ISR is smaller than the replica set;
+        # unavailable when there is no leader or the leader is not a live broker.
         if args.under_replicated_partitions:
             t["partitions"] = [p for p in t["partitions"] if len(p["isr"]) < len(p["replicas"])]
         if args.unavailable_partitions:
-            t["partitions"] = [p for p in t["partitions"] if p["leader"] < 0]
+            t["partitions"] = [p for p in t["partitions"] if p["leader"] < 0 or p["leader"] not in live]
     if args.json:
         print_json(doc)
         return 0
     partition_filter = args.under_replicated_partitions or args.unavailable_partitions
-    for i, t in enumerate(doc):
+    printed = 0
+    for t in doc:
         if partition_filter and not t["partitions"]:
             continue
-        if i:
+        if printed:
             print()
+        printed += 1
         cfg = ",".join(f"{k}={v}" for k, v in sorted(t["configs"].items()))
         print(f"Topic: {t['topic']}\tTopicId: {t['topic_id'] or '-'}\tPartitionCount: {t['partition_count']}"
               f"\tReplicationFactor: {t['replication_factor']}\tConfigs: {cfg}")
