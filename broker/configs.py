@@ -125,12 +125,12 @@ class ConfigDef:
             value = value.lower()
         elif self.type is ConfigType.LIST:
             items = [v.strip() for v in value.split(",") if v.strip()]
+            # Kafka's ValidList checks each item; an empty list is valid (an empty
+            # cleanup.policy means neither delete nor compact: the log is kept).
             if self.one_of is not None:
                 for item in items:
                     if item not in self.one_of:
                         raise bad(f"String must be one of: {', '.join(self.one_of)}")
-                if not items:
-                    raise bad("Empty list")
             value = ",".join(items)
         elif self.one_of is not None and value not in self.one_of:
             raise bad(f"String must be one of: {', '.join(self.one_of)}")

@@ -228,8 +228,7 @@ class ReplicaManager:
         expiration_ms = self.config.int("producer.id.expiration.ms")
         deleted = expired = 0
         for part in list(self.partitions.values()):
-            if "delete" in part.log.config.cleanup_policy:
-                deleted += part.log.delete_old_segments(now_ms)
+            deleted += part.log.delete_old_segments(now_ms)  # the log applies its cleanup.policy
             expired += part.log.producer_state.remove_expired_producers(now_ms, expiration_ms)
         if expired:
             log.info("Removed %d expired producer ids (producer.id.expiration.ms=%d)", expired, expiration_ms)

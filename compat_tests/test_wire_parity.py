@@ -222,3 +222,109 @@ def test_internal_topics_listed_by_all_clients(broker) -> None:
     assert "__consumer_offsets" in samsa_list()
     listed = samsa_list("--exclude-internal")
     assert "__consumer_offsets" not in listed and any(n.startswith("internal-src") for n in listed)
+
+
+# --- 4. An empty cleanup.policy: accepted, described, honoured ------------------------------------
+
+FAST = {"log.retention.check.interval.ms": "300", "log.cleaner.backoff.ms": "300"}
+
+
+def _consume_values(bootstrap: str, topic: str) -> list[tuple[int, bytes | None, bytes | None]]:
+    from confluent_kafka import OFFSET_BEGINNING  # noqa: PLC0415
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    end = _offsets(admin, topic)[1]
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"read-{uuid.uuid4().hex}",
+                  "enable.auto.commit": False, "enable.partition.eof": True})
+    c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    out: list[tuple[int, bytes | None, bytes | None]] = []
+    deadline = time.monotonic() + 30
+    try:
+        while time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            if m.error() is not None:
+                if m.error().code() == KafkaError._PARTITION_EOF and (not out or out[-1][0] >= end - 1):
+                    break
+                continue
+            out.append((m.offset(), m.key(), m.value()))
+    finally:
+        c.close()
+    return out
+
+
+def _offsets(admin: AdminClient, topic: str) -> tuple[int, int]:
+    from confluent_kafka.admin import OffsetSpec  # noqa: PLC0415
+
+    tp = TopicPartition(topic, 0)
+    lo = admin.list_offsets({tp: OffsetSpec.earliest()})[tp].result(timeout=30).offset
+    hi = admin.list_offsets({tp: OffsetSpec.latest()})[tp].result(timeout=30).offset
+    return lo, hi
+
+
+def _wait(cond, what: str, timeout: float = 90):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while True:
+        got = cond()
+        if got:
+            return got
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.3)
+
+
+def test_empty_cleanup_policy_is_kept(broker_factory) -> None:
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource  # noqa: PLC0415
+    from kafka import KafkaAdminClient  # noqa: PLC0415
+    from kafka.admin import ConfigResource as KpConfigResource  # noqa: PLC0415
+
+    broker = broker_factory(FAST)
+    b = broker.bootstrap
+    admin = AdminClient({"bootstrap.servers": b})
+    small = {"segment.bytes": "1000", "retention.ms": "200", "file.delete.delay.ms": "0",
+             "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "0"}
+    keep, ctl_delete, ctl_compact = topic_name("keep"), topic_name("ctl-del"), topic_name("ctl-cmp")
+    create_topic(b, keep, config={**small, "cleanup.policy": "compact"})
+
+    # SUBTRACT the only policy, as kafka-configs.sh --delete-config / AdminClient do: accepted
+    res = ConfigResource("topic", keep, incremental_configs=[
+        ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.SUBTRACT)])
+    for f in admin.incremental_alter_configs([res]).values():
+        f.result(timeout=30)
+    desc = admin.describe_configs([ConfigResource("topic", keep)])
+    entry = list(desc.values())[0].result(timeout=30)["cleanup.policy"]
+    assert entry.value == "" and entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value, entry
+    kp = KafkaAdminClient(bootstrap_servers=b)
+    try:
+        got = kp.describe_configs([KpConfigResource("topic", keep, configs=["cleanup.policy"])])
+        assert got["topic"][keep]["cleanup.policy"]["value"] == ""
+    finally:
+        kp.close()
+
+    # produce duplicate keys to the kept topic first, then to two controls that prove that the
+    # retention and cleaner passes ran meanwhile
+    create_topic(b, ctl_delete, config={**small, "cleanup.policy": "delete"})
+    create_topic(b, ctl_compact, config={**small, "cleanup.policy": "compact"})
+    p = Producer({"bootstrap.servers": b, "linger.ms": 0, "batch.num.messages": 1})
+    for t in (keep, ctl_delete, ctl_compact):
+        for i in range(60):
+            p.produce(t, key=b"k%d" % (i % 5), value=b"%d-" % i + b"x" * 80, partition=0)
+            p.poll(0)
+        assert p.flush(30) == 0
+    _wait(lambda: _offsets(admin, ctl_delete)[0] > 0, "retention on the delete control")
+    _wait(lambda: len(_consume_values(b, ctl_compact)) < 60, "compaction of the compact control")
+    segments = sorted((broker.data_dir / f"{keep}-0").glob("*.log"))
+    assert len(segments) > 3
+
+    # neither deleted nor compacted
+    assert _offsets(admin, keep) == (0, 60)
+    assert [o for o, _k, _v in _consume_values(b, keep)] == list(range(60))
+    assert sorted((broker.data_dir / f"{keep}-0").glob("*.log")) == segments
+
+    # DeleteRecords still moves the log start, and segments below it go (as Kafka's
+    # deleteLogStartOffsetBreachedSegments, whatever the policy)
+    for f in admin.delete_records([TopicPartition(keep, 0, 40)]).values():
+        f.result(timeout=30)
+    _wait(lambda: len(list((broker.data_dir / f"{keep}-0").glob("*.log"))) < len(segments),
+          "segments below the log start offset to go")
+    assert _offsets(admin, keep) == (40, 60)

@@ -193,7 +193,7 @@ def _check_string(name: str, value: str) -> str:
                 message=f"Invalid value {value} for configuration {name}: String must be one of: CreateTime, LogAppendTime")
     elif name == "cleanup.policy":
         parts = [p.strip() for p in value.split(",") if p.strip()]
-        if not parts or any(p not in ("delete", "compact") for p in parts):
+        if any(p not in ("delete", "compact") for p in parts):  # empty: neither, the log is kept
             raise InvalidConfigError(
                 message=f"Invalid value {value} for configuration {name}: String must be one of: compact, delete")
         value = ",".join(parts)

@@ -514,13 +514,20 @@ class Log:
         return self.log_start_offset
 
     def delete_old_segments(self, now_ms: int | None = None) -> int:
-        """Retention: delete old segments by time, size and log start offset; never the active one."""
+        """Retention: delete old segments by time, size and log start offset; never the active one.
+
+        As Kafka's ``deleteOldSegments``: time and size retention apply only with
+        ``cleanup.policy`` delete; segments wholly below the log start offset (DeleteRecords)
+        go whatever the policy (compact, or empty: neither deleted nor compacted).
+        """
         now = _now_ms() if now_ms is None else now_ms
         self._finish_pending_deletes(now)
         cfg = self.config
-        if "delete" not in cfg.cleanup_policy.split(","):
-            return 0
         deleted = 0
+        if "delete" not in cfg.cleanup_policy.split(","):
+            return self._delete_segments(
+                lambda seg, nxt: nxt is not None and nxt.base_offset <= self.log_start_offset,
+                "log start offset breach", now)
         if cfg.retention_ms >= 0:
             deleted += self._delete_segments(
                 lambda seg, nxt: now - seg.largest_timestamp > cfg.retention_ms,

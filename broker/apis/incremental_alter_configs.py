@@ -4,8 +4,8 @@ Each config carries an operation: SET (0) a value, DELETE (1) the override (back
 inherited value), APPEND (2) or SUBTRACT (3) items of a LIST config (``cleanup.policy``,
 the throttled-replica lists); APPEND/SUBTRACT on a non-list config is INVALID_CONFIG, as in
 Kafka. The operations are applied to the resource's current overrides, the result is
-validated as a whole (so ``cleanup.policy`` cannot be emptied by SUBTRACT), and only then
-stored: the topic registry persists topic overrides and rebuilds the partitions' LogConfig
+validated as a whole, and only then stored (SUBTRACT of the last ``cleanup.policy`` leaves an
+empty list, which Kafka accepts: neither deleted nor compacted, the log is kept): the topic registry persists topic overrides and rebuilds the partitions' LogConfig
 live; BROKER resources (this broker's id, or "" for the cluster default) go to the dynamic
 broker configs. A key named twice in one resource is INVALID_REQUEST. ``validate_only``
 stops after validation. v1 is flexible.
