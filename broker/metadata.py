@@ -149,8 +149,9 @@ class TopicRegistry:
             raise KafkaError(ErrorCode.INVALID_PARTITIONS,
                              f"Topic currently has {info.num_partitions} partitions, which is higher than or "
                              f"equal to the requested {new_total}.")
-        info.num_partitions = new_total
+        old_total, info.num_partitions = info.num_partitions, new_total
         self._persist()
+        log.info("Increased the partitions of topic %s from %d to %d", name, old_total, new_total)
         self._notify("partitions", name)
 
     def _notify(self, event: str, name: str) -> None:

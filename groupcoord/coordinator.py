@@ -101,6 +101,13 @@ class GroupCoordinator(ClassicGroupManager, OffsetMetadataManager):
             await self.load_partition(p)
         self._schedule_retention()
 
+    async def on_election(self, partition: int) -> None:
+        """This broker now leads ``partition`` of ``__consumer_offsets`` (Kafka's ``onElection``):
+        replay it and answer for its groups. Idempotent: a partition owned or loading is left alone."""
+        if not self.active or partition in self._owned or partition in self._loading:
+            return
+        await self.load_partition(partition)
+
     async def load_partition(self, partition: int) -> None:
         self._loading.add(partition)
         n = 0

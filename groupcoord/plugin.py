@@ -2,8 +2,10 @@
 
 The broker imports this module on start and awaits :func:`start` (and :func:`stop` on
 shutdown). Here :class:`~groupcoord.storage.OffsetsStorage` is implemented on the broker's own
-partitions of ``__consumer_offsets`` (``offsets.topic.num.partitions``, compacted), created on
-first start; an existing topic's partition count wins, since group ids are hashed onto it.
+partitions of ``__consumer_offsets`` (``offsets.topic.num.partitions``, compacted), created by
+the first FindCoordinator for a group (``broker/auto_topic_creation.py``), as in Kafka; an
+existing topic is replayed at start and its partition count wins, since group ids are hashed
+onto it.
 Records are appended as plain v2 batches (transactional ones for TxnOffsetCommit) through the
 replica manager, and read back batch by batch at start-up for ``replay()``.
 """
@@ -56,16 +58,14 @@ async def start(broker: Any) -> None:
     existing = broker.topics.get(OFFSETS_TOPIC)
     if existing is not None:
         config.offsets_topic_num_partitions = existing.num_partitions
-    else:
-        seg = broker.config.get("offsets.topic.segment.bytes") or 104857600
-        broker.topics.create(OFFSETS_TOPIC, config.offsets_topic_num_partitions,
-                             {"cleanup.policy": "compact", "compression.type": "producer",
-                              "segment.bytes": str(seg)})
     coord = GroupCoordinator(BrokerOffsetsStorage(broker), config)
     broker.group_coordinator = coord
-    await coord.startup()
-    log.info("group coordinator loaded %d groups from %d partitions of %s", len(coord.groups),
-             config.offsets_topic_num_partitions, OFFSETS_TOPIC)
+    # An existing topic's groups load now; a missing one is created by the first FindCoordinator
+    # for a group (broker/auto_topic_creation.py), which then hands its partitions to on_election.
+    await coord.startup(range(existing.num_partitions) if existing is not None else ())
+    if existing is not None:
+        log.info("group coordinator loaded %d groups from %d partitions of %s", len(coord.groups),
+                 config.offsets_topic_num_partitions, OFFSETS_TOPIC)
 
 
 async def stop(broker: Any) -> None:

@@ -143,7 +143,7 @@ class Log:
         log.leader_epoch_cache.truncate_from_start(log.log_start_offset)
         log._rebuild_producer_state(log.log_end_offset, clean=not recover)
         log.recovery_point = log.log_end_offset if not recover else log.recovery_point
-        logger.info("[Log partition=%s, dir=%s] Loaded log with %d segments, log start offset %d and "
+        logger.debug("[Log partition=%s, dir=%s] Loaded log with %d segments, log start offset %d and "
                     "log end offset %d in %d ms", log.name, dir.parent, len(log.segments),
                     log.log_start_offset, log.log_end_offset, (time.monotonic() - t0) * 1000)
         return log

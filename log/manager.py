@@ -36,6 +36,7 @@ from .log import Log, parse_topic_partition
 logger = logging.getLogger("samsa.log")
 
 DELETE_DIR_SUFFIX = "-delete"
+SLOW_LOAD_MS = 1000  # a log that takes this long to load gets its own INFO line
 
 
 class LogManager:
@@ -58,11 +59,6 @@ class LogManager:
             clean = marker.exists()
             recovery_points = read_offsets_checkpoint(log_dir / RECOVERY_POINT_CHECKPOINT)
             start_offsets = read_offsets_checkpoint(log_dir / LOG_START_OFFSET_CHECKPOINT)
-            if clean:
-                logger.info("Found clean shutdown file %s; skipping recovery for all logs in %s", marker, log_dir)
-            else:
-                logger.info("Attempting recovery for all logs in %s since no clean shutdown file was found",
-                            log_dir)
             names = sorted(os.listdir(log_dir))
             candidates = []
             for name in names:
@@ -79,6 +75,11 @@ class LogManager:
                     continue
                 candidates.append((tp, path))
             total = len(candidates)
+            if clean:
+                logger.info("Found clean shutdown file %s; skipping recovery for all logs in %s", marker, log_dir)
+            elif candidates:  # a brand-new log dir has nothing to recover: say nothing
+                logger.info("Attempting recovery for all logs in %s since no clean shutdown file was found",
+                            log_dir)
             for n, (tp, path) in enumerate(candidates, 1):
                 if tp in self.logs:
                     logger.error("Duplicate log directories for %s-%d: %s and %s; using the first", tp[0], tp[1],
@@ -89,15 +90,22 @@ class LogManager:
                 log = Log.open(path, config, recover=not clean, recovery_point=recovery_points.get(tp, 0),
                                log_start_offset=start_offsets.get(tp))
                 self._register(tp, log, log_dir)
-                logger.info("Completed load of log %s-%d with %d segments (%s), log start offset %d and log end "
-                            "offset %d in %d ms (%d/%d completed in %s)", tp[0], tp[1], len(log.segments),
-                            f"recovered {log.recovered_segments}" if not clean else "clean",
-                            log.log_start_offset, log.log_end_offset, (time.monotonic() - t1) * 1000, n, total,
-                            log_dir)
+                took_ms = (time.monotonic() - t1) * 1000
+                # One line per log only when it says something (recovery work, a slow load); the
+                # summary below covers the rest (issue 13: no hundreds of lines at start-up).
+                noteworthy = (not clean and log.recovered_segments) or took_ms >= SLOW_LOAD_MS
+                logger.log(logging.INFO if noteworthy else logging.DEBUG,
+                           "Completed load of log %s-%d with %d segments (%s), log start offset %d and log end "
+                           "offset %d in %d ms (%d/%d completed in %s)", tp[0], tp[1], len(log.segments),
+                           f"recovered {log.recovered_segments}" if not clean else "clean",
+                           log.log_start_offset, log.log_end_offset, took_ms, n, total, log_dir)
             if clean:
                 os.unlink(marker)
             self._checkpoint_dir(log_dir)
-        logger.info("Loaded %d logs in %d ms", len(self.logs), (time.monotonic() - t0) * 1000)
+        topics = sorted({t for t, _ in self.logs})
+        shown = ", ".join(topics[:8]) + (f" and {len(topics) - 8} more" if len(topics) > 8 else "")
+        logger.info("Loaded %d logs of %d topics in %d ms%s", len(self.logs), len(topics),
+                    (time.monotonic() - t0) * 1000, f" ({shown})" if topics else "")
         return dict(self.logs)
 
     def shutdown(self) -> None:
@@ -141,7 +149,7 @@ class LogManager:
         self._register(tp, log, log_dir)
         defaults = LogConfig().to_properties()
         overrides = {k: v for k, v in config.to_properties().items() if defaults.get(k) != v}
-        logger.info("Created log for partition %s-%d in %s with properties %s", topic, partition,
+        logger.debug("Created log for partition %s-%d in %s with properties %s", topic, partition,
                     log_dir / f"{topic}-{partition}", overrides or "{}")
         return log
 
@@ -161,9 +169,9 @@ class LogManager:
             os.rename(src, dst)
         except FileNotFoundError:
             return
-        logger.info("Log for partition %s-%d is renamed to %s and is scheduled for deletion", topic, partition, dst)
+        logger.debug("Log for partition %s-%d is renamed to %s and is scheduled for deletion", topic, partition, dst)
         shutil.rmtree(dst, ignore_errors=True)
-        logger.info("Deleted log for partition %s-%d in %s", topic, partition, dst)
+        logger.debug("Deleted log for partition %s-%d in %s", topic, partition, dst)
         self._checkpoint_dir(log_dir)
 
     def all_logs(self) -> list[Log]:

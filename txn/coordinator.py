@@ -227,7 +227,8 @@ class TransactionCoordinator:
                 log.info("Resuming %s of transactional id %s after restart", m.state.wire_name,
                          m.transactional_id)
                 self._start_completion(m)
-        log.info("Loaded %d transactional ids from %s", len(self.transactions), tlog.TRANSACTION_STATE_TOPIC)
+        log.log(logging.INFO if self.transactions else logging.DEBUG, "Loaded %d transactional ids from %s",
+                len(self.transactions), tlog.TRANSACTION_STATE_TOPIC)
 
     # --- InitProducerId -------------------------------------------------------------------
 

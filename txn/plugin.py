@@ -5,8 +5,9 @@ shutdown). Here the coordinator's small storage interface (``txn/storage.py``) i
 on the broker's partitions:
 
 * ``__transaction_state`` (``transaction.state.log.num.partitions`` partitions, compacted) is
-  created on first start; coordinator records are appended to it as plain v2 batches and read
-  back at start-up for ``replay()``;
+  created by the first FindCoordinator for a transactional id (``broker/auto_topic_creation.py``),
+  as in Kafka; coordinator records are appended to it as plain v2 batches and an existing
+  topic is read back at start-up for ``replay()``;
 * a transaction marker is a control batch appended to the data partition through
   :func:`write_marker`, the same function the WriteTxnMarkers handler uses, so the partition's
   producer state closes the transaction, its last stable offset moves and an abort lands in
@@ -129,22 +130,12 @@ class BrokerTransactionStorage:
         return await write_marker(self.broker, topic, partition, marker)
 
 
-def _ensure_topic(broker: Any, num_partitions: int) -> None:
-    if broker.topics.get(tlog.TRANSACTION_STATE_TOPIC) is not None:
-        return
-    configs = {"cleanup.policy": "compact", "compression.type": "uncompressed"}
-    seg = broker.config.get("transaction.state.log.segment.bytes")
-    configs["segment.bytes"] = str(seg or 104857600)
-    broker.topics.create(tlog.TRANSACTION_STATE_TOPIC, num_partitions, configs)
-
-
 async def start(broker: Any) -> None:
     config = TransactionConfig.from_properties(lambda name: broker.config.get(name))
     existing = broker.topics.get(tlog.TRANSACTION_STATE_TOPIC)
     if existing is not None:
         # The partition count of an existing topic wins: ids are hashed onto it.
         config.num_partitions = existing.num_partitions
-    _ensure_topic(broker, config.num_partitions)
     # AddOffsetsToTxn must name the same __consumer_offsets partition the group coordinator uses.
     gc_partitions = getattr(getattr(getattr(broker, "group_coordinator", None), "config", None),
                             "offsets_topic_num_partitions", None)

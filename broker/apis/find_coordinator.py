@@ -2,8 +2,11 @@
 
 Answers which broker coordinates a consumer group (``key_type`` 0) or a transactional id
 (``key_type`` 1): on a single broker, always this one, as the leader of every
-``__consumer_offsets`` / ``__transaction_state`` partition. COORDINATOR_NOT_AVAILABLE until the
-matching coordinator has started; share-group keys (``key_type`` 2, KIP-932) get INVALID_REQUEST.
+``__consumer_offsets`` / ``__transaction_state`` partition. As in Kafka, the first request for a
+key type creates that internal topic (``broker/auto_topic_creation.py``: with
+``offsets.topic.num.partitions`` / ``transaction.state.log.num.partitions`` partitions).
+COORDINATOR_NOT_AVAILABLE until the matching coordinator has started or while its topic cannot
+be had; share-group keys (``key_type`` 2, KIP-932) get INVALID_REQUEST.
 
 Version notes: v1 adds ``key_type`` (KIP-98) and ``error_message``; v3 is flexible (KIP-482);
 v4 batches several keys in ``coordinator_keys`` with one result each (KIP-699); v5 (KIP-890)
@@ -17,19 +20,24 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from ..auto_topic_creation import (
+    GROUP_METADATA_TOPIC_NAME,
+    TRANSACTION_STATE_TOPIC_NAME,
+    ensure_internal_topic,
+)
 from . import RequestContext, api
 
 GROUP_KEY, TRANSACTION_KEY = 0, 1
 
 
-def _lookup(ctx: RequestContext, key_type: int) -> tuple[ErrorCode, str | None]:
+async def _lookup(ctx: RequestContext, key_type: int) -> tuple[ErrorCode, str | None]:
     if key_type == GROUP_KEY:
-        coord = ctx.broker.group_coordinator
+        coord, topic = ctx.broker.group_coordinator, GROUP_METADATA_TOPIC_NAME
     elif key_type == TRANSACTION_KEY:
-        coord = ctx.broker.txn_coordinator
+        coord, topic = ctx.broker.txn_coordinator, TRANSACTION_STATE_TOPIC_NAME
     else:
         return ErrorCode.INVALID_REQUEST, f"Unsupported key type {key_type}"
-    if coord is None:
+    if coord is None or await ensure_internal_topic(ctx.broker, topic) is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available."
     return ErrorCode.NONE, None
 
@@ -40,7 +48,7 @@ async def handle_find_coordinator(ctx: RequestContext, req: Any) -> Any:
     adv = ctx.broker.advertised
     node = ctx.broker.broker_id
     key_type = req.key_type if ctx.version >= 1 else GROUP_KEY
-    code, message = _lookup(ctx, key_type)
+    code, message = await _lookup(ctx, key_type)
     ok = code is ErrorCode.NONE
     if ctx.version >= 4:
         return R(throttle_time_ms=0, coordinators=[

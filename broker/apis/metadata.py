@@ -3,10 +3,12 @@
 Lists this broker and the topics asked for (all topics when the list is null; v0 uses an empty
 list for "all"). Unknown topics are created when ``allow_auto_topic_creation`` (v4+, always
 true before) and ``auto.create.topics.enable`` both allow it, with ``num.partitions``
-partitions; otherwise UNKNOWN_TOPIC_OR_PARTITION. Invalid names get INVALID_TOPIC_EXCEPTION.
-Internal topics (``__consumer_offsets``, ``__transaction_state``) are listed like any other
-once they exist, with ``is_internal`` true, as Kafka does; clients drop them with their own
-``exclude.internal.topics``. v10+ carries topic ids (and v10-11 accept them in the request, KIP-516);
+partitions (an internal topic's name with that topic's own spec, see
+``broker/auto_topic_creation.py``); otherwise UNKNOWN_TOPIC_OR_PARTITION. Invalid names get
+INVALID_TOPIC_EXCEPTION. Internal topics (``__consumer_offsets``, ``__transaction_state``) are
+listed like any other once they exist, with ``is_internal`` true, as Kafka does; clients drop
+them with their own ``exclude.internal.topics``. v10+ carries topic ids (and v10-11 accept them
+in the request, KIP-516);
 v7+ the leader epoch (KIP-320).
 """
 
@@ -18,6 +20,7 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
+from ..auto_topic_creation import auto_create_topic
 from ..metadata import validate_topic_name
 from ..replica_manager import TopicPartition
 from . import RequestContext, api
@@ -56,7 +59,7 @@ async def handle_metadata(ctx: RequestContext, req: Any) -> Any:
             code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             if allow_create:
                 try:
-                    info = broker.topics.create(name, broker.config.int("num.partitions"))
+                    info = await auto_create_topic(broker, name)
                 except KafkaError as e:
                     code = e.code
             else:

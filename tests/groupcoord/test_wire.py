@@ -60,8 +60,13 @@ def create_topic(broker: Any, topic: str, partitions: int = 2) -> None:
 
 
 def client(broker: Any) -> RawClient:
+    """A connection that has asked for the group coordinator first, as every client does: that
+    first FindCoordinator is what creates ``__consumer_offsets`` (until then, NOT_COORDINATOR)."""
     host, port = broker.bootstrap.split(":")
-    return RawClient(host, int(port))
+    c = RawClient(host, int(port))
+    r = c.roundtrip(FindCoordinatorRequest(key="any-group", key_type=0), 3, FindCoordinatorResponse)
+    assert r.error_code == NONE, r
+    return c
 
 
 def join(c: RawClient, v: int, group: str, member_id: str = "", instance: str | None = None,

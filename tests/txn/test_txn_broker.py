@@ -19,6 +19,7 @@ from kafka.protocol.admin.transactions import (
     ListTransactionsRequest,
 )
 from kafka.protocol.consumer.fetch import FetchRequest
+from kafka.protocol.metadata import FindCoordinatorRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 from kafka.protocol.producer.produce import ProduceRequest
 from kafka.protocol.producer.transaction import (
@@ -40,6 +41,11 @@ class Conn:
         host, port = bootstrap.rsplit(":", 1)
         self.sock = socket.create_connection((host, int(port)), timeout=20)
         self.corr = 0
+        # Ask for the coordinators first, as clients do: that creates __transaction_state and
+        # __consumer_offsets (until then InitProducerId answers COORDINATOR_NOT_AVAILABLE).
+        for key_type in (0, 1):
+            r = self.call(FindCoordinatorRequest, 3, key="raw", key_type=key_type)
+            assert r.error_code == 0, r
 
     def call(self, req_cls: Any, version: int, **fields: Any) -> Any:
         self.corr += 1
