@@ -15,8 +15,9 @@ Layout of ``--dir``::
     zookeeper/            zoo.cfg and ZooKeeper's data;  zookeeper.log
     broker-<id>/          the broker's log.dirs;          broker-<id>.log
 
-A second ``up`` on the same folder reuses the recorded ports and data (a restart); ``up``
-refuses while any recorded process still runs. ``down`` only signals a recorded pid whose
+A second ``up`` on the same folder reuses the recorded ports and data (a restart). While part
+of the cluster runs, ``up`` starts only what is stopped (ZooKeeper first, then the missing
+brokers, with their recorded properties): after ``kill -9`` of a broker, ``up`` brings it back. ``down`` only signals a recorded pid whose
 command line still names this folder, so a recycled pid is never hit.
 
 Readiness: ``up`` returns when every broker answers ApiVersions and Metadata from each lists
@@ -128,7 +129,9 @@ def _terminate(pid: int | None, marker: str, timeout: float) -> str:
 
 
 def _port_free(port: int) -> bool:
+    """Nothing listens on 127.0.0.1:port (SO_REUSEADDR, as the servers use: TIME_WAIT leftovers are fine)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except OSError:
@@ -223,8 +226,7 @@ def _up(args: argparse.Namespace) -> int | None:
     folder = args.dir.resolve()
     old = _load_state(folder) or {}
     if old and _running(old):
-        raise ToolError(f"a cluster already runs from {folder}: {', '.join(_running(old))}; "
-                        f"stop it with `samsa cluster down --dir {args.dir}`")
+        return _complete(args, folder, old)
     n = args.brokers if args.brokers is not None else len(old.get("brokers", [])) or 3
     if n < 1:
         raise ToolError("--brokers must be at least 1")
@@ -258,13 +260,13 @@ def _up(args: argparse.Namespace) -> int | None:
     _save_state(folder, state)
     try:
         _create_chroot(zk.connect_string, chroot)
-        procs = []
+        procs = {}
         for i, port in enumerate(ports):
             props = _broker_properties(i, n, port, folder, f"{zk.connect_string}{chroot}", overrides)
             proc = _start_broker(folder, i, props)
-            procs.append(proc)
+            procs[i] = proc
             state["brokers"].append({"id": i, "pid": proc.pid, "port": port, "log": str(folder / f"broker-{i}.log"),
-                                     "log_dirs": props["log.dirs"]})
+                                     "log_dirs": props["log.dirs"], "properties": props})
             _save_state(folder, state)
         _wait_ready(state, procs, args.timeout, formed=not args.no_wait)
     except ToolError:
@@ -276,6 +278,53 @@ def _up(args: argparse.Namespace) -> int | None:
     else:
         print(f"ZooKeeper on {zk.connect_string} (chroot {chroot}), {n} broker(s); data and logs in {folder}")
         print(f"Stop with: samsa cluster down --dir {args.dir}")
+        print(state["bootstrap"])
+    return 0
+
+
+def _complete(args: argparse.Namespace, folder: Path, state: dict[str, Any]) -> int:
+    """Part of a recorded cluster runs: start what does not (ZooKeeper first) with the recorded settings."""
+    from broker.zk.server import ZooKeeperNotFound, ZooKeeperServer, ZooKeeperStartError
+
+    running = ", ".join(_running(state))
+    changed = [f"--{f.replace('_', '-')}" for f in ("brokers", "zookeeper_port", "base_port", "chroot")
+               if getattr(args, f) is not None] + (["--override"] if args.override else [])
+    if changed:
+        raise ToolError(f"a cluster already runs from {folder} ({running}): `up` would only restart its stopped "
+                        f"processes with their recorded settings, so {', '.join(changed)} cannot apply; "
+                        f"stop it first with `samsa cluster down --dir {args.dir}`")
+    marker = _marker(state)
+    zk_state = state["zookeeper"]
+    missing = [b for b in state["brokers"] if not _alive(b.get("pid"), marker)]
+    zk_down = not _alive(zk_state.get("pid"), marker)
+    if not missing and not zk_down:
+        raise ToolError(f"a cluster already runs from {folder}: {running}; "
+                        f"stop it with `samsa cluster down --dir {args.dir}`")
+    restarted = []
+    if zk_down:
+        zk = ZooKeeperServer(folder / "zookeeper", int(zk_state["port"]), log_path=folder / "zookeeper.log")
+        try:
+            zk.start(timeout=args.timeout)
+        except (ZooKeeperNotFound, ZooKeeperStartError) as e:
+            raise ToolError(str(e)) from e
+        zk_state["pid"] = zk.pid
+        restarted.append("zookeeper")
+        _save_state(folder, state)
+    procs = {}
+    for b in missing:
+        props = b.get("properties")
+        if not props:
+            raise ToolError(f"{folder / STATE_FILE} does not record broker {b['id']}'s properties; "
+                            f"`samsa cluster down --dir {args.dir}` and up again")
+        procs[int(b["id"])] = _start_broker(folder, int(b["id"]), props)
+        b["pid"] = procs[int(b["id"])].pid
+        restarted.append(f"broker {b['id']}")
+        _save_state(folder, state)
+    _wait_ready(state, procs, args.timeout, formed=not args.no_wait)
+    if args.json:
+        print_json(state)
+    else:
+        print(f"Restarted {', '.join(restarted)} from {folder}")
         print(state["bootstrap"])
     return 0
 
@@ -327,16 +376,26 @@ def _start_broker(folder: Path, i: int, props: dict[str, str]) -> subprocess.Pop
                                 cwd=str(folder), env=env, start_new_session=True)
 
 
-def _wait_ready(state: dict[str, Any], procs: list[subprocess.Popen[bytes]], timeout: float,
+def _wait_ready(state: dict[str, Any], procs: dict[int, subprocess.Popen[bytes]], timeout: float,
                 formed: bool = True) -> None:
+    """Every broker answers ApiVersions, then (with formed) each one's Metadata lists them all.
+
+    procs are the brokers this command started (their exit is noticed at once); the others must
+    keep running.
+    """
     deadline = time.monotonic() + timeout
-    pending = list(range(len(procs)))
+    by_id = {int(b["id"]): b for b in state["brokers"]}
+    pending = sorted(by_id)
     while pending:
         for i in list(pending):
-            if procs[i].poll() is not None:
-                raise ToolError(f"broker {i} exited with code {procs[i].returncode}; see "
-                                f"{state['brokers'][i]['log']}:\n{_tail(Path(state['brokers'][i]['log']))}")
-            if _api_versions_ok(state["brokers"][i]["port"]):
+            b = by_id[i]
+            proc = procs.get(i)
+            if proc is not None and proc.poll() is not None:
+                raise ToolError(f"broker {i} exited with code {proc.returncode}; see "
+                                f"{b['log']}:\n{_tail(Path(b['log']))}")
+            if proc is None and not _alive(b.get("pid"), _marker(state)):
+                raise ToolError(f"broker {i} (pid {b.get('pid')}) is no longer running; see {b['log']}")
+            if _api_versions_ok(b["port"]):
                 pending.remove(i)
         if pending and time.monotonic() > deadline:
             raise ToolError(f"broker(s) {pending} not answering after {timeout:g}s; see the logs in {state['dir']}")
@@ -344,7 +403,7 @@ def _wait_ready(state: dict[str, Any], procs: list[subprocess.Popen[bytes]], tim
             time.sleep(0.2)
     if not formed:
         return
-    want = list(range(len(procs)))
+    want = sorted(by_id)
     seen: dict[int, list[int] | None] = {}
     while True:
         for b in state["brokers"]:

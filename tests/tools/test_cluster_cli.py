@@ -109,8 +109,22 @@ def test_cluster_up_produce_consume_down(tmp_path: Path) -> None:
             consumer.close()
             assert got == [f"m{k}".encode() for k in range(5)], addr
 
-        again = samsa(*up_args)
+        again = samsa("cluster", "up", "--dir", str(folder))
         assert again.returncode == 1 and "already runs" in again.stderr
+        # With part of the cluster down, `up` restarts just that part, with the recorded settings.
+        os.kill(state["brokers"][1]["pid"], signal.SIGKILL)
+        changed = samsa(*up_args)
+        assert changed.returncode == 1 and "--brokers, --zookeeper-port, --base-port, --override cannot apply" in \
+            changed.stderr
+        partial = samsa("cluster", "up", "--dir", str(folder), "--timeout", "120",
+                        *([] if cluster_mode_implemented() else ["--no-wait"]))
+        assert partial.returncode == 0, partial.stdout + partial.stderr
+        assert partial.stdout.splitlines() == [f"Restarted broker 1 from {folder}", bootstrap]
+        restarted = json.loads((folder / "cluster.json").read_text())
+        assert restarted["brokers"][1]["pid"] != state["brokers"][1]["pid"] and _alive(restarted["brokers"][1]["pid"])
+        assert [b["pid"] for i, b in enumerate(restarted["brokers"]) if i != 1] == [
+            b["pid"] for i, b in enumerate(state["brokers"]) if i != 1]
+        state = restarted
 
         down = samsa("cluster", "down", "--dir", str(folder))
         assert down.returncode == 0, down.stdout + down.stderr
