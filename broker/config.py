@@ -66,6 +66,10 @@ BROKER_DEFAULTS: dict[str, tuple[type, object]] = {
     "cluster.id": (str, ""),
     "log.level": (str, "INFO"),
     "metrics.listener": (str, ""),  # http://HOST:PORT of the Prometheus endpoint; empty: off
+    # Samsa's own: the web console (broker/console/), off when empty.
+    "console.listener": (str, ""),
+    "console.allow.writes": (bool, False),
+    "console.bootstrap.servers": (str, ""),
 }
 
 

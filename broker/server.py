@@ -49,7 +49,7 @@ SENDFILE = os.environ.get("SAMSA_FETCH_SENDFILE") == "1"
 
 # Modules with ``async start(broker)`` / ``async stop(broker)`` that run beside the partitions,
 # started in this order after the logs are loaded and stopped in reverse before they close.
-COMPONENTS = ("broker.metrics", "groupcoord.plugin", "txn.plugin", "log.cleaner")
+COMPONENTS = ("broker.metrics", "groupcoord.plugin", "txn.plugin", "log.cleaner", "broker.console")
 request_log = logging.getLogger("samsa.request")
 
 
@@ -196,6 +196,7 @@ class Broker:
         self.txn_coordinator: Any = None
         self.producer_ids: Any = None
         self.metrics: Any = None  # broker.metrics.BrokerMetrics when metrics.listener is set
+        self.console: Any = None  # broker/console/, when console.listener is set
         self.started = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = asyncio.Event()

@@ -1,0 +1,130 @@
+"""The web console: an operator's view of the cluster, served by the broker itself.
+
+``console.listener=http://127.0.0.1:9090`` turns it on (empty, the default, leaves it off);
+``console.allow.writes=true`` allows the write actions (create topic, add partitions, alter
+configs, reset offsets, delete records), which are refused with a clear message otherwise;
+``console.bootstrap.servers`` names the cluster to show (default: this broker's own
+advertised listener, from which the clients discover every broker).
+
+Theory of operation: this module is a broker component (``start(broker)``/``stop(broker)``,
+see ``COMPONENTS`` in broker/server.py). It starts :class:`http.HttpServer` on the broker's
+event loop and a sampler task. Neither touches broker internals: every fact shown comes over
+the Kafka protocol through kafka-python clients run on the console's own worker thread
+(:mod:`.cluster`), so the console shows a whole cluster, and a slow page can never stall the
+Kafka listener. A console port already in use is logged as an error at start and the broker
+carries on without the console.
+
+Layout: :mod:`.http` (the HTTP/1.1 server), :mod:`.api` (routes and the JSON API),
+:mod:`.cluster` (the protocol view and the sampled history), :mod:`.messages` (bounded,
+escaped record pages), ``static/`` (the hand-written front end: HTML, CSS, vanilla JS with
+SVG charts; no build step, no CDN).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+from urllib.parse import urlparse
+
+log = logging.getLogger("samsa.console")
+
+
+def samsa_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415
+
+    try:
+        return version("samsa-broker")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def parse_listener(spec: str) -> tuple[str, int]:
+    """``http://host:port`` -> (host, port); ValueError with a clear message otherwise."""
+    u = urlparse(spec.strip())
+    if u.scheme != "http" or not u.hostname or u.port is None or u.path not in ("", "/"):
+        raise ValueError(f"console.listener must look like http://127.0.0.1:9090, not {spec!r}")
+    return u.hostname, u.port
+
+
+class Console:
+    """The running console: HTTP server, cluster view and sampler task."""
+
+    def __init__(self, host: str, port: int, bootstrap: list[str], allow_writes: bool) -> None:
+        from .api import ConsoleApp  # noqa: PLC0415
+        from .cluster import ClusterView  # noqa: PLC0415
+        from .http import HttpServer  # noqa: PLC0415
+
+        self.view = ClusterView(bootstrap)
+        self.app = ConsoleApp(self.view, allow_writes)
+        self.server = HttpServer(host, port, self.app)
+        self._sampler: asyncio.Task[None] | None = None
+
+    async def start(self, ready: asyncio.Event | None = None) -> None:
+        await self.server.start()
+        self._sampler = asyncio.get_running_loop().create_task(self._sample_loop(ready))
+
+    async def _sample_loop(self, ready: asyncio.Event | None) -> None:
+        from .cluster import SAMPLE_INTERVAL_S  # noqa: PLC0415
+
+        if ready is not None:
+            await ready.wait()  # the Kafka listener is up: the clients can bootstrap
+        loop = asyncio.get_running_loop()
+        failures = 0
+        while True:
+            t0 = loop.time()
+            try:
+                await self.view.call(self.view.sample)
+                failures = 0
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                failures += 1
+                if failures in (1, 10) or failures % 100 == 0:
+                    log.warning("Console: sampling the cluster failed (%d in a row): %s", failures, e)
+            elapsed = loop.time() - t0
+            # A slow sample (many partitions) backs off so the console never loads the cluster much.
+            await asyncio.sleep(max(SAMPLE_INTERVAL_S, 3 * elapsed))
+
+    async def stop(self) -> None:
+        if self._sampler is not None:
+            self._sampler.cancel()
+        await self.server.stop()
+        await asyncio.get_running_loop().run_in_executor(None, self.view.close)
+
+
+async def start(broker: Any) -> None:
+    spec = str(broker.config.get("console.listener") or "").strip()
+    if not spec:
+        return
+    try:
+        host, port = parse_listener(spec)
+    except ValueError as e:
+        log.error("Console not started: %s", e)
+        return
+    bootstrap_spec = str(broker.config.get("console.bootstrap.servers") or "").strip()
+    if bootstrap_spec:
+        bootstrap = [s.strip() for s in bootstrap_spec.split(",") if s.strip()]
+    else:
+        adv = broker.advertised
+        bootstrap = [f"{'127.0.0.1' if adv.host in ('0.0.0.0', '::', '') else adv.host}:{adv.port}"]
+    allow_writes = bool(broker.config.get("console.allow.writes"))
+    if not log.isEnabledFor(logging.DEBUG):
+        logging.getLogger("kafka").setLevel(logging.WARNING)  # the console's clients: quiet unless debugging
+    console = Console(host, port, bootstrap, allow_writes)
+    try:
+        await console.start(broker.started)
+    except OSError as e:
+        log.error("Console not started: cannot listen on %s: %s (the Kafka listener is unaffected)", spec, e)
+        console.view.close()
+        return
+    broker.console = console
+    log.info("Samsa console listening on http://%s:%d/ (%s), showing the cluster at %s", host,
+             console.server.port, "writes allowed" if allow_writes else "read-only", ",".join(bootstrap))
+
+
+async def stop(broker: Any) -> None:
+    console = getattr(broker, "console", None)
+    if console is not None:
+        broker.console = None
+        await console.stop()
