@@ -224,7 +224,10 @@ class ClusterView:
         configs = [{"name": c["name"], "value": None if c["sensitive"] else c["value"], "source": c["source"],
                     "read_only": c["read_only"], "sensitive": c["sensitive"], "type": c["type"]}
                    for c in sorted(cfg["configs"], key=lambda c: c["name"])]
-        return {"name": name, "topic_id": str(t.get("topic_id") or ""), "internal": t["is_internal"],
+        from protocol.kafka_uuid import to_string  # noqa: PLC0415
+
+        tid = t.get("topic_id")
+        return {"name": name, "topic_id": to_string(tid) if tid else "", "internal": t["is_internal"],
                 "partitions": parts, "configs": configs, "messages_per_sec": self.topic_rates.get(name, 0.0)}
 
     def browse(self, topic: str, partition: int, offset: int | None, timestamp: int | None,
@@ -301,7 +304,7 @@ class ClusterView:
 
         tps = [TopicPartition(t["name"], p["partition_index"]) for t in self._topics() if not t["is_internal"]
                for p in t["partitions"] if p["leader_id"] >= 0][:max_partitions]
-        out = []
+        out: list[dict[str, Any]] = []
         if not tps:
             return out
         for tp, st in sorted(self.admin.describe_producers(tps).items()):

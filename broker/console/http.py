@@ -156,7 +156,7 @@ class HttpServer:
             except HttpError as e:
                 await self._write(writer, error_response(e.status, str(e)), head_only=False)
                 return
-            except (TimeoutError, asyncio.TimeoutError):
+            except TimeoutError:
                 await self._write(writer, error_response(408, "request not received in time"), head_only=False)
                 return
             except (asyncio.IncompleteReadError, ConnectionError):
@@ -221,5 +221,5 @@ class HttpServer:
             writer.write(resp.body)
         try:
             await asyncio.wait_for(writer.drain(), READ_TIMEOUT_S)
-        except (TimeoutError, asyncio.TimeoutError):
+        except TimeoutError:
             pass

@@ -44,7 +44,7 @@ function fmtTime(ms) { return ms === null || ms === undefined || ms < 0 ? "–" 
 function table(headers, rows, empty) {
   if (!rows.length) return el("div", { class: "empty" }, empty || "Nothing to show.");
   return el("div", { class: "table-wrap" }, el("table", {},
-    el("thead", {}, el("tr", {}, headers.map(h => el("th", { class: h.num ? "num" : null }, h.label || h)))),
+    el("thead", {}, el("tr", {}, headers.map(h => el("th", { class: h.num ? "num" : null }, h.label !== undefined ? h.label : h)))),
     el("tbody", {}, rows.map(r => el("tr", {}, r.map((c, i) => el("td", { class: headers[i].num ? "num" : null }, c)))))));
 }
 function card(label, value, cls, id) {
@@ -126,7 +126,7 @@ async function pageOverview(token) {
   const rates = ov.rates || {};
   setPage("Cluster overview",
     el("div", { class: "cards" },
-      card("Cluster id", ov.cluster_id, "", "cluster_id"), card("Controller", "broker " + ov.controller, "", "controller"),
+      card("Cluster id", ov.cluster_id, "wide", "cluster_id"), card("Controller", "broker " + ov.controller, "", "controller"),
       card("Brokers", fmtNum(ov.brokers.length), "", "brokers"), card("Samsa version", ov.samsa_version, "", "version"),
       card("Topics", fmtNum(ov.topics), "", "topics"), card("Partitions", fmtNum(ov.partitions), "", "partitions"),
       card("Under-replicated", fmtNum(ov.under_replicated), ov.under_replicated ? "bad" : "ok", "under_replicated"),
