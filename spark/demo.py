@@ -98,9 +98,12 @@ def run_demo(args: argparse.Namespace) -> int:
         bootstrap = args.bootstrap
     else:
         print("starting an embedded Samsa broker ...", file=sys.stderr)
-        embedded = EmbeddedBroker("samsa").start()
+        overrides = {"console.listener": args.console} if args.console else {}
+        embedded = EmbeddedBroker("samsa", overrides=overrides).start()
         bootstrap = embedded.bootstrap
         print(f"broker listening on {bootstrap} (data in {embedded.data_dir})", file=sys.stderr)
+        if args.console:
+            print(f"web console at {args.console.rstrip('/')}/ (read-only)", file=sys.stderr)
     stop = threading.Event()
     produced = [0]
     producer_error: list[BaseException] = []
@@ -168,6 +171,8 @@ def run_demo(args: argparse.Namespace) -> int:
 
 def _add_demo_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bootstrap", default=None, help="use this broker instead of starting an embedded one")
+    p.add_argument("--console", default="http://127.0.0.1:9090", metavar="URL",
+                   help="the embedded broker's web console (console.listener); '' for none")
     p.add_argument("--topic", default="access-log")
     p.add_argument("--output-topic", default="access-log-stats")
     p.add_argument("--partitions", type=int, default=2)
