@@ -45,6 +45,7 @@ from ._common import ToolError, print_json, print_table, run
 
 STATE_FILE = "cluster.json"
 DEFAULT_CHROOT = "/samsa"
+DEFAULT_CONSOLE = "http://127.0.0.1:9090"
 
 
 def register(subparsers: Any) -> None:
@@ -58,6 +59,9 @@ def register(subparsers: Any) -> None:
     up.add_argument("--base-port", type=int, default=None,
                     help="Broker i listens on base-port + i (default 9092).")
     up.add_argument("--chroot", default=None, help=f"ZooKeeper chroot for the cluster (default {DEFAULT_CHROOT}).")
+    up.add_argument("--console", default=None, metavar="URL",
+                    help=f"Broker 0 serves the web console for the whole cluster here (default {DEFAULT_CONSOLE} "
+                         "when that port is free; '' for none).")
     up.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                     help="A broker property for every broker (repeatable).")
     up.add_argument("--timeout", type=float, default=60.0,
@@ -236,10 +240,22 @@ def _up(args: argparse.Namespace) -> int | None:
     if not chroot.startswith("/") or chroot == "/":
         raise ToolError(f"--chroot must be a path like /samsa, not {chroot!r}")
     ports = [base + i for i in range(n)]
-    busy = [p for p in [zk_port, *ports] if not _port_free(p)]
+    console_port = None
+    if args.console is None:  # the default console is a convenience: a busy port only loses it
+        args.console = DEFAULT_CONSOLE if _port_free(9090) else ""
+        if not args.console:
+            print("port 9090 is in use: no web console (choose a URL with --console)", file=sys.stderr)
+    if args.console:
+        from broker.console import parse_listener
+
+        try:
+            console_port = parse_listener(args.console)[1]
+        except ValueError as e:
+            raise ToolError(str(e)) from e
+    busy = [p for p in [zk_port, *ports, *([console_port] if console_port else [])] if not _port_free(p)]
     if busy:
         raise ToolError(f"port(s) {', '.join(map(str, busy))} already in use on 127.0.0.1; "
-                        "choose others with --zookeeper-port / --base-port")
+                        "choose others with --zookeeper-port / --base-port / --console")
     overrides = {}
     for item in args.override:
         if "=" not in item:
@@ -263,6 +279,8 @@ def _up(args: argparse.Namespace) -> int | None:
         procs = {}
         for i, port in enumerate(ports):
             props = _broker_properties(i, n, port, folder, f"{zk.connect_string}{chroot}", overrides)
+            if i == 0 and args.console and "console.listener" not in overrides:
+                props["console.listener"] = args.console  # one console shows the whole cluster
             proc = _start_broker(folder, i, props)
             procs[i] = proc
             state["brokers"].append({"id": i, "pid": proc.pid, "port": port, "log": str(folder / f"broker-{i}.log"),
@@ -277,6 +295,8 @@ def _up(args: argparse.Namespace) -> int | None:
         print_json(state)
     else:
         print(f"ZooKeeper on {zk.connect_string} (chroot {chroot}), {n} broker(s); data and logs in {folder}")
+        if args.console and "console.listener" not in overrides:
+            print(f"Web console (read-only): {args.console.rstrip('/')}/")
         print(f"Stop with: samsa cluster down --dir {args.dir}")
         print(state["bootstrap"])
     return 0
