@@ -176,6 +176,21 @@ def test_messages_page_renders_json_text_hex_and_stays_bounded(rw: tuple[BrokerP
     assert status == 400
 
 
+def _commit(c: Any, offsets: dict[TopicPartition, int], timeout: float = 30) -> None:
+    """Commit, retrying while a (load-slowed) rebalance makes the coordinator refuse it."""
+    from kafka.errors import CommitFailedError, KafkaError
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            c.commit({tp: OffsetAndMetadata(o, "", -1) for tp, o in offsets.items()})
+            return
+        except (CommitFailedError, KafkaError):
+            if time.monotonic() > deadline:
+                raise
+            c.poll(timeout_ms=200, max_records=1)
+
+
 def test_group_lag_members_and_history(rw: tuple[BrokerProcess, ConsoleHttp], admin: Any) -> None:
     b, http = rw
     _create(admin, "lagging", 2)
@@ -187,10 +202,10 @@ def test_group_lag_members_and_history(rw: tuple[BrokerProcess, ConsoleHttp], ad
     c = KafkaConsumer("lagging", bootstrap_servers=b.bootstrap, group_id="billing", enable_auto_commit=False,
                       auto_offset_reset="earliest")
     try:
-        assert wait_until(lambda: bool(c.assignment()) or bool(c.poll(timeout_ms=200, max_records=1)), 30)
-        c.commit({TopicPartition("lagging", 0): OffsetAndMetadata(5, "", -1),
-                  TopicPartition("lagging", 1): OffsetAndMetadata(20, "", -1)})
-        g = http.wait_for("/api/groups/billing", lambda d: d["state"] == "Stable" and d["members"], timeout=30)
+        assert wait_until(lambda: len(c.assignment()) == 2 or c.poll(timeout_ms=200, max_records=1) is None, 60)
+        _commit(c, {TopicPartition("lagging", 0): 5, TopicPartition("lagging", 1): 20})
+        g = http.wait_for("/api/groups/billing", lambda d: d["state"] == "Stable" and d["members"] and
+                          d["total_lag"] == 15, timeout=60)
         lags = {o["partition"]: o for o in g["offsets"]}
         assert lags[0]["current_offset"] == 5 and lags[0]["log_end_offset"] == 20 and lags[0]["lag"] == 15
         assert lags[1]["lag"] == 0 and g["total_lag"] == 15
@@ -199,7 +214,7 @@ def test_group_lag_members_and_history(rw: tuple[BrokerProcess, ConsoleHttp], ad
         listed = {x["group"]: x for x in http.get("/api/groups")["groups"]}
         assert listed["billing"]["state"] == "Stable"
         g = http.wait_for("/api/groups/billing", lambda d: any(x["lag"] == 15 for x in d["lag_history"]), timeout=30)
-        c.commit({TopicPartition("lagging", 0): OffsetAndMetadata(20, "", -1)})
+        _commit(c, {TopicPartition("lagging", 0): 20})
         g = http.wait_for("/api/groups/billing", lambda d: d["lag_history"][-1]["lag"] == 0, timeout=30)
         assert g["total_lag"] == 0
     finally:
