@@ -70,6 +70,7 @@ BROKER_DEFAULTS: dict[str, tuple[type, object]] = {
     "console.listener": (str, ""),
     "console.allow.writes": (bool, False),
     "console.bootstrap.servers": (str, ""),
+    "console.metrics.urls": (str, ""),
 }
 
 

@@ -4,7 +4,9 @@
 ``console.allow.writes=true`` allows the write actions (create topic, add partitions, alter
 configs, reset offsets, delete records), which are refused with a clear message otherwise;
 ``console.bootstrap.servers`` names the cluster to show (default: this broker's own
-advertised listener, from which the clients discover every broker).
+advertised listener, from which the clients discover every broker); ``console.metrics.urls``
+lists the brokers' Prometheus endpoints for exact bytes in/out (default: this broker's own
+``metrics.listener``, if set; without any, the rates are estimated from the protocol).
 
 Theory of operation: this module is a broker component (``start(broker)``/``stop(broker)``,
 see ``COMPONENTS`` in broker/server.py). It starts :class:`http.HttpServer` on the broker's
@@ -50,12 +52,13 @@ def parse_listener(spec: str) -> tuple[str, int]:
 class Console:
     """The running console: HTTP server, cluster view and sampler task."""
 
-    def __init__(self, host: str, port: int, bootstrap: list[str], allow_writes: bool) -> None:
+    def __init__(self, host: str, port: int, bootstrap: list[str], allow_writes: bool,
+                 metrics_urls: list[str] | None = None) -> None:
         from .api import ConsoleApp  # noqa: PLC0415
         from .cluster import ClusterView  # noqa: PLC0415
         from .http import HttpServer  # noqa: PLC0415
 
-        self.view = ClusterView(bootstrap)
+        self.view = ClusterView(bootstrap, metrics_urls)
         self.app = ConsoleApp(self.view, allow_writes)
         self.server = HttpServer(host, port, self.app)
         self._sampler: asyncio.Task[None] | None = None
@@ -109,9 +112,19 @@ async def start(broker: Any) -> None:
         adv = broker.advertised
         bootstrap = [f"{'127.0.0.1' if adv.host in ('0.0.0.0', '::', '') else adv.host}:{adv.port}"]
     allow_writes = bool(broker.config.get("console.allow.writes"))
+    metrics_spec = str(broker.config.get("console.metrics.urls") or "").strip()
+    metrics_urls = [u.strip() for u in metrics_spec.split(",") if u.strip()]
+    own_metrics = str(broker.config.get("metrics.listener") or "").strip()
+    if not metrics_urls and own_metrics:
+        try:
+            mhost, mport = parse_listener(own_metrics)
+            mhost = "127.0.0.1" if mhost in ("0.0.0.0", "::") else mhost
+            metrics_urls = [f"http://{mhost}:{mport}/metrics"]
+        except ValueError:
+            pass
     if not log.isEnabledFor(logging.DEBUG):
         logging.getLogger("kafka").setLevel(logging.WARNING)  # the console's clients: quiet unless debugging
-    console = Console(host, port, bootstrap, allow_writes)
+    console = Console(host, port, bootstrap, allow_writes, metrics_urls)
     try:
         await console.start(broker.started)
     except OSError as e:

@@ -111,7 +111,7 @@ class ConsoleApp:
             doc["allow_writes"] = self.allow_writes
             return json_response(doc)
         if seg == ["throughput"]:
-            return json_response({"history": [{k: p[k] for k in ("t", "bytes_in", "bytes_out", "messages_in")}
+            return json_response({"history": [{k: p.get(k) for k in ("t", "bytes_in", "bytes_out", "messages_in", "source")}
                                               for p in list(v.history)]})
         if seg == ["topics"]:
             return json_response({"topics": await v.call(v.topics)})

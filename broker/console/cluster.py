@@ -13,9 +13,12 @@ broker shows the whole cluster, and would show a Kafka cluster just the same.
 A sampler (:meth:`ClusterView.sample`, every :data:`SAMPLE_INTERVAL_S` or slower when a
 sample is slow) records log end offsets, partition sizes on the leader and each group's
 committed offsets. Rates are differences between consecutive samples: messages in/s from end
-offsets, bytes in/s from leader sizes (a partition that shrank, i.e. retention, counts 0),
-bytes out/s estimated as the records consumer groups committed times each partition's mean
-record size (the protocol has no bytes-out counter; see broker/metrics/ for the exact one).
+offsets. Bytes in/out per second come from the brokers' Prometheus endpoints
+(``console.metrics.urls``, default this broker's ``metrics.listener``; the all-topics
+``kafka_server_brokertopicmetrics_bytesin_total``/``bytesout_total`` counters of broker/metrics/)
+when every one answers; otherwise from the protocol alone: bytes in from leader sizes (a
+partition that shrank, i.e. retention, counts 0), bytes out estimated as the records consumer
+groups committed times each partition's mean record size. Each point says its ``source``.
 The history is a bounded ring (:data:`HISTORY`) for the live charts.
 
 Invariant: every method returns plain JSON-able values; a Kafka error becomes
@@ -40,6 +43,8 @@ SAMPLE_INTERVAL_S = 2.0
 HISTORY = 180  # samples kept for the charts: 6 minutes at 2 s
 MAX_SAMPLED_GROUPS = 50
 REQUEST_TIMEOUT_MS = 10000
+METRIC_BYTES_IN = "kafka_server_brokertopicmetrics_bytesin_total"  # broker/metrics/, all topics
+METRIC_BYTES_OUT = "kafka_server_brokertopicmetrics_bytesout_total"
 
 
 class ConsoleError(Exception):
@@ -59,8 +64,9 @@ def _error_name(code: int) -> str | None:
 class ClusterView:
     """The cluster seen through the Kafka protocol, with a short history of samples."""
 
-    def __init__(self, bootstrap: list[str]) -> None:
+    def __init__(self, bootstrap: list[str], metrics_urls: list[str] | None = None) -> None:
         self.bootstrap = bootstrap
+        self.metrics_urls = metrics_urls or []
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="samsa-console")
         self._admin: Any = None
         self._consumer: Any = None
@@ -317,6 +323,32 @@ class ClusterView:
 
     # --- sampling -------------------------------------------------------------------------
 
+    def _scrape(self) -> tuple[float, float] | None:
+        """All-topics bytes in/out counters summed over the brokers' /metrics, or None if any fails."""
+        import urllib.request  # noqa: PLC0415
+
+        from prometheus_client.parser import text_string_to_metric_families  # noqa: PLC0415
+
+        if not self.metrics_urls:
+            return None
+        b_in = b_out = 0.0
+        for url in self.metrics_urls:
+            try:
+                with urllib.request.urlopen(url, timeout=2) as resp:
+                    text = resp.read(64 * 1024 * 1024).decode("utf-8", "replace")
+            except (OSError, ValueError) as e:
+                log.debug("Console: cannot scrape %s: %s", url, e)
+                return None
+            for fam in text_string_to_metric_families(text):
+                for smp in fam.samples:
+                    if "topic" in smp.labels:
+                        continue
+                    if smp.name == METRIC_BYTES_IN:
+                        b_in += smp.value
+                    elif smp.name == METRIC_BYTES_OUT:
+                        b_out += smp.value
+        return b_in, b_out
+
     def sample(self) -> None:
         """One sample: end offsets, leader sizes and group offsets; appends rates to the history."""
         from kafka.admin import OffsetSpec  # noqa: PLC0415
@@ -341,7 +373,8 @@ class ClusterView:
         for g in list(self.group_history):
             if g not in group_lag:
                 del self.group_history[g]
-        raw = {"t": now, "ends": ends, "starts": starts, "sizes": sizes, "committed": committed}
+        raw: dict[str, Any] = {"t": now, "ends": ends, "starts": starts, "sizes": sizes, "committed": committed,
+               "metrics": self._scrape()}
         prev, self._last = self._last, raw
         point: dict[str, Any] = {"t": now, "bytes_in": 0.0, "bytes_out": 0.0, "messages_in": 0.0,
                                  "group_lag": group_lag}
@@ -362,8 +395,14 @@ class ClusterView:
                         continue
                     b_out += (o - before) * sizes.get(k, 0) / records  # records x mean record size
             self.topic_rates = {t: round(r, 2) for t, r in rates.items()}
+            source = "protocol"
+            if raw["metrics"] is not None and prev["metrics"] is not None:
+                # exact counters from the brokers' metrics endpoints (a restart resets them: count 0)
+                source = "metrics"
+                b_in = max(0.0, raw["metrics"][0] - prev["metrics"][0])
+                b_out = max(0.0, raw["metrics"][1] - prev["metrics"][1])
             point.update(bytes_in=round(b_in / dt, 1), bytes_out=round(b_out / dt, 1),
-                         messages_in=round(sum(rates.values()), 2))
+                         messages_in=round(sum(rates.values()), 2), source=source)
             self.history.append(point)
 
     # --- writes ---------------------------------------------------------------------------

@@ -399,3 +399,33 @@ def test_console_port_in_use_is_a_clear_error_and_kafka_still_starts(tmp_path: P
     finally:
         bad.kill()
     assert free_port()
+
+
+def test_exact_bytes_in_and_out_from_the_metrics_endpoint(tmp_path: Path) -> None:
+    """With metrics.listener on, the console's rates are the brokers' own byte counters."""
+    b, http = start_console_broker(tmp_path, allow_writes=False,
+                                   overrides={"metrics.listener": f"http://127.0.0.1:{free_port()}"})
+    stop = threading.Event()
+
+    def produce_and_consume() -> None:
+        p = KafkaProducer(bootstrap_servers=b.bootstrap, linger_ms=5)
+        c = KafkaConsumer("metered", bootstrap_servers=b.bootstrap, auto_offset_reset="earliest")
+        while not stop.is_set():
+            for _ in range(50):
+                p.send("metered", value=b"m" * 400)
+            p.flush()
+            c.poll(timeout_ms=100)
+        p.close()
+        c.close()
+
+    t = threading.Thread(target=produce_and_consume, daemon=True)
+    t.start()
+    try:
+        doc = http.wait_for("/api/throughput", lambda d: any(
+            p["source"] == "metrics" and p["bytes_in"] > 1000 and p["bytes_out"] > 1000 for p in d["history"]),
+            timeout=90)
+    finally:
+        stop.set()
+        t.join(10)
+        b.kill()
+    assert all(p["source"] in ("metrics", "protocol") for p in doc["history"])

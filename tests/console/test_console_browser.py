@@ -141,6 +141,16 @@ def test_pages_load_and_show_what_the_protocol_reports(cluster: tuple[BrokerProc
     assert '"n":' in first.find_element(By.CSS_SELECTOR, '[data-field="value"] pre').text
     assert "source: web" in first.text
 
+    # readable on a phone: nothing wider than the screen (wide tables scroll inside their box)
+    browser.set_window_size(390, 844)
+    try:
+        for hash_, shot in [("/", "overview-phone"), ("/topics/clicks", "topic-phone"),
+                            ("/topics/clicks/messages?partition=0&offset=0", "messages-phone")]:
+            _open(browser, http, hash_, "h2, article.msg", shot)
+            assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth + 1"), shot
+    finally:
+        browser.set_window_size(1280, 1000)
+
     _open(browser, http, "/groups", ".empty, table", "groups")
     _open(browser, http, "/transactions", "h2", "transactions")
     assert _errors(browser) == []

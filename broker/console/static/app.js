@@ -132,15 +132,17 @@ async function pageOverview(token) {
       card("Under-replicated", fmtNum(ov.under_replicated), ov.under_replicated ? "bad" : "ok", "under_replicated"),
       card("Offline", fmtNum(ov.offline), ov.offline ? "bad" : "ok", "offline"),
       card("Bytes in", fmtRate(rates.bytes_in, "B"), "", "bytes_in"),
-      card("Bytes out (groups)", fmtRate(rates.bytes_out, "B"), "", "bytes_out"),
+      card(rates.source === "metrics" ? "Bytes out" : "Bytes out (groups, est.)", fmtRate(rates.bytes_out, "B"), "", "bytes_out"),
       card("Messages in", fmtRate(rates.messages_in), "", "messages_in")),
     el("h2", {}, "Throughput"),
     lineChart([
       { name: "bytes in/s", color: "#2f6fdd", format: v => fmtBytes(v) + "/s", points: h.map(p => [p.t, p.bytes_in]) },
       { name: "bytes out/s", color: "#e07b00", format: v => fmtBytes(v) + "/s", points: h.map(p => [p.t, p.bytes_out]) },
     ], { id: "throughput", label: "bytes in and out per second" }),
-    el("p", { class: "muted" }, "Bytes in: growth of each partition's log on its leader. Bytes out: records committed by " +
-      "consumer groups times the partition's mean record size. Sampled every 2 s over the Kafka protocol."),
+    el("p", { class: "muted", id: "rates-source" }, rates.source === "metrics"
+      ? "Bytes in/out: the brokers' BytesInPerSec/BytesOutPerSec counters from their metrics endpoints, sampled every 2 s."
+      : "Bytes in: growth of each partition's log on its leader. Bytes out: records committed by consumer groups times " +
+        "the partition's mean record size (estimated; set metrics.listener for exact counters). Sampled every 2 s over the Kafka protocol."),
     el("h2", {}, "Brokers"), brokers);
   schedule(() => pageOverview(token), 2000, token);
 }
