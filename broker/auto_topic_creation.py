@@ -105,7 +105,11 @@ def internal_topic_request(broker: Any, name: str) -> tuple[int, dict[str, str]]
     if partitions is None:
         partitions = int(broker.config.get(spec.partitions_property) or 50)
     seg = broker.config.get(spec.segment_bytes_property) or DEFAULT_INTERNAL_SEGMENT_BYTES
-    return partitions, {**dict(spec.configs), "segment.bytes": str(seg)}
+    configs = {**dict(spec.configs), "segment.bytes": str(seg)}
+    if name == TRANSACTION_STATE_TOPIC_NAME and getattr(broker, "cluster", None) is not None:
+        # replicated like Kafka's: its writes need transaction.state.log.min.isr in-sync replicas
+        configs["min.insync.replicas"] = str(broker.config.get("transaction.state.log.min.isr") or 2)
+    return partitions, configs
 
 
 def _coordinator_partitions(coord: Any, name: str) -> int | None:

@@ -50,9 +50,11 @@ def run_broker(args: argparse.Namespace) -> int:
         except ImportError:
             pass
     broker = Broker(config)
+    from .zk.client import BrokerIdInUse, ZooKeeperUnavailable  # noqa: PLC0415
+
     try:
         asyncio.run(broker.serve_forever())
-    except OSError as e:
+    except (OSError, BrokerIdInUse, ZooKeeperUnavailable) as e:
         logging.getLogger("samsa.server").error("Fatal error during startup: %s", e)
         return 1
     return 0

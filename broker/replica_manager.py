@@ -1,13 +1,28 @@
-"""Partitions this broker leads, and the appends and reads on them.
+"""Partitions this broker hosts, and the appends and reads on them.
 
 Theory of operation (Kafka's ``ReplicaManager`` + ``Partition``): a :class:`Partition` owns one
 :class:`log.Log` and the replication state around it: ``leader_epoch``, ``high_watermark``
-(the offset below which every in-sync replica has the data — consumers never read past it)
-and, through the log, ``log_end_offset`` (the next offset to be written). On a single broker
-the ISR is this broker alone, so the high watermark moves to the log end offset as soon as an
-append returns; the three stay separate so that replication can slot in later without
-changing any caller. Fetch requests that find nothing to read park a future on the
-partitions they asked for ("delayed fetch purgatory"); an advancing high watermark wakes them.
+(the offset below which every in-sync replica has the data: consumers never read past it)
+and, through the log, ``log_end_offset`` (the next offset to be written).
+
+On the single embedded broker every partition is led here, the ISR is this broker alone, and
+the high watermark moves to the log end offset as soon as an append returns. In a cluster the
+controller's LeaderAndIsr makes each hosted partition a *leader* or a *follower*:
+
+* A leader appends producers' batches, tracks each follower's log end offset from its Fetch
+  requests (``replica_id`` = the follower's broker id) and the last time it was caught up, and
+  moves the high watermark to the smallest log end offset in the ISR. A follower that has not
+  caught up for ``replica.lag.time.max.ms`` is dropped from the ISR, one that has caught up to
+  the high watermark is added back; either change is written to ZooKeeper by the leader itself,
+  conditional on the partition state's znode version (``isr_writer``), and only then applied.
+* acks=all produce requests wait ("delayed produce purgatory") until the high watermark passes
+  their last offset; ``min.insync.replicas`` is checked before the append
+  (NOT_ENOUGH_REPLICAS) and when the wait completes (NOT_ENOUGH_REPLICAS_AFTER_APPEND).
+* A follower appends what its fetcher brings from the leader with the leader's offsets and
+  epochs (``append_as_follower``) and learns the high watermark from the fetch response.
+
+Fetch requests that find nothing to read park a future on the partitions they asked for
+("delayed fetch purgatory"); an append or an advancing high watermark wakes them.
 
 All of this runs on the event loop thread: one writer per partition, no locks.
 """
@@ -17,9 +32,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from log.config import LogConfig
 from log.log import AppendInfo, Log
@@ -45,17 +61,32 @@ class TopicPartition:
 
 
 class Partition:
-    """A partition led by this broker. Invariant: log_start_offset <= high_watermark <= log_end_offset."""
+    """A partition hosted here. Invariant: log_start_offset <= high_watermark <= log_end_offset;
+    the high watermark never moves backwards while this broker leads the partition."""
 
-    def __init__(self, tp: TopicPartition, log_: Log, broker_id: int, leader_epoch: int = 0) -> None:
+    def __init__(self, tp: TopicPartition, log_: Log, broker_id: int, leader_epoch: int = 0, *,
+                 leader_id: int | None = None) -> None:
         self.tp = tp
         self.log = log_
-        self.leader_id = broker_id
+        self.local_broker_id = broker_id
+        self.leader_id = broker_id if leader_id is None else leader_id
         self.leader_epoch = leader_epoch
         self.replicas = [broker_id]
         self.isr = [broker_id]
+        self.zk_version = 0
+        self.controller_epoch = 0
         self.high_watermark = log_.log_end_offset
         self._waiters: set[asyncio.Future[None]] = set()
+        # leader side: follower id -> (log end offset, last caught-up time, LEO of ours at its last
+        # fetch, time of its last fetch); delayed produces: (required offset, future)
+        self.followers: dict[int, FollowerState] = {}
+        self._produce_waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self.isr_writer: Callable[[Partition, list[int]], bool] | None = None
+        self.replica_lag_time_max_ms = 30000
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leader_id == self.local_broker_id
 
     @property
     def log_start_offset(self) -> int:
@@ -77,13 +108,39 @@ class Partition:
         collect = getattr(self.log, "collect_aborted_transactions", None)
         return [] if collect is None else list(collect(fetch_offset, upper_bound))
 
+    def check_leader(self) -> None:
+        if not self.is_leader:
+            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                             f"Broker {self.local_broker_id} is not the leader of {self.tp} "
+                             f"(leader: {self.leader_id})")
+
     def append(self, records: ValidatedRecords, *, required_acks: int = -1) -> AppendInfo:
+        self.check_leader()
         if required_acks == -1 and len(self.isr) < self.min_insync_replicas:
             raise KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS,
-                             f"ISR {self.isr} is smaller than min.insync.replicas {self.min_insync_replicas}")
+                             f"The size of the current ISR {self.isr} is insufficient to satisfy the "
+                             f"min.isr requirement of {self.min_insync_replicas} for partition {self.tp}")
         info = self.log.append(records, leader_epoch=self.leader_epoch)
-        self.maybe_increment_high_watermark()
+        if not self.maybe_increment_high_watermark():
+            self.wake_waiters()  # followers long-polling for new data
         return info
+
+    async def wait_for_replication(self, required_offset: int, timeout: float) -> None:
+        """acks=all: wait until the high watermark reaches ``required_offset`` (Kafka's DelayedProduce)."""
+        if self.high_watermark < required_offset:
+            fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._produce_waiters.append((required_offset, fut))
+            try:
+                await asyncio.wait_for(fut, timeout)
+            except TimeoutError:
+                raise KafkaError(ErrorCode.REQUEST_TIMED_OUT,
+                                 f"Replication of {self.tp} up to offset {required_offset} did not complete "
+                                 f"within the request timeout (high watermark {self.high_watermark}, "
+                                 f"ISR {self.isr})") from None
+        if len(self.isr) < self.min_insync_replicas:
+            raise KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+                             f"The size of the current ISR {self.isr} is insufficient to satisfy the min.isr "
+                             f"requirement of {self.min_insync_replicas} for partition {self.tp}")
 
     @property
     def min_insync_replicas(self) -> int:
@@ -92,12 +149,39 @@ class Partition:
         except (AttributeError, ValueError):
             return 1
 
-    def maybe_increment_high_watermark(self) -> None:
-        # Single broker: the ISR is {self}, so everything appended is replicated.
+    def maybe_increment_high_watermark(self) -> bool:
+        """Leader: HW = the smallest log end offset over the ISR. Returns True if it moved."""
+        if not self.is_leader:
+            return False
         new_hw = self.log.log_end_offset
-        if new_hw != self.high_watermark:
+        for r in self.isr:
+            if r != self.local_broker_id:
+                f = self.followers.get(r)
+                new_hw = min(new_hw, f.log_end_offset if f else self.high_watermark)
+        if new_hw > self.high_watermark:
             self.high_watermark = new_hw
             self.wake_waiters()
+            self._complete_produces()
+            return True
+        return False
+
+    def _complete_produces(self) -> None:
+        hw = self.high_watermark
+        keep = []
+        for offset, fut in self._produce_waiters:
+            if fut.done():
+                continue
+            if offset <= hw:
+                fut.set_result(None)
+            else:
+                keep.append((offset, fut))
+        self._produce_waiters = keep
+
+    def _fail_produces(self, error: KafkaError) -> None:
+        waiters, self._produce_waiters = self._produce_waiters, []
+        for _offset, fut in waiters:
+            if not fut.done():
+                fut.set_exception(error)
 
     def wake_waiters(self) -> None:
         waiters, self._waiters = self._waiters, set()
@@ -112,8 +196,12 @@ class Partition:
         self._waiters.discard(fut)
 
     def read(self, fetch_offset: int, max_bytes: int, *, isolation_level: int = 0,
-             min_one_batch: bool = True) -> ReadInfo | None:
-        upper = self.last_stable_offset if isolation_level == 1 else self.high_watermark
+             min_one_batch: bool = True, replica: bool = False) -> ReadInfo | None:
+        """Consumers read up to the HW (or LSO); followers (``replica``) up to the log end."""
+        if replica:
+            upper = self.log.log_end_offset
+        else:
+            upper = self.last_stable_offset if isolation_level == 1 else self.high_watermark
         if fetch_offset < self.log.log_start_offset or fetch_offset > self.log.log_end_offset:
             raise OffsetOutOfRangeError(
                 message=f"Fetch offset {fetch_offset} is out of range for partition {self.tp}, "
@@ -121,6 +209,110 @@ class Partition:
         if fetch_offset >= upper:
             return None
         return self.log.read(fetch_offset, max_bytes, max_offset=upper, min_one_batch=min_one_batch)
+
+    # --- leader: follower progress and the ISR ----------------------------------------------------
+    def update_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: float) -> None:
+        """A follower fetched from ``fetch_offset``: everything below it is on that replica."""
+        if replica_id not in self.replicas:
+            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                             f"Broker {replica_id} is not a replica of {self.tp} (replicas {self.replicas})")
+        leo = self.log.log_end_offset
+        if fetch_offset > leo:
+            raise OffsetOutOfRangeError(message=f"Follower {replica_id} fetch offset {fetch_offset} is beyond the "
+                                                f"log end offset {leo} of {self.tp}")
+        f = self.followers.get(replica_id)
+        if f is None:
+            f = self.followers[replica_id] = FollowerState()
+        if fetch_offset >= leo:
+            f.last_caught_up_ms = now_ms
+        elif fetch_offset >= f.leader_leo_at_last_fetch:
+            f.last_caught_up_ms = max(f.last_caught_up_ms, f.last_fetch_ms)
+        f.log_end_offset = fetch_offset
+        f.leader_leo_at_last_fetch = leo
+        f.last_fetch_ms = now_ms
+        if replica_id not in self.isr and fetch_offset >= self.high_watermark and \
+                fetch_offset >= self._epoch_start_offset():
+            self._change_isr(sorted([*self.isr, replica_id]), f"broker {replica_id} caught up to {fetch_offset}")
+        self.maybe_increment_high_watermark()
+
+    def _epoch_start_offset(self) -> int:
+        entries = self.log.leader_epoch_cache.entries
+        return entries[-1][1] if entries and entries[-1][0] == self.leader_epoch else 0
+
+    def maybe_shrink_isr(self, now_ms: float) -> None:
+        if not self.is_leader or len(self.isr) <= 1:
+            return
+        lagging = [r for r in self.isr if r != self.local_broker_id and
+                   now_ms - self.followers.setdefault(r, FollowerState(last_caught_up_ms=now_ms)).last_caught_up_ms
+                   > self.replica_lag_time_max_ms]
+        if lagging:
+            self._change_isr([r for r in self.isr if r not in lagging],
+                             f"out of sync for more than replica.lag.time.max.ms={self.replica_lag_time_max_ms}: "
+                             f"{lagging}")
+
+    def _change_isr(self, new_isr: list[int], reason: str) -> None:
+        if self.isr_writer is None:
+            return
+        old = self.isr
+        if not self.isr_writer(self, new_isr):
+            return
+        log.info("[Partition %s broker=%d] ISR updated from %s to %s (%s)", self.tp, self.local_broker_id,
+                 ",".join(map(str, old)), ",".join(map(str, new_isr)), reason)
+        self.isr = list(new_isr)
+        if not self.maybe_increment_high_watermark():
+            self._complete_produces()
+
+    # --- role changes (LeaderAndIsr) ------------------------------------------------------------
+    def make_leader(self, leader_epoch: int, isr: list[int], replicas: list[int], zk_version: int,
+                    controller_epoch: int, now_ms: float) -> bool:
+        """Become (or stay) the leader. Returns True if this broker was not the leader before."""
+        was_leader = self.is_leader
+        self.leader_id = self.local_broker_id
+        self.replicas, self.isr = list(replicas), list(isr)
+        self.zk_version, self.controller_epoch = zk_version, controller_epoch
+        if leader_epoch != self.leader_epoch or not was_leader:
+            self.log.leader_epoch_cache.assign(leader_epoch, self.log.log_end_offset)
+            # a new leader gives every follower a fresh grace period before the ISR can shrink
+            self.followers = {r: FollowerState(last_caught_up_ms=now_ms) for r in replicas
+                              if r != self.local_broker_id}
+        self.leader_epoch = leader_epoch
+        self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
+        self.maybe_increment_high_watermark()
+        return not was_leader
+
+    def make_follower(self, leader_id: int, leader_epoch: int, isr: list[int], replicas: list[int],
+                      zk_version: int, controller_epoch: int) -> bool:
+        """Become a follower of ``leader_id``. Returns True if the leader changed."""
+        changed = self.leader_id != leader_id or self.leader_epoch != leader_epoch
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.replicas, self.isr = list(replicas), list(isr)
+        self.zk_version, self.controller_epoch = zk_version, controller_epoch
+        self.followers = {}
+        self._fail_produces(KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                       f"Leadership of {self.tp} moved to broker {leader_id}"))
+        self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
+        self.wake_waiters()
+        return changed
+
+    def append_as_follower(self, records: ValidatedRecords, leader_high_watermark: int) -> None:
+        if records.batches:
+            self.log.append(records, assign_offsets=False, leader_epoch=self.leader_epoch)
+        self.update_follower_high_watermark(leader_high_watermark)
+
+    def update_follower_high_watermark(self, leader_high_watermark: int) -> None:
+        new_hw = min(leader_high_watermark, self.log.log_end_offset)
+        if new_hw > self.high_watermark:
+            self.high_watermark = new_hw
+            self.wake_waiters()
+
+
+@dataclass(slots=True)
+class FollowerState:
+    log_end_offset: int = -1
+    last_caught_up_ms: float = 0.0
+    leader_leo_at_last_fetch: int = 0
+    last_fetch_ms: float = 0.0
 
 
 class ReplicaManager:
@@ -132,6 +324,14 @@ class ReplicaManager:
         self.broker_id = config.broker_id
         self.log_manager = LogManager(config.log_dirs, self._log_config({}))
         self.partitions: dict[TopicPartition, Partition] = {}
+        # Cluster mode (zookeeper.connect set): partitions get their role from the controller's
+        # LeaderAndIsr; the cluster services plug in the fetchers, the ISR writer and the
+        # coordinators' leadership hooks.
+        self.cluster_mode = bool(str(config.get("zookeeper.connect") or "").strip())
+        self.controller_epoch = 0
+        self.fetcher_manager: Any = None
+        self.isr_writer: Callable[[Partition, list[int]], bool] | None = None
+        self.leadership_listeners: list[Callable[[TopicPartition, bool, int], None]] = []
 
     def _log_config(self, overrides: dict[str, str]) -> LogConfig:
         return LogConfig.from_properties(effective_topic_config(self.config, overrides))
@@ -151,9 +351,11 @@ class ReplicaManager:
                 continue
             lg.config = self._log_config(info.configs)
             tp = TopicPartition(topic, partition)
-            self.partitions[tp] = Partition(tp, lg, self.broker_id)
-        for info in self.topics:
-            self._ensure_partitions(info.name)
+            # in a cluster a partition has no role until the controller's LeaderAndIsr gives it one
+            self.partitions[tp] = self._new_partition(tp, lg, leader_id=-1 if self.cluster_mode else None)
+        if not self.cluster_mode:
+            for info in self.topics:
+                self._ensure_partitions(info.name)
         log.info("Loaded %d partitions in %.0f ms", len(self.partitions), (time.monotonic() - t0) * 1000)
 
     def shutdown(self) -> None:
@@ -169,7 +371,13 @@ class ReplicaManager:
             if tp not in self.partitions:
                 lg = self.log_manager.get_log(topic, p) or self.log_manager.create_log(topic, p, cfg)
                 self._write_partition_metadata(lg.dir, info.topic_id)
-                self.partitions[tp] = Partition(tp, lg, self.broker_id)
+                self.partitions[tp] = self._new_partition(tp, lg)
+
+    def _new_partition(self, tp: TopicPartition, lg: Log, leader_id: int | None = None) -> Partition:
+        part = Partition(tp, lg, self.broker_id, leader_id=leader_id)
+        part.isr_writer = self.isr_writer
+        part.replica_lag_time_max_ms = self.config.int("replica.lag.time.max.ms")
+        return part
 
     @staticmethod
     def _write_partition_metadata(d: Path, topic_id: object) -> None:
@@ -179,12 +387,10 @@ class ReplicaManager:
 
     def on_topic_event(self, event: str, topic: str) -> None:
         if event in ("created", "partitions"):
-            self._ensure_partitions(topic)
+            if not self.cluster_mode:  # in a cluster, LeaderAndIsr creates the replicas
+                self._ensure_partitions(topic)
         elif event == "deleted":
-            for tp in [tp for tp in self.partitions if tp.topic == topic]:
-                part = self.partitions.pop(tp)
-                part.wake_waiters()
-                self.log_manager.delete_log(tp.topic, tp.partition)
+            self.remove_partitions([tp for tp in self.partitions if tp.topic == topic], delete=True)
         elif event == "configs":
             self.apply_topic_config(topic)
 
@@ -194,12 +400,94 @@ class ReplicaManager:
             if tp.topic == topic:
                 part.log.config = cfg
 
-    def get_partition(self, topic: str, partition: int) -> Partition:
+    def get_partition(self, topic: str, partition: int, *, require_leader: bool = True) -> Partition:
+        """The local replica of ``topic``-``partition``; unless asked otherwise it must be the leader
+        (NOT_LEADER_OR_FOLLOWER otherwise, so that clients refresh their metadata)."""
         part = self.partitions.get(TopicPartition(topic, partition))
         if part is None:
+            info = self.topics.get(topic)
+            if self.cluster_mode and info is not None and 0 <= partition < info.num_partitions:
+                raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                 f"Broker {self.broker_id} does not host {topic}-{partition}")
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                              f"This server does not host this topic-partition {topic}-{partition}.")
+        if require_leader and not part.is_leader:
+            part.check_leader()
         return part
+
+    # --- cluster: the controller's requests ------------------------------------------------------
+    def check_controller_epoch(self, controller_epoch: int) -> None:
+        if controller_epoch < self.controller_epoch:
+            raise KafkaError(ErrorCode.STALE_CONTROLLER_EPOCH,
+                             f"Controller epoch {controller_epoch} is older than the latest seen "
+                             f"({self.controller_epoch})")
+        self.controller_epoch = controller_epoch
+
+    def become_leader_or_follower(self, topic: str, index: int, leader: int, leader_epoch: int, isr: list[int],
+                                  replicas: list[int], zk_version: int, controller_epoch: int) -> ErrorCode:
+        """Apply one partition's state from a LeaderAndIsr request (Kafka's ``makeLeaders`` /
+        ``makeFollowers``)."""
+        tp = TopicPartition(topic, index)
+        part = self.partitions.get(tp)
+        if part is not None and leader_epoch < part.leader_epoch:
+            log.info("Ignoring LeaderAndIsr for %s with leader epoch %d older than ours (%d)", tp, leader_epoch,
+                     part.leader_epoch)
+            return ErrorCode.STALE_CONTROLLER_EPOCH
+        if self.broker_id not in replicas:
+            return ErrorCode.NONE
+        if part is None:
+            info = self.topics.get(topic)
+            if info is None:
+                return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            cfg = self._log_config(info.configs)
+            lg = self.log_manager.get_log(topic, index) or self.log_manager.create_log(topic, index, cfg)
+            self._write_partition_metadata(lg.dir, info.topic_id)
+            part = self.partitions[tp] = self._new_partition(tp, lg, leader_id=-1)
+        now_ms = time.time() * 1000
+        if leader == self.broker_id:
+            if self.fetcher_manager is not None:
+                self.fetcher_manager.remove_partition(tp)
+            became = part.make_leader(leader_epoch, isr, replicas, zk_version, controller_epoch, now_ms)
+            if became:
+                log.info("[Partition %s broker=%d] Became leader at leader epoch %d, ISR %s, log end offset %d, "
+                         "high watermark %d", tp, self.broker_id, leader_epoch, isr, part.log_end_offset,
+                         part.high_watermark)
+        else:
+            changed = part.make_follower(leader, leader_epoch, isr, replicas, zk_version, controller_epoch)
+            if changed:
+                log.info("[Partition %s broker=%d] Became follower of broker %d at leader epoch %d", tp,
+                         self.broker_id, leader, leader_epoch)
+            if self.fetcher_manager is not None and leader >= 0 and changed:
+                self.fetcher_manager.add_partition(part, leader)
+            elif self.fetcher_manager is not None and leader < 0:
+                self.fetcher_manager.remove_partition(tp)
+        for listener in self.leadership_listeners:
+            listener(tp, leader == self.broker_id, leader_epoch)
+        return ErrorCode.NONE
+
+    def remove_partitions(self, tps: Iterable[TopicPartition], *, delete: bool) -> None:
+        """StopReplica: stop fetching; with ``delete`` also drop the local log."""
+        for tp in list(tps):
+            if self.fetcher_manager is not None:
+                self.fetcher_manager.remove_partition(tp)
+            part = self.partitions.get(tp)
+            if part is None:
+                continue
+            was_leader = part.is_leader
+            part.make_follower(-1, part.leader_epoch, part.isr, part.replicas, part.zk_version,
+                               part.controller_epoch)
+            if was_leader:
+                for listener in self.leadership_listeners:
+                    listener(tp, False, part.leader_epoch)
+            if delete:
+                self.partitions.pop(tp, None)
+                self.log_manager.delete_log(tp.topic, tp.partition)
+
+    def shrink_isrs(self) -> None:
+        now_ms = time.time() * 1000
+        for part in list(self.partitions.values()):
+            if part.is_leader:
+                part.maybe_shrink_isr(now_ms)
 
     async def wait_for_data(self, partitions: Iterable[Partition], timeout: float) -> None:
         """Park until any of ``partitions`` gets new data (or the timeout)."""
@@ -220,6 +508,16 @@ class ReplicaManager:
                             required_acks: int = -1) -> AppendInfo:
         """For coordinators writing to internal topics (__consumer_offsets, __transaction_state)."""
         return self.get_partition(topic, partition).append(records, required_acks=required_acks)
+
+    async def append_internal(self, topic: str, partition: int, records: ValidatedRecords,
+                              timeout: float = 30.0) -> AppendInfo:
+        """A coordinator's write to its internal topic, answered once every in-sync replica has it
+        (Kafka's coordinators append with acks=all)."""
+        part = self.get_partition(topic, partition)
+        info = part.append(records, required_acks=-1)
+        if part.high_watermark <= info.last_offset:
+            await part.wait_for_replication(info.last_offset + 1, timeout)
+        return info
 
     def retention_pass(self, now_ms: int | None = None) -> int:
         """Delete segments past retention, and forget producers idle past

@@ -187,7 +187,20 @@ class Broker:
         self.broker_id = config.broker_id
         self.registry = apis.load_all()
         first_dir = config.log_dirs[0]
-        self.topics = TopicRegistry(first_dir / "samsa-metadata.json")
+        # Cluster mode (zookeeper.connect set): ZooKeeper holds the metadata, the controller decides
+        # leaders; see broker.zk.cluster. Otherwise the single embedded broker owns everything.
+        self.zk: Any = None
+        self.metadata_cache: Any = None
+        self.controller: Any = None
+        self.cluster: Any = None
+        self.inter_broker_listener: str | None = str(config.get("inter.broker.listener.name") or "") or None
+        if str(config.get("zookeeper.connect") or "").strip():
+            from .zk.cluster import ZkCluster  # noqa: PLC0415
+
+            self.cluster = ZkCluster(self)
+            self.topics: TopicRegistry = self.cluster.topics
+        else:
+            self.topics = TopicRegistry(first_dir / "samsa-metadata.json")
         self.replica_manager = ReplicaManager(config, self.topics)
         self.topics.listeners.append(self.replica_manager.on_topic_event)
         self.connections: set[KafkaConnection] = set()
@@ -205,6 +218,12 @@ class Broker:
     def cluster_id(self) -> str:
         return self.topics.cluster_id
 
+    def is_cluster_broker(self, broker_id: int) -> bool:
+        """Inter-broker requests (follower fetches, the controller's requests) are honoured only
+        from brokers registered in this cluster."""
+        return self.metadata_cache is not None and (broker_id in self.metadata_cache.brokers or
+                                                     (self.zk is not None and broker_id >= 0))
+
     @property
     def advertised(self) -> Listener:
         return self.config.advertised_listeners[0]
@@ -215,13 +234,20 @@ class Broker:
         t0 = time.monotonic()
         for d in self.config.log_dirs:
             d.mkdir(parents=True, exist_ok=True)
+        if self.cluster is not None:
+            await self.cluster.connect()
         self.topics.load()
         self._init_meta_properties()
         self.replica_manager.startup()
         DynamicBrokerConfigs.attach(self)  # KIP-226 dynamic broker configs survive restarts
-        from txn.producer_ids import ProducerIdManager  # noqa: PLC0415
+        if self.cluster is not None:
+            from .zk.cluster import ZkProducerIdManager  # noqa: PLC0415
 
-        self.producer_ids = ProducerIdManager(self.config.log_dirs[0] / "producer-id-block")
+            self.producer_ids = ZkProducerIdManager(self.cluster.zk, self.broker_id)
+        else:
+            from txn.producer_ids import ProducerIdManager  # noqa: PLC0415
+
+            self.producer_ids = ProducerIdManager(self.config.log_dirs[0] / "producer-id-block")
         await self._start_components()
         loop = asyncio.get_running_loop()
         for lst in self.config.listeners:
@@ -229,6 +255,8 @@ class Broker:
                                               reuse_address=True, backlog=1024)
             self.servers.append(server)
         self._tasks.append(loop.create_task(self._retention_loop()))
+        if self.cluster is not None:
+            await self.cluster.start()
         self.started.set()
         addrs = ", ".join(f"{lst.host}:{lst.port}" for lst in self.config.listeners)
         log.info("Samsa broker %d started, listening on %s (cluster id %s, log dirs %s) in %.0f ms",
@@ -272,6 +300,8 @@ class Broker:
 
     async def stop(self) -> None:
         log.info("Samsa broker %d shutting down", self.broker_id)
+        if self.cluster is not None:
+            await self.cluster.controlled_shutdown()
         for s in self.servers:
             s.close()
         for conn in list(self.connections):
@@ -289,6 +319,8 @@ class Broker:
                     await stop(self)
             except Exception:
                 log.exception("Error stopping %s", name)
+        if self.cluster is not None:
+            await self.cluster.stop()
         self.replica_manager.shutdown()
         log.info("Samsa broker %d shut down completed", self.broker_id)
 

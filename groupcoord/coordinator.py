@@ -132,6 +132,14 @@ class GroupCoordinator(ClassicGroupManager, OffsetMetadataManager):
                 for member in group.members.values():
                     self._schedule_heartbeat(group, member)
 
+    def unload_partition(self, partition: int) -> None:
+        """This broker no longer leads ``partition`` of __consumer_offsets: forget its groups, so
+        their members are sent to the new coordinator (NOT_COORDINATOR)."""
+        self._owned.discard(partition)
+        self._loading.discard(partition)
+        for gid in [g for g in self.groups if self._partition(g) == partition]:
+            self._unload_group(self.groups.pop(gid))
+
     async def shutdown(self) -> None:
         """Stop serving: parked requests answer NOT_COORDINATOR, timers stop."""
         self.active = False

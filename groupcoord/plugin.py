@@ -12,6 +12,7 @@ replica manager, and read back batch by batch at start-up for ``replay()``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterator
 from typing import Any
@@ -35,8 +36,7 @@ class BrokerOffsetsStorage:
     async def append(self, partition: int, records: list[Record], *, producer_id: int = -1,
                      producer_epoch: int = -1) -> int:
         batch = build_batch(records, producer_id=producer_id, producer_epoch=producer_epoch)
-        info = self.broker.replica_manager.append_to_local_log(
-            OFFSETS_TOPIC, partition, validate_batches(batch), required_acks=-1)
+        info = await self.broker.replica_manager.append_internal(OFFSETS_TOPIC, partition, validate_batches(batch))
         return int(getattr(info, "first_offset", -1))
 
     def read_all(self, partition: int) -> Iterator[StoredRecord]:
@@ -60,12 +60,36 @@ async def start(broker: Any) -> None:
         config.offsets_topic_num_partitions = existing.num_partitions
     coord = GroupCoordinator(BrokerOffsetsStorage(broker), config)
     broker.group_coordinator = coord
+    if getattr(broker, "cluster", None) is not None:
+        # In a cluster this broker coordinates the groups of the __consumer_offsets partitions it
+        # leads: loaded when the controller makes it their leader, unloaded when it moves away.
+        await coord.startup(())
+        broker.replica_manager.leadership_listeners.append(
+            lambda tp, is_leader, _epoch: _on_leadership(coord, tp.topic, tp.partition, is_leader))
+        return
     # An existing topic's groups load now; a missing one is created by the first FindCoordinator
     # for a group (broker/auto_topic_creation.py), which then hands its partitions to on_election.
     await coord.startup(range(existing.num_partitions) if existing is not None else ())
     if existing is not None:
         log.info("group coordinator loaded %d groups from %d partitions of %s", len(coord.groups),
                  config.offsets_topic_num_partitions, OFFSETS_TOPIC)
+
+
+def _on_leadership(coord: GroupCoordinator, topic: str, partition: int, is_leader: bool) -> None:
+    if topic != OFFSETS_TOPIC:
+        return
+    if is_leader:
+        if partition not in coord._owned and partition not in coord._loading:
+            log.info("Loading the groups of %s-%d (this broker became its leader)", OFFSETS_TOPIC, partition)
+            task = asyncio.get_running_loop().create_task(coord.on_election(partition))
+            _tasks.add(task)
+            task.add_done_callback(_tasks.discard)
+    elif partition in coord._owned or partition in coord._loading:
+        coord.unload_partition(partition)
+        log.info("Unloaded the groups of %s-%d (its leadership moved)", OFFSETS_TOPIC, partition)
+
+
+_tasks: set[asyncio.Task[None]] = set()
 
 
 async def stop(broker: Any) -> None:

@@ -313,7 +313,7 @@ class Log:
             elif h.base_offset < offset:
                 raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR,
                                  f"unexpected append offset {h.base_offset} below log end offset {offset}")
-            if append_time:
+            if append_time and assign_offsets:  # a follower keeps the leader's timestamps
                 set_log_append_time(buf, h, now)
             if h.max_timestamp > max_ts:
                 max_ts, offset_of_max_ts = h.max_timestamp, h.base_offset

@@ -22,6 +22,7 @@ from kafka.protocol import metadata as _metadata
 from kafka.protocol import producer as _producer
 from kafka.protocol.api_message import ApiMessage
 
+from . import inter_broker as _inter_broker
 from .api_keys import ApiKey
 
 _HDR = struct.Struct(">hhi")
@@ -33,7 +34,7 @@ _FLEX_HDR = struct.Struct(">iib")
 def _collect() -> tuple[dict[int, Any], dict[int, Any]]:
     requests: dict[int, Any] = {}
     responses: dict[int, Any] = {}
-    for mod in (_producer, _consumer, _metadata, _admin):
+    for mod in (_producer, _consumer, _metadata, _admin, _inter_broker):
         for name in getattr(mod, "__all__", dir(mod)):
             obj = getattr(mod, name, None)
             if not isinstance(obj, type) or not issubclass(obj, ApiMessage) or obj is ApiMessage:

@@ -230,6 +230,28 @@ class TransactionCoordinator:
         log.log(logging.INFO if self.transactions else logging.DEBUG, "Loaded %d transactional ids from %s",
                 len(self.transactions), tlog.TRANSACTION_STATE_TOPIC)
 
+    def load_partition(self, partition: int) -> None:
+        """In a cluster: this broker became the leader of ``__transaction_state-<partition>``;
+        replay it (its replica here is up to date with what was committed) and finish the
+        commits and aborts the previous coordinator left prepared."""
+        for tid in [t for t in self.transactions if self.partition_for(t) == partition]:
+            del self.transactions[tid]
+        for key, value in self.storage.read(partition):
+            try:
+                self.replay(key, value)
+            except ValueError as e:
+                log.warning("Skipping unreadable __transaction_state-%d record: %s", partition, e)
+        n = 0
+        for m in list(self.transactions.values()):
+            if self.partition_for(m.transactional_id) != partition:
+                continue
+            n += 1
+            if m.state in (TS.PREPARE_COMMIT, TS.PREPARE_ABORT):
+                log.info("Resuming %s of transactional id %s (new coordinator)", m.state.wire_name,
+                         m.transactional_id)
+                self._start_completion(m)
+        log.info("Loaded %d transactional ids from %s-%d", n, tlog.TRANSACTION_STATE_TOPIC, partition)
+
     # --- InitProducerId -------------------------------------------------------------------
 
     def validate_timeout(self, txn_timeout_ms: int) -> None:

@@ -109,8 +109,7 @@ class BrokerTransactionStorage:
 
     async def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]]) -> None:
         rm = self.broker.replica_manager
-        rm.append_to_local_log(tlog.TRANSACTION_STATE_TOPIC, partition, validate_batches(build_batch(list(records))),
-                               required_acks=-1)
+        await rm.append_internal(tlog.TRANSACTION_STATE_TOPIC, partition, validate_batches(build_batch(list(records))))
 
     def read(self, partition: int) -> Iterable[tuple[bytes, bytes | None]]:
         return list(self._read(partition))
@@ -143,9 +142,20 @@ async def start(broker: Any) -> None:
         config.offsets_num_partitions = gc_partitions
     coord = TransactionCoordinator(BrokerTransactionStorage(broker), broker.producer_ids, config)
     coord.fault = os.environ.get("SAMSA_TXN_FAULT") or None
-    await coord.load()
+    if getattr(broker, "cluster", None) is not None:
+        # coordinate the transactional ids of the __transaction_state partitions led here
+        coord.loaded = True
+        broker.replica_manager.leadership_listeners.append(
+            lambda tp, is_leader, _epoch: _on_leadership(coord, tp.topic, tp.partition, is_leader))
+    else:
+        await coord.load()
     coord.start_background()
     broker.txn_coordinator = coord
+
+
+def _on_leadership(coord: TransactionCoordinator, topic: str, partition: int, is_leader: bool) -> None:
+    if topic == tlog.TRANSACTION_STATE_TOPIC and is_leader:
+        coord.load_partition(partition)
 
 
 async def stop(broker: Any) -> None:

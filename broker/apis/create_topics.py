@@ -2,10 +2,15 @@
 
 Creates each topic with its partition count (-1: ``num.partitions``), replication factor
 (-1: ``default.replication.factor``; above the number of live brokers gives
-INVALID_REPLICATION_FACTOR) or explicit replica assignments (which must name this broker), and
+INVALID_REPLICATION_FACTOR) or explicit replica assignments (which must name live brokers), and
 config overrides validated as topic configs (bad ones: INVALID_CONFIG with the reason).
 ``validate_only`` (v1+) checks everything and creates nothing. Errors are per topic with a
 message (v1+); v5+ (KIP-525) echoes partitions and replication factor; v7 returns topic ids.
+
+In a cluster the assignment is written to ZooKeeper (replicas spread as Kafka spreads them, see
+:mod:`broker.zk.topics`) and the answer waits, up to the request's ``timeout_ms``, until the
+controller has elected a leader for every new partition (Kafka's DelayedCreatePartitions), so a
+client can produce as soon as it has the answer.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ async def handle_create_topics(ctx: RequestContext, req: Any) -> Any:
     Result = R.CreatableTopicResult
     out = []
     seen: set[str] = set()
+    live = broker.cluster.live_broker_ids() if broker.cluster is not None else [broker.broker_id]
+    created: list[str] = []
     for t in req.topics:
         configs: dict[str, str] = {}
         code, message = ErrorCode.NONE, None
@@ -48,7 +55,8 @@ async def handle_create_topics(ctx: RequestContext, req: Any) -> Any:
                     raise KafkaError(ErrorCode.INVALID_REQUEST, "Both numPartitions or replicationFactor and "
                                      "replicasAssignments were set. Both cannot be used at the same time.")
                 for a in t.assignments:
-                    if any(b != broker.broker_id for b in a.broker_ids) or not a.broker_ids:
+                    if any(b not in live for b in a.broker_ids) or not a.broker_ids or \
+                            len(set(a.broker_ids)) != len(a.broker_ids):
                         raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                          f"Replica assignment {list(a.broker_ids)} names brokers that are not registered")
                 indexes = sorted(a.partition_index for a in t.assignments)
@@ -66,17 +74,24 @@ async def handle_create_topics(ctx: RequestContext, req: Any) -> Any:
                 if rf <= 0:
                     raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
                                      "Replication factor must be larger than 0.")
-                if rf > 1:
+                if rf > len(live):
                     raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
                                      f"Unable to replicate the partition {rf} time(s): The target replication "
-                                     "factor of " f"{rf} cannot be reached because only 1 broker(s) are registered.")
+                                     f"factor of {rf} cannot be reached because only {len(live)} broker(s) are "
+                                     "registered.")
             for c in t.configs:
                 if c.value is None:
                     raise KafkaError(ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {c.name}")
                 configs[c.name] = c.value
             configs = validate_topic_configs(configs, broker.config)
             if not req.validate_only:
-                info = broker.topics.create(t.name, partitions, configs)
+                if broker.cluster is not None:
+                    assignment = {a.partition_index: list(a.broker_ids) for a in t.assignments} or None
+                    info = broker.topics.create(t.name, partitions, configs, replication_factor=rf,
+                                                assignment=assignment)
+                    created.append(t.name)
+                else:
+                    info = broker.topics.create(t.name, partitions, configs)
                 tid = info.topic_id
         except KafkaError as e:
             code, message = e.code, e.message
@@ -90,4 +105,28 @@ async def handle_create_topics(ctx: RequestContext, req: Any) -> Any:
                           topic_config_error_code=0,
                           num_partitions=partitions if code == 0 else -1,
                           replication_factor=rf if code == 0 else -1, configs=described))
+    if created:
+        await wait_for_leaders(broker, created, req.timeout_ms / 1000)
     return R(throttle_time_ms=0, topics=out)
+
+
+async def wait_for_leaders(broker: Any, topics: list[str], timeout: float) -> bool:
+    """Until the metadata cache shows a leader for every partition of ``topics`` (or the timeout)."""
+    import asyncio  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    deadline = time.monotonic() + max(timeout, 0)
+    cache = broker.metadata_cache
+    while True:
+        missing = False
+        for t in topics:
+            info = broker.topics.get(t)
+            n = info.num_partitions if info else 0
+            if any((pm := cache.partition(t, p)) is None or pm.leader < 0 for p in range(n)):
+                missing = True
+                break
+        if not missing:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        await asyncio.sleep(0.02)

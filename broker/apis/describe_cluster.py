@@ -23,8 +23,10 @@ async def handle_describe_cluster(ctx: RequestContext, req: Any) -> Any:
         return R(throttle_time_ms=0, error_code=ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
                  error_message="The broker only serves broker endpoints", endpoint_type=req.endpoint_type,
                  cluster_id=broker.cluster_id, controller_id=-1, brokers=[], authorized_operations=None)
-    adv = broker.advertised
+    from .metadata import cluster_brokers  # noqa: PLC0415
+
+    brokers, controller_id = cluster_brokers(ctx)
     return R(throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=1, cluster_id=broker.cluster_id,
-             controller_id=broker.broker_id,
-             brokers=[R.DescribeClusterBroker(broker_id=broker.broker_id, host=adv.host, port=adv.port, rack=None)],
+             controller_id=controller_id,
+             brokers=[R.DescribeClusterBroker(broker_id=b, host=h, port=p, rack=rack) for b, h, p, rack in brokers],
              authorized_operations=None)

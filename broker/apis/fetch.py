@@ -11,8 +11,15 @@ the request parks until data arrives on one of its partitions or ``max_wait_ms``
 
 Fetch sessions (KIP-227, v7+) are declined: we answer session id 0, which tells clients to
 keep sending full fetch requests. v12+ is flexible; v13+ names topics by id (KIP-516)
-and an unknown id gets UNKNOWN_TOPIC_ID. v15+ (KIP-903) replica state is ignored: we have no
-followers yet. Out-of-range offsets get OFFSET_OUT_OF_RANGE with the current bounds.
+and an unknown id gets UNKNOWN_TOPIC_ID. Out-of-range offsets get OFFSET_OUT_OF_RANGE with the
+current bounds.
+
+Replication reuses this path (Kafka's ``ReplicaFetcherThread``): a Fetch whose ``replica_id``
+(v15+: ``replica_state.replica_id``, KIP-903) is a broker id comes from a follower. It reads up to
+the log end offset rather than the high watermark, and the offset it asks for tells the leader
+how far that follower has come, which may move the ISR and the high watermark (so it is
+recorded before reading: the response then carries the new high watermark). Consumers and
+followers alike get NOT_LEADER_OR_FOLLOWER from a broker that does not lead the partition.
 """
 
 from __future__ import annotations
@@ -35,6 +42,9 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
     isolation = req.isolation_level
     max_bytes = req.max_bytes if req.max_bytes > 0 else 0x7FFFFFFF
     deadline = time.monotonic() + max(req.max_wait_ms, 0) / 1000
+    replica_id = req.replica_state.replica_id if ctx.version >= 15 else req.replica_id
+    if replica_id >= 0 and not broker.is_cluster_broker(replica_id):
+        replica_id = -1  # inter-broker fetches only from brokers of this cluster (see is_cluster_broker)
 
     # Resolve names once: [(topic_name or None, topic_id, [fetch partitions])]
     wanted = []
@@ -46,13 +56,13 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
             wanted.append((t.topic, None, t.partitions))
 
     while True:
-        result, total, has_error, parts_seen = _read_all(rm, wanted, isolation, max_bytes)
+        result, total, has_error, parts_seen = _read_all(rm, wanted, isolation, max_bytes, replica_id)
         remaining = deadline - time.monotonic()
         if total >= req.min_bytes or has_error or remaining <= 0 or not parts_seen:
             break
         await rm.wait_for_data(parts_seen, remaining)
         if time.monotonic() >= deadline:
-            result, total, has_error, parts_seen = _read_all(rm, wanted, isolation, max_bytes)
+            result, total, has_error, parts_seen = _read_all(rm, wanted, isolation, max_bytes, replica_id)
             break
 
     if broker.metrics is not None:  # BrokerTopicMetrics: bytes out, failed fetches, per partition
@@ -67,8 +77,10 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
     return EncodedResponse(*encode_fetch_response(ctx.version, ctx.header.correlation_id, topics_out))
 
 
-def _read_all(rm: Any, wanted: list[Any], isolation: int, max_bytes: int) -> tuple[list[Any], int, bool, list[Any]]:
+def _read_all(rm: Any, wanted: list[Any], isolation: int, max_bytes: int,
+              replica_id: int = -1) -> tuple[list[Any], int, bool, list[Any]]:
     total = 0
+    now_ms = time.time() * 1000 if replica_id >= 0 else 0.0
     has_error = False
     parts_seen = []
     result = []
@@ -86,6 +98,14 @@ def _read_all(rm: Any, wanted: list[Any], isolation: int, max_bytes: int) -> tup
                 has_error = True
                 continue
             parts_seen.append(part)
+            if replica_id >= 0:
+                try:
+                    part.update_follower_fetch(replica_id, fp.fetch_offset, now_ms)
+                except KafkaError as e:
+                    rows.append((fp.partition, e.code, part.high_watermark, part.last_stable_offset,
+                                 part.log_start_offset, None, None))
+                    has_error = True
+                    continue
             hw, lso = part.high_watermark, part.last_stable_offset
             try:
                 limit = min(fp.partition_max_bytes, max_bytes - total)
@@ -93,7 +113,7 @@ def _read_all(rm: Any, wanted: list[Any], isolation: int, max_bytes: int) -> tup
                 aborted = None
                 if limit > 0 or total == 0:
                     info = part.read(fp.fetch_offset, max(limit, 0), isolation_level=isolation,
-                                     min_one_batch=(total == 0))
+                                     min_one_batch=(total == 0), replica=replica_id >= 0)
                     if info is not None:
                         data = info
                         total += info.size

@@ -10,6 +10,10 @@ listed like any other once they exist, with ``is_internal`` true, as Kafka does;
 them with their own ``exclude.internal.topics``. v10+ carries topic ids (and v10-11 accept them
 in the request, KIP-516);
 v7+ the leader epoch (KIP-320).
+
+In a cluster the brokers, the controller and each partition's leader, replicas, ISR and offline
+replicas come from the metadata cache the controller keeps current (UpdateMetadata); a partition
+without a leader (yet, or because no in-sync replica is alive) gets LEADER_NOT_AVAILABLE.
 """
 
 from __future__ import annotations
@@ -72,7 +76,21 @@ async def handle_metadata(ctx: RequestContext, req: Any) -> Any:
                                         is_internal=False, partitions=[]))
                 continue
         parts = []
+        cache = broker.metadata_cache
         for p in range(info.num_partitions):
+            if cache is not None:
+                pm = cache.partition(name, p)
+                if pm is None or pm.leader < 0:
+                    parts.append(Part(error_code=ErrorCode.LEADER_NOT_AVAILABLE, partition_index=p, leader_id=-1,
+                                      leader_epoch=pm.leader_epoch if pm else -1,
+                                      replica_nodes=list(pm.replicas) if pm else [],
+                                      isr_nodes=list(pm.isr) if pm else [],
+                                      offline_replicas=list(pm.offline) if pm else []))
+                else:
+                    parts.append(Part(error_code=0, partition_index=p, leader_id=pm.leader,
+                                      leader_epoch=pm.leader_epoch, replica_nodes=list(pm.replicas),
+                                      isr_nodes=list(pm.isr), offline_replicas=list(pm.offline)))
+                continue
             part = broker.replica_manager.partitions.get(TopicPartition(name, p))
             if part is None:
                 parts.append(Part(error_code=ErrorCode.LEADER_NOT_AVAILABLE, partition_index=p, leader_id=-1,
@@ -84,9 +102,25 @@ async def handle_metadata(ctx: RequestContext, req: Any) -> Any:
         topics_out.append(Topic(error_code=0, name=name, topic_id=info.topic_id, is_internal=info.is_internal,
                                 partitions=parts, authorized_operations=None))
 
-    adv = broker.advertised
+    brokers, controller_id = cluster_brokers(ctx)
     return R(throttle_time_ms=0,
-             brokers=[R.MetadataResponseBroker(node_id=broker.broker_id, host=adv.host, port=adv.port, rack=None)],
-             cluster_id=broker.cluster_id, controller_id=broker.broker_id, topics=topics_out,
+             brokers=[R.MetadataResponseBroker(node_id=b, host=h, port=port, rack=rack) for b, h, port, rack in brokers],
+             cluster_id=broker.cluster_id, controller_id=controller_id, topics=topics_out,
              authorized_operations=None)
+
+
+def cluster_brokers(ctx: RequestContext) -> tuple[list[tuple[int, str, int, str | None]], int]:
+    """(live brokers as (id, host, port, rack), controller id): this broker alone on a single broker."""
+    broker = ctx.broker
+    cache = broker.metadata_cache
+    if cache is None or not cache.brokers:
+        adv = broker.advertised
+        rack = str(broker.config.get("broker.rack") or "") or None
+        return [(broker.broker_id, adv.host, adv.port, rack)], \
+            (broker.broker_id if cache is None else cache.controller_id)
+    out = []
+    for b in sorted(cache.brokers.values(), key=lambda b: b.id):
+        ep = b.endpoint(broker.advertised.name)
+        out.append((b.id, ep.host, ep.port, b.rack))
+    return out, cache.controller_id
 

@@ -5,8 +5,12 @@ read, CRCs checked, compressed payloads verified as Kafka's LogValidator does, t
 patches base offsets and appends the bytes as sent. Records are never decoded one by one
 unless the topic's ``compression.type`` asks for a codec the producer did not use.
 
-* acks: 0 (no response), 1 and -1/all (the ISR is this broker alone, so both complete on
-  append; ``min.insync.replicas`` is checked for acks=all). Other values: INVALID_REQUIRED_ACKS.
+* acks: 0 (no response), 1 (answered once the leader has appended) and -1/all: answered when
+  every in-sync replica has the batch, i.e. when the high watermark passes it (on a single broker
+  at once; in a cluster a delayed produce completed by follower fetches, bounded by the request's
+  ``timeout_ms`` -> REQUEST_TIMED_OUT). ``min.insync.replicas`` is checked before the append
+  (NOT_ENOUGH_REPLICAS) and after it (NOT_ENOUGH_REPLICAS_AFTER_APPEND). Other values:
+  INVALID_REQUIRED_ACKS. A partition led elsewhere gets NOT_LEADER_OR_FOLLOWER.
 * Idempotence (KIP-98): the log's producer state answers a retried batch with the offset it
   got the first time (NONE), a gap with OUT_OF_ORDER_SEQUENCE_NUMBER and a stale epoch with
   INVALID_PRODUCER_EPOCH; nothing is written in those cases.
@@ -21,6 +25,7 @@ unless the topic's ``compression.type`` asks for a codec the producer did not us
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -45,6 +50,8 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
     acks = req.acks
     stats = broker.metrics.topic_stats if broker.metrics is not None else None  # BrokerTopicMetrics
     topics_out = []
+    pending: list[tuple[Any, Any, int]] = []  # (partition response, partition, required offset)
+    info: Any = None
     for topic in req.topic_data:
         name = topic.name
         parts_out = []
@@ -88,10 +95,23 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
                 if code not in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER):
                     log.info("Produce to %s-%d from %r failed: %s", name, pdata.index,
                              ctx.header.client_id, e)
-            parts_out.append(PartResp(index=pdata.index, error_code=int(code), base_offset=base_offset,
-                                      log_append_time_ms=append_time, log_start_offset=start_offset,
-                                      record_errors=[], error_message=message))
+            presp = PartResp(index=pdata.index, error_code=int(code), base_offset=base_offset,
+                             log_append_time_ms=append_time, log_start_offset=start_offset,
+                             record_errors=[], error_message=message)
+            parts_out.append(presp)
+            if acks == -1 and code == ErrorCode.NONE and info is not None and \
+                    part.high_watermark <= info.last_offset:
+                pending.append((presp, part, info.last_offset + 1))
+            info = None
         topics_out.append(TopicResp(name=name, partition_responses=parts_out))
     if acks == 0:
         return None
+    if pending:  # delayed produce: wait for the ISR
+        results = await asyncio.gather(*(p.wait_for_replication(offset, max(req.timeout_ms, 0) / 1000)
+                                         for _r, p, offset in pending), return_exceptions=True)
+        for (presp, _p, _o), res in zip(pending, results, strict=True):
+            if isinstance(res, KafkaError):
+                presp.error_code, presp.error_message = int(res.code), res.message
+            elif isinstance(res, BaseException):
+                raise res
     return R(responses=topics_out, throttle_time_ms=0)

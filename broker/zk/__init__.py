@@ -1,1 +1,4 @@
-"""ZooKeeper for cluster mode: the local server process (``server``) used by tools and tests."""
+"""ZooKeeper mode: Kafka's ZooKeeper layout (:mod:`.zk_data`), the client the brokers and the
+controller use (:mod:`.client`), the ZooKeeper-backed topic registry (:mod:`.topics`), the
+broker's cluster membership (:mod:`.cluster`) and the local server process (:mod:`.server`)
+used by ``samsa cluster up`` and the tests."""

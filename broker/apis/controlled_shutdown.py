@@ -1,0 +1,31 @@
+"""ControlledShutdown (key 7), version 3: a stopping broker asks the controller to move its
+leaderships away first. Served by the active controller only (NOT_CONTROLLER elsewhere); the
+answer lists the partitions that could not move (no other live in-sync replica)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+from . import RequestContext, api
+
+
+@api(ApiKey.CONTROLLED_SHUTDOWN, versions=(3, 3))
+async def handle_controlled_shutdown(ctx: RequestContext, req: Any) -> Any:
+    R = ctx.response_class
+    broker = ctx.broker
+    if broker.cluster is None or not broker.is_cluster_broker(req.broker_id):
+        return R(error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), remaining_partitions=[])
+    controller = broker.controller
+    if controller is None or not controller.is_active:
+        return R(error_code=int(ErrorCode.NOT_CONTROLLER), remaining_partitions=[])
+    fut = controller.enqueue("controlled_shutdown", req.broker_id, wait=True)
+    try:
+        remaining = await asyncio.wait_for(fut, 30)
+    except Exception:
+        return R(error_code=int(ErrorCode.NOT_CONTROLLER), remaining_partitions=[])
+    return R(error_code=0, remaining_partitions=[R.RemainingPartition(topic_name=t, partition_index=p)
+                                                 for t, p in remaining])

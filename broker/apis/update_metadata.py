@@ -1,0 +1,26 @@
+"""UpdateMetadata (key 6), version 7: the controller's full view of the cluster (live brokers and
+every partition's leader, ISR, replicas and offline replicas), applied to this broker's
+:class:`~broker.metadata_cache.MetadataCache`, from which Metadata, FindCoordinator and
+DescribeCluster answer. Checked like LeaderAndIsr (STALE_CONTROLLER_EPOCH,
+CLUSTER_AUTHORIZATION_FAILED)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+from . import RequestContext, api
+from .leader_and_isr import check_from_controller
+
+
+@api(ApiKey.UPDATE_METADATA, versions=(7, 7))
+async def handle_update_metadata(ctx: RequestContext, req: Any) -> Any:
+    code = check_from_controller(ctx, req.controller_id, req.controller_epoch)
+    if code == ErrorCode.NONE:
+        ctx.broker.metadata_cache.apply_update_metadata(req)
+        for t in req.topic_states:  # a topic we have not heard of yet (the watch is behind)
+            if ctx.broker.topics.get(t.topic_name) is None and hasattr(ctx.broker.topics, "refresh_topic"):
+                ctx.broker.topics.refresh_topic(t.topic_name)
+    return ctx.response(error_code=int(code))

@@ -1,0 +1,2 @@
+"""The controller of a ZooKeeper-mode cluster: :mod:`.controller` (elections and the event loop),
+:mod:`.channel` (requests to the brokers)."""

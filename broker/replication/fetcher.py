@@ -1,0 +1,247 @@
+"""Followers fetch from leaders (Kafka's ``ReplicaFetcherManager`` / ``ReplicaFetcherThread``).
+
+Theory of operation: one :class:`ReplicaFetcher` task per source broker batches every partition
+this broker follows from that leader into one Fetch request (``replica_id`` = our broker id,
+``fetch_offset`` = our log end offset), appends what comes back with the leader's offsets and
+epochs, and takes the leader's high watermark. A partition added to a fetcher (we became its
+follower) is first *truncated*: OffsetForLeaderEpoch asks the leader where our latest leader
+epoch ended on its log, and everything past that (a divergent tail written by an old leader
+that was never committed) is dropped, as KIP-101 describes. When a fetch says the offset is out
+of range, the follower truncates to the leader's log end (our log is longer) or restarts at the
+leader's log start (we fell behind its retention).
+
+Errors that mean "the leadership moved" (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, ...) make
+the partition wait for the controller's next LeaderAndIsr; connection failures back off for
+``replica.fetch.backoff.ms``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from kafka.protocol.consumer import FetchRequest, OffsetForLeaderEpochRequest
+
+from protocol.errors import ErrorCode, KafkaError
+from protocol.records import validate_batches
+
+from ..interbroker import BrokerClient
+
+if TYPE_CHECKING:
+    from ..replica_manager import Partition, TopicPartition
+
+log = logging.getLogger("samsa.replication")
+
+FETCH_VERSION = 12
+OFFSET_FOR_LEADER_EPOCH_VERSION = 4
+_LEADERSHIP_MOVED = {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH,
+                     ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                     ErrorCode.LEADER_NOT_AVAILABLE}
+
+
+class ReplicaFetcherManager:
+    def __init__(self, broker: Any) -> None:
+        self.broker = broker
+        self.fetchers: dict[int, ReplicaFetcher] = {}
+        self.by_partition: dict[TopicPartition, int] = {}
+
+    def add_partition(self, part: Partition, leader_id: int) -> None:
+        self.remove_partition(part.tp)
+        f = self.fetchers.get(leader_id)
+        if f is None:
+            f = self.fetchers[leader_id] = ReplicaFetcher(self.broker, leader_id)
+            f.start()
+        f.add(part)
+        self.by_partition[part.tp] = leader_id
+
+    def remove_partition(self, tp: TopicPartition) -> None:
+        leader = self.by_partition.pop(tp, None)
+        if leader is not None and leader in self.fetchers:
+            self.fetchers[leader].remove(tp)
+
+    async def shutdown(self) -> None:
+        for f in list(self.fetchers.values()):
+            await f.stop()
+        self.fetchers.clear()
+        self.by_partition.clear()
+
+
+class ReplicaFetcher:
+    """Fetches every partition this broker follows from one leader."""
+
+    def __init__(self, broker: Any, leader_id: int) -> None:
+        self.broker = broker
+        self.leader_id = leader_id
+        self.partitions: dict[TopicPartition, Partition] = {}
+        self.needs_truncation: set[TopicPartition] = set()
+        self.client: BrokerClient | None = None
+        self.task: asyncio.Task[None] | None = None
+        self.wakeup = asyncio.Event()
+        cfg = broker.config
+        self.max_wait_ms = cfg.int("replica.fetch.wait.max.ms")
+        self.min_bytes = cfg.int("replica.fetch.min.bytes")
+        self.max_bytes = cfg.int("replica.fetch.response.max.bytes")
+        self.partition_max_bytes = cfg.int("replica.fetch.max.bytes")
+        self.backoff = cfg.int("replica.fetch.backoff.ms") / 1000
+        self.timeout = cfg.int("replica.socket.timeout.ms") / 1000
+
+    def start(self) -> None:
+        self.task = asyncio.get_running_loop().create_task(self._run(), name=f"replica-fetcher-{self.leader_id}")
+
+    async def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            try:
+                await self.task
+            except (asyncio.CancelledError, Exception):
+                pass
+        if self.client is not None:
+            self.client.close()
+
+    def add(self, part: Partition) -> None:
+        self.partitions[part.tp] = part
+        self.needs_truncation.add(part.tp)
+        self.wakeup.set()
+
+    def remove(self, tp: TopicPartition) -> None:
+        self.partitions.pop(tp, None)
+        self.needs_truncation.discard(tp)
+
+    def _connect(self) -> BrokerClient | None:
+        info = self.broker.metadata_cache.brokers.get(self.leader_id) if self.broker.metadata_cache else None
+        if info is None:
+            return None
+        ep = info.endpoint(self.broker.inter_broker_listener)
+        if self.client is None or (self.client.host, self.client.port) != (ep.host, ep.port):
+            if self.client is not None:
+                self.client.close()
+            self.client = BrokerClient(ep.host, ep.port, f"samsa-replica-fetcher-{self.broker.broker_id}")
+        return self.client
+
+    async def _run(self) -> None:
+        while True:
+            if not self.partitions:
+                self.wakeup.clear()
+                await self.wakeup.wait()
+                continue
+            client = self._connect()
+            if client is None:
+                await asyncio.sleep(self.backoff)
+                continue
+            try:
+                if self.needs_truncation:
+                    await self._truncate(client)
+                await self._fetch_once(client)
+            except asyncio.CancelledError:
+                raise
+            except ConnectionError as e:
+                log.warning("[ReplicaFetcher broker=%d leader=%d] Error fetching: %s; retrying in %.1f s",
+                            self.broker.broker_id, self.leader_id, e, self.backoff)
+                await asyncio.sleep(self.backoff)
+            except Exception:
+                log.exception("[ReplicaFetcher broker=%d leader=%d] Unexpected error", self.broker.broker_id,
+                              self.leader_id)
+                await asyncio.sleep(self.backoff)
+
+    async def _truncate(self, client: BrokerClient) -> None:
+        """KIP-101: truncate each newly followed partition to where our latest epoch ends on the leader."""
+        R = OffsetForLeaderEpochRequest
+        tps = [tp for tp in self.needs_truncation if tp in self.partitions]
+        by_topic: dict[str, list[Any]] = {}
+        for tp in tps:
+            part = self.partitions[tp]
+            by_topic.setdefault(tp.topic, []).append(R.OffsetForLeaderTopic.OffsetForLeaderPartition(
+                partition=tp.partition, current_leader_epoch=part.leader_epoch,
+                leader_epoch=part.log.latest_epoch))
+        req = R(replica_id=self.broker.broker_id, topics=[R.OffsetForLeaderTopic(topic=t, partitions=ps)
+                                                          for t, ps in by_topic.items()])
+        resp = await client.send(req, OFFSET_FOR_LEADER_EPOCH_VERSION, timeout=self.timeout)
+        for t in resp.topics:
+            for p in t.partitions:
+                tp = _tp(t.topic, p.partition)
+                part = self.partitions.get(tp)
+                if part is None or tp not in self.needs_truncation:
+                    continue
+                code = ErrorCode(p.error_code)
+                if code != ErrorCode.NONE:
+                    if code in _LEADERSHIP_MOVED:
+                        continue  # retried on the next round; the controller will tell us more
+                    log.warning("OffsetForLeaderEpoch for %s failed: %s", tp, code.name)
+                    continue
+                leo = part.log_end_offset
+                if p.end_offset < 0 or part.log.latest_epoch < 0:
+                    target = min(leo, part.high_watermark)  # no epoch information: fall back to the HW
+                else:
+                    target = min(leo, p.end_offset)
+                if target < leo:
+                    log.info("[Partition %s broker=%d] Truncating to offset %d (leader epoch %d ends there on leader "
+                             "%d; log end offset was %d)", tp, self.broker.broker_id, target, p.leader_epoch,
+                             self.leader_id, leo)
+                    part.log.truncate_to(target)
+                    part.high_watermark = min(part.high_watermark, target)
+                self.needs_truncation.discard(tp)
+
+    async def _fetch_once(self, client: BrokerClient) -> None:
+        F = FetchRequest
+        ready = [(tp, p) for tp, p in self.partitions.items() if tp not in self.needs_truncation]
+        if not ready:
+            await asyncio.sleep(self.backoff / 4)
+            return
+        by_topic: dict[str, list[Any]] = {}
+        for tp, part in ready:
+            by_topic.setdefault(tp.topic, []).append(F.FetchTopic.FetchPartition(
+                partition=tp.partition, current_leader_epoch=part.leader_epoch, fetch_offset=part.log_end_offset,
+                last_fetched_epoch=-1, log_start_offset=part.log_start_offset,
+                partition_max_bytes=self.partition_max_bytes))
+        req = F(replica_id=self.broker.broker_id, max_wait_ms=self.max_wait_ms, min_bytes=self.min_bytes,
+                max_bytes=self.max_bytes, isolation_level=0, session_id=0, session_epoch=-1,
+                topics=[F.FetchTopic(topic=t, partitions=ps) for t, ps in by_topic.items()],
+                forgotten_topics_data=[], rack_id="")
+        resp = await client.send(req, FETCH_VERSION, timeout=self.timeout + self.max_wait_ms / 1000)
+        moved = False
+        for t in resp.responses:
+            for p in t.partitions:
+                tp = _tp(t.topic, p.partition_index)
+                part = self.partitions.get(tp)
+                if part is None:
+                    continue
+                code = ErrorCode(p.error_code)
+                if code == ErrorCode.NONE:
+                    try:
+                        if p.records:
+                            part.append_as_follower(validate_batches(p.records), p.high_watermark)
+                        else:
+                            part.update_follower_high_watermark(p.high_watermark)
+                        if p.log_start_offset > part.log_start_offset and p.log_start_offset <= part.log_end_offset:
+                            part.log.delete_records(p.log_start_offset)
+                    except KafkaError as e:
+                        log.warning("[Partition %s broker=%d] Cannot append fetched data: %s; re-truncating",
+                                    tp, self.broker.broker_id, e)
+                        self.needs_truncation.add(tp)
+                elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
+                    self._handle_out_of_range(tp, part, p)
+                elif code in _LEADERSHIP_MOVED:
+                    moved = True
+                else:
+                    log.warning("[Partition %s broker=%d] Fetch from leader %d failed: %s", tp,
+                                self.broker.broker_id, self.leader_id, code.name)
+        if moved:
+            await asyncio.sleep(self.backoff / 2)
+
+    def _handle_out_of_range(self, tp: TopicPartition, part: Partition, p: Any) -> None:
+        if part.log_end_offset >= p.log_start_offset:
+            # our log is longer than the leader's: find where it diverges
+            self.needs_truncation.add(tp)
+        else:
+            start = max(p.log_start_offset, 0)
+            log.info("[Partition %s broker=%d] Fetch offset %d is below the leader's log start; restarting at %d",
+                     tp, self.broker.broker_id, part.log_end_offset, start)
+            part.log.truncate_fully_and_start_at(start)
+            part.high_watermark = start
+
+
+def _tp(topic: str, partition: int) -> TopicPartition:
+    from ..replica_manager import TopicPartition  # noqa: PLC0415
+
+    return TopicPartition(topic, partition)

@@ -1,0 +1,223 @@
+"""A broker's membership of a ZooKeeper-mode cluster (the ZooKeeper half of Kafka's ``KafkaServer``).
+
+Start-up, in Kafka's order: connect to ZooKeeper (retrying until
+``zookeeper.connection.timeout.ms``, then failing with a clear message), agree on the cluster
+id (``/cluster/id``), load the topics, register ``/brokers/ids/<broker.id>`` (an id held by
+another live broker stops start-up: nothing local is touched), start the controller elector,
+the replica fetchers and the ISR-shrink task. The broker serves only what the controller's
+LeaderAndIsr and UpdateMetadata tell it.
+
+On a lost ZooKeeper session the broker keeps serving what it leads (its partitions' state
+znodes are untouched, and the ISR writes it makes are conditional, so it cannot overwrite a
+newer decision), re-registers as soon as a new session exists and runs for controller again;
+a controller that lost its session has already been replaced and resigns.
+
+Shutdown is *controlled* (``controlled.shutdown.enable``): the broker asks the controller to
+move its leaderships away (ControlledShutdown, retried ``controlled.shutdown.max.retries``
+times) before it closes its listeners, so producers and consumers move on without errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import uuid
+from typing import Any
+
+from kafka.protocol.api_message import ApiMessage
+
+from protocol.errors import ErrorCode, KafkaError
+from protocol.inter_broker import CONTROLLED_SHUTDOWN_VERSION, ControlledShutdownRequest
+from txn.producer_ids import MAX_PRODUCER_ID, PRODUCER_ID_BLOCK_SIZE, ProducerIdManager
+
+from ..controller.controller import KafkaController
+from ..interbroker import BrokerClient
+from ..metadata_cache import MetadataCache
+from ..replication.fetcher import ReplicaFetcherManager
+from . import zk_data as zd
+from .client import BadVersionError, KafkaZkClient
+from .topics import ZkTopicRegistry
+
+log = logging.getLogger("samsa.cluster")
+
+
+class ZkProducerIdManager(ProducerIdManager):
+    """Producer-id blocks claimed from ``/latest_producer_id_block``: never the same id on two brokers."""
+
+    def __init__(self, zk: KafkaZkClient, broker_id: int) -> None:
+        self.zk = zk
+        self.broker_id = broker_id
+        self.block_size = PRODUCER_ID_BLOCK_SIZE
+        import threading  # noqa: PLC0415
+
+        self._lock = threading.Lock()
+        self._next, self._block_end = 0, -1
+
+    def generate_producer_id(self) -> int:
+        with self._lock:
+            if self._next > self._block_end:
+                start, end = self.zk.allocate_producer_id_block(self.broker_id, self.block_size)
+                if end > MAX_PRODUCER_ID:
+                    raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, "producer ids exhausted")
+                self._next, self._block_end = start, end
+                log.info("Claimed producer id block %d-%d", start, end)
+            pid = self._next
+            self._next += 1
+            return pid
+
+    generate = generate_producer_id
+
+
+class ZkCluster:
+    """Everything a broker does because it is part of a cluster."""
+
+    def __init__(self, broker: Any) -> None:
+        self.broker = broker
+        cfg = broker.config
+        self.zk = KafkaZkClient(str(cfg["zookeeper.connect"]), session_timeout_ms=cfg.int("zookeeper.session.timeout.ms"),
+                                connection_timeout_ms=cfg.int("zookeeper.connection.timeout.ms"))
+        broker.zk = self.zk
+        self.cache = MetadataCache(broker.broker_id)
+        broker.metadata_cache = self.cache
+        internal_rf = {"__consumer_offsets": cfg.int("offsets.topic.replication.factor"),
+                       "__transaction_state": cfg.int("transaction.state.log.replication.factor")}
+        self.topics = ZkTopicRegistry(self.zk, self.live_broker_ids, cfg.int("default.replication.factor"),
+                                      internal_rf)
+        self.controller: KafkaController | None = None
+        self.fetchers = ReplicaFetcherManager(broker)
+        self.broker_epoch = -1
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def live_broker_ids(self) -> list[int]:
+        if self.cache.ready and self.cache.brokers:
+            return sorted(self.cache.brokers)
+        return sorted(int(b) for b in self.zk.children(zd.BROKER_IDS))
+
+    def broker_info(self) -> zd.BrokerInfo:
+        cfg = self.broker.config
+        rack = str(cfg["broker.rack"]) or None
+        eps = tuple(zd.BrokerEndpoint(lst.name, lst.host, lst.port, lst.name if lst.name in
+                                      ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL") else "PLAINTEXT")
+                    for lst in cfg.advertised_listeners)
+        return zd.BrokerInfo(self.broker.broker_id, eps, rack)
+
+    # --- start-up ---------------------------------------------------------------------------------
+    async def connect(self) -> None:
+        """Connect and agree on the cluster id; runs before the topics are loaded."""
+        self.zk.loop = asyncio.get_running_loop()
+        log.info("Connecting to ZooKeeper at %s", self.zk.connect_string)
+        await asyncio.to_thread(self.zk.start)
+        proposed = str(self.broker.config.get("cluster.id") or "") or \
+            base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        self.broker.topics.cluster_id = await asyncio.to_thread(self.zk.get_or_create_cluster_id, proposed)
+        self.zk.on_session_lost.append(self._on_session_lost)
+        self.zk.on_session_reestablished.append(self._on_session_reestablished)
+
+    async def start(self) -> None:
+        """After the logs are loaded and the listeners are up: register, elect, replicate."""
+        rm = self.broker.replica_manager
+        rm.fetcher_manager = self.fetchers
+        rm.isr_writer = self.write_isr
+        for part in rm.partitions.values():
+            part.isr_writer = self.write_isr
+        self.topics.start_watches()
+        self.broker_epoch = await asyncio.to_thread(self.zk.register_broker, self.broker_info())
+        log.info("Registered broker %d at %s (broker epoch %d)", self.broker.broker_id,
+                 zd.broker_path(self.broker.broker_id), self.broker_epoch)
+        self.controller = KafkaController(self.broker)
+        self.broker.controller = self.controller
+        self.controller.startup()
+        loop = asyncio.get_running_loop()
+        self._tasks.append(loop.create_task(self._isr_shrink_loop()))
+
+    async def _isr_shrink_loop(self) -> None:
+        interval = self.broker.config.int("replica.lag.time.max.ms") / 2000
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                self.broker.replica_manager.shrink_isrs()
+            except Exception:
+                log.exception("ISR shrink check failed")
+
+    def write_isr(self, part: Any, new_isr: list[int]) -> bool:
+        """A leader's own ISR change: conditional on the znode version it last saw, then an
+        ``/isr_change_notification`` so the controller propagates it."""
+        if not self.zk.connected:
+            return False
+        state = zd.LeaderAndIsr(part.leader_id, part.leader_epoch, tuple(new_isr), part.controller_epoch,
+                                part.zk_version)
+        try:
+            new = self.zk.update_partition_state(part.tp.topic, part.tp.partition, state)
+        except BadVersionError:
+            log.info("[Partition %s] Cached zkVersion %d not equal to that in ZooKeeper; skipping the ISR update",
+                     part.tp, part.zk_version)
+            return False
+        except Exception as e:
+            log.warning("[Partition %s] ISR update failed: %s", part.tp, e)
+            return False
+        part.zk_version = new.zk_version
+        try:
+            self.zk.notify_isr_change([(part.tp.topic, part.tp.partition)])
+        except Exception as e:
+            log.warning("Could not write an ISR change notification: %s", e)
+        return True
+
+    # --- sessions -----------------------------------------------------------------------------
+    def _on_session_lost(self) -> None:
+        if self.controller is not None:
+            self.controller._resign()
+
+    def _on_session_reestablished(self) -> None:
+        asyncio.get_running_loop().create_task(self._reregister())
+
+    async def _reregister(self) -> None:
+        try:
+            self.broker_epoch = await asyncio.to_thread(self.zk.register_broker, self.broker_info())
+            log.info("Re-registered broker %d after a new ZooKeeper session (broker epoch %d)",
+                     self.broker.broker_id, self.broker_epoch)
+        except Exception:
+            log.exception("Re-registration of broker %d failed", self.broker.broker_id)
+        if self.controller is not None:
+            self.controller.enqueue("elect")
+
+    # --- shutdown -----------------------------------------------------------------------------
+    async def controlled_shutdown(self) -> None:
+        cfg = self.broker.config
+        if not cfg["controlled.shutdown.enable"]:
+            return
+        retries = cfg.int("controlled.shutdown.max.retries")
+        backoff = cfg.int("controlled.shutdown.retry.backoff.ms") / 1000
+        for attempt in range(1, retries + 1):
+            cid = self.cache.controller_id
+            info = self.cache.brokers.get(cid)
+            if info is None:
+                await asyncio.sleep(min(backoff, 1.0))
+                continue
+            ep = info.endpoint(self.broker.inter_broker_listener)
+            client = BrokerClient(ep.host, ep.port, f"samsa-broker-{self.broker.broker_id}")
+            try:
+                req: ApiMessage = ControlledShutdownRequest(broker_id=self.broker.broker_id, broker_epoch=self.broker_epoch)
+                resp = await client.send(req, CONTROLLED_SHUTDOWN_VERSION, timeout=30)
+                if resp.error_code == 0 and not resp.remaining_partitions:
+                    log.info("Controlled shutdown succeeded: no partition is led by broker %d any more",
+                             self.broker.broker_id)
+                    return
+                log.info("Controlled shutdown attempt %d: error %s, %d partitions remain led here", attempt,
+                         ErrorCode(resp.error_code).name, len(resp.remaining_partitions))
+                if resp.error_code == 0:
+                    return  # what remains has no other in-sync replica to move to
+            except ConnectionError as e:
+                log.warning("Controlled shutdown attempt %d failed: %s", attempt, e)
+            finally:
+                client.close()
+            await asyncio.sleep(backoff)
+        log.warning("Proceeding to do an unclean shutdown as all the controlled shutdown attempts failed")
+
+    async def stop(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        await self.fetchers.shutdown()
+        if self.controller is not None:
+            await self.controller.shutdown()
+        await asyncio.to_thread(self.zk.close)

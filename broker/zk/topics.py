@@ -1,0 +1,238 @@
+"""The topic registry of a broker in a cluster: ZooKeeper is the source of truth.
+
+Theory of operation: every broker keeps the same :class:`~broker.metadata.TopicRegistry` view
+as the single broker (name, topic id, partition count, config overrides), but fills it from
+``/brokers/topics`` and ``/config/topics`` and keeps it current with ZooKeeper watches:
+the children of ``/brokers/topics`` (topics created and deleted), each topic's assignment
+(partitions added) and ``/config/changes`` (config overrides altered, Kafka's
+``ZkConfigChangeNotification``). Mutations made here (CreateTopics, CreatePartitions,
+AlterConfigs, DeleteTopics on this broker) are written to ZooKeeper as Kafka's
+``AdminZkClient`` writes them and applied to the local view at once, so the request that made
+them sees them; the other brokers see them through their watches, and the controller reacts to
+the assignment znodes by electing leaders and sending LeaderAndIsr.
+
+Replica placement is Kafka's rack-unaware ``assignReplicasToBrokers``: a random starting
+broker, the first replicas round-robin over the sorted live brokers, the followers shifted by
+a per-round increment, so leaders and followers spread evenly.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from protocol.errors import ErrorCode, KafkaError
+
+from ..metadata import TopicInfo, TopicRegistry, topic_id_base64, validate_topic_name
+from . import zk_data as zd
+from .client import KafkaZkClient, TopicExists
+
+log = logging.getLogger("samsa.metadata")
+
+
+def topic_id_from_base64(text: str) -> uuid.UUID:
+    import base64  # noqa: PLC0415
+
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+
+
+def assign_replicas(brokers: list[int], num_partitions: int, replication_factor: int, *,
+                    start_partition: int = 0, start_index: int | None = None,
+                    shift: int | None = None) -> dict[int, list[int]]:
+    """Kafka's rack-unaware replica placement (``AdminUtils.assignReplicasToBrokers``)."""
+    if replication_factor <= 0:
+        raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.")
+    if replication_factor > len(brokers):
+        raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                         f"Replication factor: {replication_factor} larger than available brokers: {len(brokers)}.")
+    ids = sorted(brokers)
+    n = len(ids)
+    start = random.randrange(n) if start_index is None else start_index
+    next_shift = random.randrange(n) if shift is None else shift
+    out: dict[int, list[int]] = {}
+    current = start_partition
+    for _ in range(num_partitions):
+        if current > 0 and current % n == 0:
+            next_shift += 1
+        first = (current + start) % n
+        replicas = [ids[first]]
+        for j in range(replication_factor - 1):
+            replicas.append(ids[(first + 1 + (next_shift + j) % (n - 1)) % n] if n > 1 else ids[first])
+        out[current] = replicas
+        current += 1
+    return out
+
+
+class ZkTopicRegistry(TopicRegistry):
+    """A TopicRegistry backed by ZooKeeper; see the module docstring."""
+
+    def __init__(self, zk: KafkaZkClient, live_brokers: Callable[[], list[int]], default_rf: int,
+                 internal_rf: dict[str, int] | None = None) -> None:
+        super().__init__(path=None)  # type: ignore[arg-type]  # nothing persisted locally
+        self.zk = zk
+        self.live_brokers = live_brokers
+        self.default_rf = default_rf
+        self.internal_rf = internal_rf or {}
+        self.assignments: dict[str, zd.TopicAssignment] = {}
+        self._seen_changes: set[str] = set()
+        self._watched: set[str] = set()
+        # (entity type, name) observers of /config/changes for entities other than topics
+        self.entity_config_listeners: list[Callable[[str, str], Any]] = []
+
+    # --- loading and watching -------------------------------------------------------------------
+    def load(self) -> None:
+        for name in self.zk.get_all_topics():
+            self._refresh_topic(name, notify=False)
+        log.info("Loaded metadata for %d topics from ZooKeeper", len(self._topics))
+
+    def _persist(self) -> None:  # ZooKeeper is the store
+        pass
+
+    def start_watches(self) -> None:
+        self._seen_changes = set(self.zk.children(zd.CONFIG_CHANGES))
+        self.zk.watch_children(zd.BROKER_TOPICS, self._on_topics_changed)
+        self.zk.watch_children(zd.CONFIG_CHANGES, self._on_config_changes)
+
+    def _on_topics_changed(self, names: list[str]) -> None:
+        current = set(names)
+        for name in sorted(current - set(self._topics)):
+            self._refresh_topic(name, notify=True)
+            self._watch_topic(name)
+        for name in sorted(set(self._topics) - current):
+            self._apply_deleted(name)
+        for name in sorted(current & set(self._topics)):
+            self._watch_topic(name)
+
+    def _watch_topic(self, name: str) -> None:
+        if name in self._watched:
+            return
+        self._watched.add(name)
+
+        def changed(data: bytes | None) -> None:
+            if data is None:
+                self._watched.discard(name)
+                return
+            if name in self._topics:
+                self._refresh_topic(name, notify=True, data=data)
+        self.zk.watch_data(zd.topic_path(name), changed)
+
+    def _on_config_changes(self, names: list[str]) -> None:
+        for n in names:
+            if n in self._seen_changes:
+                continue
+            self._seen_changes.add(n)
+            got = self.zk.get(f"{zd.CONFIG_CHANGES}/{n}")
+            if got is None:
+                continue
+            entity = zd.decode_config_change(got[0])
+            kind, _, name = entity.partition("/")
+            if kind == "topics" and name in self._topics:
+                configs = self.zk.get_entity_config("topics", name)
+                if configs != self._topics[name].configs:
+                    self._topics[name].configs = configs
+                    self._notify("configs", name)
+            for fn in self.entity_config_listeners:
+                fn(kind, name)
+
+    def refresh_topic(self, name: str) -> TopicInfo | None:
+        """Read one topic from ZooKeeper now (a LeaderAndIsr may arrive before the watch fires)."""
+        return self._refresh_topic(name, notify=True)
+
+    def _refresh_topic(self, name: str, *, notify: bool, data: bytes | None = None) -> TopicInfo | None:
+        a = zd.decode_topic_assignment(data) if data is not None else self.zk.get_topic_assignment(name)
+        if a is None:
+            return None
+        configs = self.zk.get_entity_config("topics", name)
+        tid = topic_id_from_base64(a.topic_id) if a.topic_id else uuid.uuid5(uuid.NAMESPACE_OID, name)
+        self.assignments[name] = a
+        info = self._topics.get(name)
+        if info is None:
+            info = TopicInfo(name, tid, len(a.partitions), configs)
+            self._topics[name] = info
+            self._by_id[tid] = info
+            if notify:
+                self._notify("created", name)
+        elif len(a.partitions) > info.num_partitions:
+            info.num_partitions = len(a.partitions)
+            if notify:
+                self._notify("partitions", name)
+        return info
+
+    def _apply_deleted(self, name: str) -> None:
+        info = self._topics.pop(name, None)
+        self.assignments.pop(name, None)
+        self._watched.discard(name)
+        if info is not None:
+            self._by_id.pop(info.topic_id, None)
+            log.info("Topic %s (topic ID %s) was deleted", name, topic_id_base64(info.topic_id))
+            self._notify("deleted", name)
+
+    # --- mutations (AdminZkClient) ----------------------------------------------------------------
+    def create(self, name: str, num_partitions: int, configs: dict[str, str] | None = None, *,
+               replication_factor: int | None = None,
+               assignment: dict[int, list[int]] | None = None) -> TopicInfo:
+        validate_topic_name(name)
+        if name in self._topics or self.zk.get_topic_assignment(name) is not None:
+            raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        if assignment is None:
+            if num_partitions <= 0:
+                raise KafkaError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+            rf = replication_factor if replication_factor and replication_factor > 0 else \
+                self.internal_rf.get(name, self.default_rf)
+            assignment = assign_replicas(self.live_brokers(), num_partitions, rf)
+        else:
+            live = set(self.live_brokers())
+            for p, replicas in assignment.items():
+                if len(set(replicas)) != len(replicas) or not replicas:
+                    raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                     f"Duplicate or empty replicas in the assignment of partition {p}")
+                if not set(replicas) <= live:
+                    raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                     f"Unknown broker ids in the assignment of partition {p}: {replicas}")
+        tid = uuid.uuid4()
+        a = zd.TopicAssignment(topic_id_base64(tid), dict(assignment))
+        try:
+            self.zk.create_topic(name, a, dict(configs or {}))
+        except TopicExists:
+            raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.") from None
+        info = TopicInfo(name, tid, len(assignment), dict(configs or {}))
+        self._topics[name] = info
+        self._by_id[tid] = info
+        self.assignments[name] = a
+        log.info("Created topic %s with topic ID %s, %d partitions, replica assignment %s and configs %s",
+                 name, topic_id_base64(tid), len(assignment), dict(sorted(assignment.items())), info.configs or "{}")
+        self._notify("created", name)
+        return info
+
+    def delete(self, name: str) -> TopicInfo:
+        info = self._topics.get(name)
+        if info is None:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
+        self.zk.queue_topic_deletion(name)
+        log.info("Topic %s queued for deletion (/admin/delete_topics)", name)
+        return info
+
+    def set_configs(self, name: str, configs: dict[str, str]) -> None:
+        self.zk.set_entity_config("topics", name, dict(configs), notify=True)
+        self._topics[name].configs = dict(configs)
+        self._notify("configs", name)
+
+    def add_partitions(self, name: str, new_total: int, assignment: dict[int, list[int]] | None = None) -> None:
+        info = self._topics[name]
+        if new_total <= info.num_partitions:
+            raise KafkaError(ErrorCode.INVALID_PARTITIONS,
+                             f"Topic currently has {info.num_partitions} partitions, which is higher than or "
+                             f"equal to the requested {new_total}.")
+        a = self.zk.get_topic_assignment(name) or self.assignments[name]
+        rf = len(next(iter(a.partitions.values()))) if a.partitions else self.default_rf
+        extra = assignment or assign_replicas(self.live_brokers(), new_total - info.num_partitions, rf,
+                                              start_partition=info.num_partitions)
+        a.partitions.update(extra)
+        self.zk.set_topic_assignment(name, a)
+        self.assignments[name] = a
+        info.num_partitions = new_total
+        log.info("Added partitions to topic %s: now %d, new replicas %s", name, new_total, extra)
+        self._notify("partitions", name)

@@ -1,0 +1,6 @@
+"""Kafka message schemas that kafka-python does not ship, in Kafka's own JSON schema format.
+
+Each ``<Name>.json`` here is read by kafka-python's loader (``load_json=__name__``) exactly as its
+bundled schemas are, so these messages get the same generated encoders and decoders. The field
+layouts follow Kafka's published message definitions (``clients/src/main/resources/common/message``).
+"""
