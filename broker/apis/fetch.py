@@ -42,7 +42,11 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
     isolation = req.isolation_level
     max_bytes = req.max_bytes if req.max_bytes > 0 else 0x7FFFFFFF
     deadline = time.monotonic() + max(req.max_wait_ms, 0) / 1000
-    replica_id = req.replica_state.replica_id if ctx.version >= 15 else req.replica_id
+    if ctx.version >= 15:
+        state = req.replica_state  # a tagged field: absent (None) from consumers
+        replica_id = state.replica_id if state is not None else -1
+    else:
+        replica_id = req.replica_id
     if replica_id >= 0 and not broker.is_cluster_broker(replica_id):
         replica_id = -1  # inter-broker fetches only from brokers of this cluster (see is_cluster_broker)
 

@@ -215,6 +215,28 @@ class KafkaZkClient:
         stat = self.zk.exists(path)
         return int(stat.czxid) if stat else -1
 
+    def wait_for_broker_id(self, broker_id: int) -> None:
+        """Before start-up touches anything: if ``/brokers/ids/<id>`` is held by another session,
+        wait up to the session timeout for it to expire (the previous run of this broker, killed
+        without a goodbye); if it is still held then, another live broker has this id."""
+        assert self.zk is not None
+        path = zd.broker_path(broker_id)
+        deadline = time.monotonic() + self.session_timeout_ms / 1000 + 2
+        warned = False
+        while True:
+            stat = self.zk.exists(path)
+            if stat is None or stat.owner_session_id == self.session_id:
+                return
+            if time.monotonic() >= deadline:
+                raise BrokerIdInUse(f"Broker id {broker_id} is already registered in ZooKeeper at {path} by another "
+                                    "live broker (a broker.id must be unique in the cluster)")
+            if not warned:
+                log.warning("%s is held by another ZooKeeper session (0x%x); waiting up to "
+                            "zookeeper.session.timeout.ms=%d for it to expire", path, stat.owner_session_id,
+                            self.session_timeout_ms)
+                warned = True
+            time.sleep(0.25)
+
     def get_all_brokers(self) -> dict[int, zd.BrokerInfo]:
         out: dict[int, zd.BrokerInfo] = {}
         for child in self.children(zd.BROKER_IDS):

@@ -111,6 +111,7 @@ class ZkCluster:
         proposed = str(self.broker.config.get("cluster.id") or "") or \
             base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         self.broker.topics.cluster_id = await asyncio.to_thread(self.zk.get_or_create_cluster_id, proposed)
+        await asyncio.to_thread(self.zk.wait_for_broker_id, self.broker.broker_id)
         self.zk.on_session_lost.append(self._on_session_lost)
         self.zk.on_session_reestablished.append(self._on_session_reestablished)
 
