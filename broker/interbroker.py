@@ -42,7 +42,7 @@ class BrokerClient:
         if self._writer is None or self._writer.is_closing():
             self._reader, self._writer = await asyncio.wait_for(
                 asyncio.open_connection(self.host, self.port), self.connect_timeout)
-        assert self._reader is not None
+        assert self._reader is not None and self._writer is not None
         return self._reader, self._writer
 
     def close(self) -> None:

@@ -221,8 +221,14 @@ class Broker:
     def is_cluster_broker(self, broker_id: int) -> bool:
         """Inter-broker requests (follower fetches, the controller's requests) are honoured only
         from brokers registered in this cluster."""
-        return self.metadata_cache is not None and (broker_id in self.metadata_cache.brokers or
-                                                     (self.zk is not None and broker_id >= 0))
+        if self.metadata_cache is None or broker_id < 0:
+            return False
+        if broker_id in self.metadata_cache.brokers:
+            return True
+        # not in our view yet (we have just started, or it has just joined): ask ZooKeeper
+        from .zk import zk_data  # noqa: PLC0415
+
+        return self.zk is not None and self.zk.get(zk_data.broker_path(broker_id)) is not None
 
     @property
     def advertised(self) -> Listener:

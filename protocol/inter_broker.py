@@ -16,14 +16,14 @@ from kafka.protocol.api_message import ApiMessage
 _SCHEMAS = "protocol.schemas"
 
 
-class LeaderAndIsrRequest(ApiMessage, load_json=_SCHEMAS): pass  # noqa: E701
-class LeaderAndIsrResponse(ApiMessage, load_json=_SCHEMAS): pass  # noqa: E701
-class StopReplicaRequest(ApiMessage, load_json=_SCHEMAS): pass  # noqa: E701
-class StopReplicaResponse(ApiMessage, load_json=_SCHEMAS): pass  # noqa: E701
-class UpdateMetadataRequest(ApiMessage, load_json=_SCHEMAS): pass  # noqa: E701
-class UpdateMetadataResponse(ApiMessage, load_json=_SCHEMAS): pass  # noqa: E701
-class ControlledShutdownRequest(ApiMessage, load_json=_SCHEMAS): pass  # noqa: E701
-class ControlledShutdownResponse(ApiMessage, load_json=_SCHEMAS): pass  # noqa: E701
+class LeaderAndIsrRequest(ApiMessage, load_json=_SCHEMAS): pass  # type: ignore[call-arg]  # noqa: E701
+class LeaderAndIsrResponse(ApiMessage, load_json=_SCHEMAS): pass  # type: ignore[call-arg]  # noqa: E701
+class StopReplicaRequest(ApiMessage, load_json=_SCHEMAS): pass  # type: ignore[call-arg]  # noqa: E701
+class StopReplicaResponse(ApiMessage, load_json=_SCHEMAS): pass  # type: ignore[call-arg]  # noqa: E701
+class UpdateMetadataRequest(ApiMessage, load_json=_SCHEMAS): pass  # type: ignore[call-arg]  # noqa: E701
+class UpdateMetadataResponse(ApiMessage, load_json=_SCHEMAS): pass  # type: ignore[call-arg]  # noqa: E701
+class ControlledShutdownRequest(ApiMessage, load_json=_SCHEMAS): pass  # type: ignore[call-arg]  # noqa: E701
+class ControlledShutdownResponse(ApiMessage, load_json=_SCHEMAS): pass  # type: ignore[call-arg]  # noqa: E701
 
 
 LEADER_AND_ISR_VERSION = 5

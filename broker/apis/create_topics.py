@@ -87,8 +87,8 @@ async def handle_create_topics(ctx: RequestContext, req: Any) -> Any:
             if not req.validate_only:
                 if broker.cluster is not None:
                     assignment = {a.partition_index: list(a.broker_ids) for a in t.assignments} or None
-                    info = broker.topics.create(t.name, partitions, configs, replication_factor=rf,
-                                                assignment=assignment)
+                    info = broker.cluster.topics.create(t.name, partitions, configs, replication_factor=rf,
+                                                        assignment=assignment)
                     created.append(t.name)
                 else:
                     info = broker.topics.create(t.name, partitions, configs)

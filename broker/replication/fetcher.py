@@ -160,9 +160,10 @@ class ReplicaFetcher:
         for t in resp.topics:
             for p in t.partitions:
                 tp = _tp(t.topic, p.partition)
-                part = self.partitions.get(tp)
-                if part is None or tp not in self.needs_truncation:
+                followed = self.partitions.get(tp)
+                if followed is None or tp not in self.needs_truncation:
                     continue
+                part = followed
                 code = ErrorCode(p.error_code)
                 if code != ErrorCode.NONE:
                     if code in _LEADERSHIP_MOVED:
@@ -203,9 +204,10 @@ class ReplicaFetcher:
         for t in resp.responses:
             for p in t.partitions:
                 tp = _tp(t.topic, p.partition_index)
-                part = self.partitions.get(tp)
-                if part is None:
+                followed = self.partitions.get(tp)
+                if followed is None:
                     continue
+                part = followed
                 code = ErrorCode(p.error_code)
                 if code == ErrorCode.NONE:
                     try:

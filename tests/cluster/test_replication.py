@@ -1,0 +1,212 @@
+"""Replication in a 3-broker cluster with a real ZooKeeper: replicas, ISR, HW, acks and leader
+routing, seen by stock clients (confluent-kafka, kafka-python, aiokafka, kcat) and on disk."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from kafka import KafkaConsumer, KafkaProducer
+from kafka import TopicPartition as KTopicPartition
+
+from tests.support.cluster import SamsaCluster
+from tests.support.rawclient import RawClient, build_batch, produce_request
+from tests.support.replicas import (
+    assert_replicas_identical,
+    create_topic,
+    partitions,
+    wait_for,
+    wait_full_isr,
+)
+
+NOT_LEADER_OR_FOLLOWER = 6
+
+
+def _topic() -> str:
+    return f"rep-{uuid.uuid4().hex[:8]}"
+
+
+def test_rf3_topic_spreads_leaders_and_replicates_every_byte(cluster3: SamsaCluster) -> None:
+    topic = _topic()
+    create_topic(cluster3, topic, 3, 3, {"min.insync.replicas": "2"})
+    ps = wait_full_isr(cluster3, topic, 3)
+    assert sorted(p.leader for p in ps.values()) == [0, 1, 2], "leaders spread over the brokers"
+    for p in ps.values():
+        assert sorted(p.replicas) == [0, 1, 2] and p.leader == p.replicas[0]
+    prod = Producer({"bootstrap.servers": cluster3.bootstrap, "acks": "all", "enable.idempotence": True,
+                     "linger.ms": 2, "compression.type": "lz4"})
+    acked: list[tuple[int, int]] = []
+    for i in range(3000):
+        prod.produce(topic, key=b"k%d" % (i % 97), value=b"value-%d" % i,
+                     on_delivery=lambda err, m: acked.append((m.partition(), m.offset())) if err is None else None)
+        if i % 500 == 0:
+            prod.poll(0)
+    assert prod.flush(30) == 0
+    assert len(acked) == 3000
+    assert_replicas_identical(cluster3, topic, 3, {p: list(m.replicas) for p, m in ps.items()})
+    # consumers see it all through any broker (kafka-python bootstrapping from one broker only)
+    c = KafkaConsumer(bootstrap_servers=cluster3[2].bootstrap, auto_offset_reset="earliest",
+                      consumer_timeout_ms=5000)
+    c.assign([KTopicPartition(topic, p) for p in range(3)])
+    got = [m.value for m in c]
+    c.close()
+    assert sorted(got) == sorted(b"value-%d" % i for i in range(3000))
+
+
+def test_metadata_from_every_broker_lists_all_brokers_and_the_same_leaders(cluster3: SamsaCluster) -> None:
+    topic = _topic()
+    create_topic(cluster3, topic, 6, 2)
+    wait_full_isr(cluster3, topic, 2)
+    views = []
+    for i in range(3):
+        md = cluster3.metadata(i, [topic])
+        assert sorted(b.node_id for b in md.brokers) == [0, 1, 2]
+        views.append((md.controller_id, sorted((p.partition_index, p.leader_id, tuple(p.replica_nodes))
+                                               for p in md.topics[0].partitions)))
+    assert views[0] == views[1] == views[2]
+    assert views[0][0] in (0, 1, 2)
+
+
+def test_produce_to_a_follower_gets_not_leader_and_clients_route_to_the_leader(cluster3: SamsaCluster) -> None:
+    topic = _topic()
+    create_topic(cluster3, topic, 1, 3)
+    ps = wait_full_isr(cluster3, topic, 3)
+    leader = ps[0].leader
+    follower = next(b for b in range(3) if b != leader)
+    b = cluster3[follower]
+    from kafka.protocol.producer import ProduceResponse
+
+    with RawClient(b.host, b.port) as c:
+        resp = c.roundtrip(produce_request(topic, 0, build_batch([(b"k", b"v", [])])), 9, ProduceResponse)
+    part = resp.responses[0].partition_responses[0]
+    assert part.error_code == NOT_LEADER_OR_FOLLOWER
+    # kafka-python bootstrapped from the follower alone still produces (it follows Metadata)
+    p = KafkaProducer(bootstrap_servers=b.bootstrap, acks="all")
+    md = p.send(topic, b"routed").get(timeout=30)
+    p.close()
+    assert md.offset == 0
+
+
+def test_acks_all_needs_min_insync_replicas(cluster3: SamsaCluster) -> None:
+    """RF 3, min.insync.replicas 3: with a follower down, acks=all is refused (NOT_ENOUGH_REPLICAS)
+    and nothing is appended; acks=1 still works. With all back, acks=all works again."""
+    topic = _topic()
+    create_topic(cluster3, topic, 1, 3, {"min.insync.replicas": "3"})
+    ps = wait_full_isr(cluster3, topic, 3)
+    leader = ps[0].leader
+    victim = next(b for b in range(3) if b != leader)
+    cluster3.kill(victim)
+    wait_for(lambda: len(partitions(cluster3, topic)[0].isrs) == 2, 40, "the ISR to shrink to 2")
+    p = Producer({"bootstrap.servers": cluster3.bootstrap, "acks": "all", "message.timeout.ms": 3000,
+                  "retries": 0})
+    errors: list[str] = []
+    p.produce(topic, b"refused", on_delivery=lambda err, m: errors.append(err.name() if err else "OK"))
+    p.flush(15)
+    assert errors == ["NOT_ENOUGH_REPLICAS"]
+    p1 = Producer({"bootstrap.servers": cluster3.bootstrap, "acks": "1"})
+    ok: list[str] = []
+    p1.produce(topic, b"accepted", on_delivery=lambda err, m: ok.append(err.name() if err else "OK"))
+    p1.flush(15)
+    assert ok == ["OK"]
+    cluster3.restart(victim)
+    wait_full_isr(cluster3, topic, 3)
+    errors.clear()
+    p.produce(topic, b"after", on_delivery=lambda err, m: errors.append(err.name() if err else "OK"))
+    p.flush(15)
+    assert errors == ["OK"]
+    c = Consumer({"bootstrap.servers": cluster3.bootstrap, "group.id": "x", "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, 0, 0)])
+    vals = []
+    while True:
+        m = c.poll(3)
+        if m is None:
+            break
+        if not m.error():
+            vals.append(m.value())
+    c.close()
+    assert vals == [b"accepted", b"after"]
+
+
+def test_kcat_lists_the_cluster_and_round_trips(cluster3: SamsaCluster) -> None:
+    kcat = shutil.which("kcat") or shutil.which("kafkacat")
+    if kcat is None:
+        pytest.skip("kcat is not installed (apt-get install kcat)")
+    topic = _topic()
+    create_topic(cluster3, topic, 2, 3)
+    wait_full_isr(cluster3, topic, 3)
+    out = subprocess.run([kcat, "-b", cluster3[1].bootstrap, "-L", "-t", topic], capture_output=True, text=True,
+                         timeout=30).stdout
+    assert "3 brokers:" in out and "replicas: " in out and "isrs: " in out, out
+    subprocess.run([kcat, "-b", cluster3.bootstrap, "-t", topic, "-P", "-K:", "-X", "acks=all"],
+                   input="a:1\nb:2\nc:3\n", text=True, check=True, timeout=30)
+    out = subprocess.run([kcat, "-b", cluster3[0].bootstrap, "-t", topic, "-C", "-o", "beginning", "-e", "-q",
+                          "-f", "%k=%s\n"], capture_output=True, text=True, timeout=30).stdout
+    assert sorted(out.split()) == ["a=1", "b=2", "c=3"]
+
+
+def test_aiokafka_round_trip(cluster3: SamsaCluster) -> None:
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+    from aiokafka.structs import TopicPartition as ATopicPartition
+
+    topic = _topic()
+    create_topic(cluster3, topic, 3, 3)
+    wait_full_isr(cluster3, topic, 3)
+
+    async def run() -> list[bytes]:
+        p = AIOKafkaProducer(bootstrap_servers=cluster3.bootstrap, acks="all")
+        await p.start()
+        try:
+            for i in range(300):
+                await p.send(topic, b"a%d" % i, partition=i % 3)
+            await p.flush()
+        finally:
+            await p.stop()
+        c = AIOKafkaConsumer(bootstrap_servers=cluster3.bootstrap, auto_offset_reset="earliest",
+                             enable_auto_commit=False)
+        await c.start()
+        out: list[bytes] = []
+        try:
+            c.assign([ATopicPartition(topic, i) for i in range(3)])
+            await c.seek_to_beginning()
+            while len(out) < 300:
+                batch = await c.getmany(timeout_ms=5000)
+                if not batch:
+                    break
+                out += [m.value for ms in batch.values() for m in ms]
+        finally:
+            await c.stop()
+        return out
+
+    got = asyncio.run(run())
+    assert sorted(got) == sorted(b"a%d" % i for i in range(300))
+
+
+def test_unknown_broker_cannot_send_controller_requests(cluster3: SamsaCluster) -> None:
+    """Inter-broker APIs from a client that is not a broker of this cluster are refused."""
+    from protocol.inter_broker import LeaderAndIsrRequest, LeaderAndIsrResponse
+
+    b = cluster3[0]
+    req = LeaderAndIsrRequest(controller_id=99, controller_epoch=10**6, max_broker_epoch=-1, topic_states=[],
+                              live_leaders=[])
+    with RawClient(b.host, b.port) as c:
+        resp = c.roundtrip(req, 5, LeaderAndIsrResponse)
+    assert resp.error_code == 31  # CLUSTER_AUTHORIZATION_FAILED
+
+
+def test_stale_controller_epoch_is_refused(cluster3: SamsaCluster) -> None:
+    from protocol.inter_broker import UpdateMetadataRequest, UpdateMetadataResponse
+
+    md = cluster3.metadata(0, [])
+    b = cluster3[0]
+    req = UpdateMetadataRequest(controller_id=md.controller_id, controller_epoch=0, max_broker_epoch=-1,
+                                topic_states=[], live_brokers=[])
+    with RawClient(b.host, b.port) as c:
+        resp = c.roundtrip(req, 7, UpdateMetadataResponse)
+    assert resp.error_code == 11  # STALE_CONTROLLER_EPOCH
+    # and the cluster view was not wiped by it
+    assert sorted(x.node_id for x in cluster3.metadata(0, []).brokers) == [0, 1, 2]
