@@ -14,7 +14,8 @@ partition per request) and request timings (once per request) are counted as the
 Another component that wants the numbers without the endpoint (the web console) calls
 :func:`enable`, which turns counting on and returns the same object.
 
-It must never block the Kafka listener for long: a bind failure (port in use) is logged as an
+It must never block the Kafka listener for long: a scrape holds the loop only while it copies
+state (see :meth:`BrokerMetrics.render`); a bind failure (port in use) is logged as an
 error and the broker serves Kafka without metrics; a collector that raises answers that scrape
 with a 500 and is logged, the broker carries on.
 """
@@ -24,11 +25,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 from urllib.parse import urlparse
 
-from prometheus_client import GCCollector, PlatformCollector, ProcessCollector
-from prometheus_client.registry import CollectorRegistry
+from prometheus_client import GCCollector, PlatformCollector, ProcessCollector, generate_latest
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector, CollectorRegistry
 
 from protocol.errors import InvalidConfigError
 
@@ -91,20 +94,45 @@ class BrokerMetrics:
         self.request_stats = RequestStats()
         self.loop_lag = EventLoopLag()
         self.registry = CollectorRegistry(auto_describe=False)
-        ProcessCollector(registry=self.registry)  # process_cpu_seconds_total, RSS, open fds
-        PlatformCollector(registry=self.registry)
-        GCCollector(registry=self.registry)
-        for c in (collectors.BrokerTopicMetricsCollector(broker, self.topic_stats),
-                  collectors.RequestMetricsCollector(self.request_stats),
-                  collectors.SocketServerCollector(broker),
-                  collectors.ReplicaManagerCollector(broker),
-                  collectors.GroupCoordinatorCollector(broker),
-                  collectors.TransactionCoordinatorCollector(broker),
-                  collectors.LogCleanerCollector(broker),
-                  collectors.EventLoopCollector(self.loop_lag)):
+        # Read only /proc and the interpreter: safe in the rendering thread.
+        scratch = CollectorRegistry(auto_describe=False)  # they insist on registering somewhere
+        self._threadsafe: tuple[Collector, ...] = (
+            ProcessCollector(registry=scratch),  # process_cpu_seconds_total, RSS, open fds
+            PlatformCollector(registry=scratch), GCCollector(registry=scratch))
+        self.collectors: list[Collector] = [
+            *self._threadsafe,
+            collectors.BrokerTopicMetricsCollector(broker, self.topic_stats),
+            collectors.RequestMetricsCollector(self.request_stats),
+            collectors.SocketServerCollector(broker),
+            collectors.ReplicaManagerCollector(broker),
+            collectors.GroupCoordinatorCollector(broker),
+            collectors.TransactionCoordinatorCollector(broker),
+            collectors.LogCleanerCollector(broker),
+            collectors.EventLoopCollector(self.loop_lag)]
+        for c in self.collectors:
             self.registry.register(c)
         self.http: MetricsHttpServer | None = None
         self._lag_task: asyncio.Task[None] | None = None
+
+    async def render(self, names: set[str] | None = None) -> bytes:
+        """The exposition text, with the event loop blocked only while state is read.
+
+        State is read here, on the loop (collectors with ``snapshot()`` copy what they need into
+        plain tuples; the small ones build their families outright); turning ~10 samples per
+        partition into text, the costly part with thousands of partitions, runs in a worker
+        thread, so the loop keeps serving Kafka between the interpreter's thread switches
+        instead of stalling for the whole rendering.
+        """
+        builders: list[Callable[[], Iterable[Metric]]] = []
+        for c in self.collectors:
+            snapshot = getattr(c, "snapshot", None)
+            if snapshot is not None:
+                builders.append(snapshot())
+            elif c in self._threadsafe:
+                builders.append(c.collect)
+            else:
+                builders.append(list(c.collect()).__iter__)
+        return await asyncio.to_thread(generate_latest, _Prepared(builders, names))
 
     def start_probe(self) -> None:
         if self._lag_task is None:
@@ -117,6 +145,22 @@ class BrokerMetrics:
         if self._lag_task is not None:
             self._lag_task.cancel()
             self._lag_task = None
+
+
+class _Prepared:
+    """A registry stand-in for ``generate_latest``: the families of prepared builders, optionally
+    only those named (by family or sample name, as ``?name[]=`` asks)."""
+
+    def __init__(self, builders: list[Callable[[], Iterable[Metric]]], names: set[str] | None) -> None:
+        self.builders = builders
+        self.names = names
+
+    def collect(self) -> Iterator[Metric]:
+        names = self.names
+        for build in self.builders:
+            for fam in build():
+                if names is None or fam.name in names or any(s.name in names for s in fam.samples):
+                    yield fam
 
 
 def enable(broker: Any) -> BrokerMetrics:
@@ -135,7 +179,7 @@ async def start(broker: Any) -> None:
         return
     m = enable(broker)
     host, port = where
-    server = MetricsHttpServer(m.registry, host, port)
+    server = MetricsHttpServer(m.render, host, port)
     try:
         await server.start()
     except OSError as e:

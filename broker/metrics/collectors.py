@@ -3,9 +3,14 @@
 Theory of operation. Each collector is a prometheus-client custom collector whose ``collect()``
 walks the broker's own structures (partitions, groups, transactions, connections) and yields
 metric families; nothing is kept up to date between scrapes, so the hot path pays nothing for
-a gauge. Collectors run on the event loop (the scrape is served there), so they see one
-consistent moment of state and need no locks; they must never await and never do I/O beyond
-``/proc`` reads, and they tolerate components that are absent (``getattr(..., None)``).
+a gauge. State is read on the event loop, so a scrape sees one consistent moment and needs no
+locks; collectors never await, do no I/O beyond ``/proc`` reads, and tolerate components that
+are absent (``getattr(..., None)``). The two that grow with the partition count
+(:class:`ReplicaManagerCollector`, :class:`GroupCoordinatorCollector`) split the work: their
+``snapshot()`` copies numbers into tuples on the loop and returns a builder that makes the
+families from those tuples alone, so it may run in the rendering thread
+(:meth:`broker.metrics.BrokerMetrics.render`); their ``collect()`` does both at once, for a
+caller on the loop that reads ``broker.metrics.registry`` directly.
 
 Names are what the common JMX exporter rules make of Kafka's MBeans (lower-cased,
 ``kafka.server:type=ReplicaManager,name=LeaderCount`` -> ``kafka_server_replicamanager_leadercount``,
@@ -17,7 +22,7 @@ kafka-exporter's names. Metrics Kafka has no MBean for are prefixed ``samsa_``.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
@@ -144,22 +149,15 @@ class ReplicaManagerCollector(Collector):
         self.broker = broker
 
     def collect(self) -> Iterator[Metric]:
+        return self.snapshot()()
+
+    def snapshot(self) -> Callable[[], Iterator[Metric]]:
+        """Read the partitions now (on the loop); the returned builder may run in any thread."""
         broker = self.broker
         me = broker.broker_id
-        parts = list(broker.replica_manager.partitions.values())
         leaders = under = under_min = at_min = 0
-        size = GaugeMetricFamily("kafka_log_log_size", "Bytes in the partition's log segments.",
-                                 labels=["topic", "partition"])
-        start = GaugeMetricFamily("kafka_log_log_logstartoffset", "The partition's log start offset.",
-                                  labels=["topic", "partition"])
-        end = GaugeMetricFamily("kafka_log_log_logendoffset", "The partition's log end offset.",
-                                labels=["topic", "partition"])
-        segs = GaugeMetricFamily("kafka_log_log_numlogsegments", "Segments in the partition's log.",
-                                 labels=["topic", "partition"])
-        hw = GaugeMetricFamily("samsa_partition_high_watermark",
-                               "The partition's high watermark (what consumers can read up to).",
-                               labels=["topic", "partition"])
-        for p in parts:
+        rows = []
+        for p in list(broker.replica_manager.partitions.values()):
             if getattr(p, "leader_id", me) == me:
                 leaders += 1
                 isr = len(getattr(p, "isr", ()))
@@ -171,15 +169,21 @@ class ReplicaManagerCollector(Collector):
                 elif isr == min_isr:
                     at_min += 1
             lg = p.log
-            labels = [p.tp.topic, str(p.tp.partition)]
             segments = lg.segments
-            size.add_metric(labels, sum(s.size for s in segments))
-            segs.add_metric(labels, len(segments))
-            start.add_metric(labels, lg.log_start_offset)
-            end.add_metric(labels, lg.log_end_offset)
-            hw.add_metric(labels, p.high_watermark)
+            rows.append((p.tp.topic, p.tp.partition, sum(s.size for s in segments), len(segments),
+                         lg.log_start_offset, lg.log_end_offset, p.high_watermark))
+        controller = getattr(broker, "controller", None)
+        active = 1 if controller is not None and getattr(controller, "is_active", False) else 0
+        offline = int(getattr(controller, "offline_partition_count", 0) or 0) if controller is not None else 0
+        counts = (len(rows), leaders, under, under_min, at_min, active, offline)
+        return lambda: self._families(rows, counts)
+
+    @staticmethod
+    def _families(rows: list[tuple[str, int, int, int, int, int, int]],
+                  counts: tuple[int, ...]) -> Iterator[Metric]:
+        parts, leaders, under, under_min, at_min, active, offline = counts
         prefix = "kafka_server_replicamanager_"
-        yield _gauge(prefix + "partitioncount", "Partitions hosted by this broker.", len(parts))
+        yield _gauge(prefix + "partitioncount", "Partitions hosted by this broker.", parts)
         yield _gauge(prefix + "leadercount", "Partitions this broker leads.", leaders)
         yield _gauge(prefix + "underreplicatedpartitions",
                      "Partitions led here whose ISR is smaller than their replica set.", under)
@@ -189,14 +193,20 @@ class ReplicaManagerCollector(Collector):
                      "Partitions led here whose ISR is exactly min.insync.replicas.", at_min)
         yield _gauge(prefix + "offlinereplicacount",
                      "Replicas offline because their log directory failed (Samsa: none).", 0)
-        controller = getattr(broker, "controller", None)
-        active = 1 if controller is not None and getattr(controller, "is_active", False) else 0
-        offline = int(getattr(controller, "offline_partition_count", 0) or 0) if controller is not None else 0
         yield _gauge("kafka_controller_kafkacontroller_activecontrollercount",
                      "1 on the broker that is the active controller.", active)
         yield _gauge("kafka_controller_kafkacontroller_offlinepartitionscount",
                      "Partitions without a live leader (reported by the active controller).", offline)
-        yield from (size, start, end, segs, hw)
+        for col, name, doc in ((2, "kafka_log_log_size", "Bytes in the partition's log segments."),
+                               (4, "kafka_log_log_logstartoffset", "The partition's log start offset."),
+                               (5, "kafka_log_log_logendoffset", "The partition's log end offset."),
+                               (3, "kafka_log_log_numlogsegments", "Segments in the partition's log."),
+                               (6, "samsa_partition_high_watermark",
+                                "The partition's high watermark (what consumers can read up to).")):
+            fam = GaugeMetricFamily(name, doc, labels=["topic", "partition"])
+            for r in rows:
+                fam.add_metric([r[0], str(r[1])], float(r[col]))
+            yield fam
 
 
 class GroupCoordinatorCollector(Collector):
@@ -208,10 +218,28 @@ class GroupCoordinatorCollector(Collector):
         self.broker = broker
 
     def collect(self) -> Iterator[Metric]:
+        return self.snapshot()()
+
+    def snapshot(self) -> Callable[[], Iterator[Metric]]:
+        """Read groups and high watermarks now (on the loop); the builder may run in any thread."""
+        from broker.replica_manager import TopicPartition  # noqa: PLC0415
+
         coord = getattr(self.broker, "group_coordinator", None)
-        groups = dict(getattr(coord, "groups", {}) or {})
+        rm_parts = self.broker.replica_manager.partitions
+        groups = []  # (group id, state, generation, members, [(topic, partition, committed, hw|None)])
+        for gid, g in list((getattr(coord, "groups", {}) or {}).items()):
+            offsets = []
+            for (topic, partition), om in list(getattr(g, "offsets", {}).items()):
+                part = rm_parts.get(TopicPartition(topic, partition))
+                offsets.append((topic, partition, int(getattr(om, "offset", -1)),
+                                None if part is None else part.high_watermark))
+            groups.append((gid, str(getattr(getattr(g, "state", None), "value", "Unknown")),
+                           int(getattr(g, "generation_id", 0)), len(getattr(g, "members", {})), offsets))
+        return lambda: self._families(groups)
+
+    def _families(self, groups: list[Any]) -> Iterator[Metric]:
         by_state = dict.fromkeys(self.STATES, 0)
-        offsets = rebalances = 0
+        n_offsets = rebalances = 0
         prefix = "kafka_coordinator_group_groupmetadatamanager_"
         current = GaugeMetricFamily("kafka_consumergroup_current_offset", "Committed offset of a group.",
                                     labels=["consumergroup", "topic", "partition"])
@@ -225,28 +253,21 @@ class GroupCoordinatorCollector(Collector):
         generation = GaugeMetricFamily("samsa_consumergroup_generation",
                                        "A group's generation id: rebalances it has completed.",
                                        labels=["consumergroup"])
-        rm_parts = self.broker.replica_manager.partitions
-        from broker.replica_manager import TopicPartition  # noqa: PLC0415
-
-        for gid, g in sorted(groups.items()):
-            state = getattr(getattr(g, "state", None), "value", "Unknown")
+        for gid, state, gen, n_members, offsets in sorted(groups, key=lambda g: g[0]):
             by_state[state] = by_state.get(state, 0) + 1
-            gen = int(getattr(g, "generation_id", 0))
             rebalances += gen
             generation.add_metric([gid], gen)
-            members.add_metric([gid], len(getattr(g, "members", {})))
+            members.add_metric([gid], n_members)
             sums: dict[str, int] = {}
-            for (topic, partition), om in sorted(getattr(g, "offsets", {}).items()):
-                offsets += 1
-                committed = int(getattr(om, "offset", -1))
+            for topic, partition, committed, hw in sorted(offsets):
+                n_offsets += 1
                 if committed < 0:
                     continue
                 labels = [gid, topic, str(partition)]
                 current.add_metric(labels, committed)
-                part = rm_parts.get(TopicPartition(topic, partition))
-                if part is None:  # not hosted here: its high watermark is another broker's to report
+                if hw is None:  # not hosted here: its high watermark is another broker's to report
                     continue
-                n = max(part.high_watermark - committed, 0)
+                n = max(hw - committed, 0)
                 lag.add_metric(labels, n)
                 sums[topic] = sums.get(topic, 0) + n
             for topic, n in sorted(sums.items()):
@@ -258,7 +279,7 @@ class GroupCoordinatorCollector(Collector):
         for state, n in sorted(by_state.items()):
             state_fam.add_metric([state], n)
         yield state_fam
-        yield _gauge(prefix + "numoffsets", "Committed offsets held by this coordinator.", offsets)
+        yield _gauge(prefix + "numoffsets", "Committed offsets held by this coordinator.", n_offsets)
         yield _gauge("kafka_server_group_coordinator_metrics_group_rebalance_count",
                      "Rebalances completed by the groups this coordinator owns (sum of generations).",
                      rebalances)

@@ -2,10 +2,11 @@
 
 Theory of operation. ``asyncio.start_server`` accepts scrapers beside the Kafka listeners; each
 connection reads one request at a time (keep-alive, as Prometheus scrapes), answers
-``GET /metrics`` with prometheus-client's ``generate_latest`` over the broker's registry and
-anything else with a 4xx. The scrape runs on the loop, not in a thread: the collectors read
-live broker state that only the loop may touch, and a thread would contend for the GIL with
-the Kafka listener on every scrape instead of once.
+``GET /metrics`` with the text :meth:`broker.metrics.BrokerMetrics.render` produces (prometheus-client's
+``generate_latest``) and anything else with a 4xx. The server is not a thread (as
+prometheus-client's own ``start_http_server`` is): accepting and parsing requests would then
+contend for the GIL with the Kafka listener all the time, and collectors read broker state
+that only the loop may touch. Only the rendering of a scrape's text leaves the loop.
 
 Bad input never reaches a traceback: a request line over 8 KiB is 414, headers over 64 lines or
 32 KiB are 431, an unparsable request line is 400, a method other than GET/HEAD is 405, an
@@ -17,12 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable
 from urllib.parse import parse_qs, urlsplit
-
-from prometheus_client import generate_latest
-from prometheus_client.metrics_core import Metric
-from prometheus_client.registry import CollectorRegistry
 
 log = logging.getLogger("samsa.metrics")
 
@@ -48,24 +45,11 @@ class _BadRequest(Exception):
         self.status = status
 
 
-class _Only:
-    """The families of ``registry`` named in ``names`` (by family or sample name)."""
-
-    def __init__(self, registry: CollectorRegistry, names: set[str]) -> None:
-        self.registry = registry
-        self.names = names
-
-    def collect(self) -> Iterator[Metric]:
-        for fam in self.registry.collect():
-            if fam.name in self.names or any(s.name in self.names for s in fam.samples):
-                yield fam
-
-
 class MetricsHttpServer:
-    """Serves ``registry`` over HTTP at ``host:port``."""
+    """Serves what ``render(names or None)`` returns over HTTP at ``host:port``."""
 
-    def __init__(self, registry: CollectorRegistry, host: str, port: int) -> None:
-        self.registry = registry
+    def __init__(self, render: Callable[[set[str] | None], Awaitable[bytes]], host: str, port: int) -> None:
+        self.render = render
         self.host = host
         self.port = port
         self.server: asyncio.base_events.Server | None = None
@@ -84,10 +68,6 @@ class MetricsHttpServer:
                 w.close()
             self.server = None
 
-    def render(self, query: str = "") -> bytes:
-        names = parse_qs(query).get("name[]")
-        return generate_latest(_Only(self.registry, set(names)) if names else self.registry)
-
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._clients.add(writer)
         try:
@@ -103,7 +83,7 @@ class MetricsHttpServer:
                 if request is None:
                     return
                 method, target, keep_alive = request
-                status, body, ctype = self._dispatch(method, target)
+                status, body, ctype = await self._dispatch(method, target)
                 await self._respond(writer, status, body, ctype, keep_alive=keep_alive,
                                     head=(method == "HEAD"))
                 if not keep_alive:
@@ -149,13 +129,14 @@ class MetricsHttpServer:
                 keep_alive = v == "keep-alive" or (keep_alive and v != "close")
         raise _BadRequest(431)
 
-    def _dispatch(self, method: str, target: str) -> tuple[int, bytes, str]:
+    async def _dispatch(self, method: str, target: str) -> tuple[int, bytes, str]:
         if method not in ("GET", "HEAD"):
             return 405, b"405 Method Not Allowed\n", "text/plain; charset=utf-8"
         url = urlsplit(target)
         if url.path == "/metrics":
             try:
-                return 200, self.render(url.query), CONTENT_TYPE
+                names = parse_qs(url.query).get("name[]")
+                return 200, await self.render(set(names) if names else None), CONTENT_TYPE
             except Exception:
                 log.exception("Metrics collection failed")
                 return 500, b"500 Internal Server Error\n", "text/plain; charset=utf-8"

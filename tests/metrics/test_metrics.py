@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import http.client
+import json
+import re
 import socket
 import subprocess
 import sys
@@ -393,3 +395,29 @@ def test_request_timer_splits_running_from_waiting() -> None:
             await RequestTimer(time.perf_counter()).run(boom())
 
     asyncio.run(main())
+
+
+def test_grafana_dashboard_only_graphs_metrics_the_broker_serves(metered: tuple[BrokerProcess, int]) -> None:
+    b, port = metered
+    dash = json.loads((REPO_ROOT / "broker" / "metrics" / "grafana-dashboard.json").read_text())
+    panels = dash["panels"]
+    assert len({p["id"] for p in panels}) == len(panels)
+    exprs = [t["expr"] for p in panels for t in p.get("targets", [])]
+    assert len(exprs) >= 20
+    assert {v["name"] for v in dash["templating"]["list"]} >= {"datasource", "instance"}
+    # Serve every family: a request of each kind and a group with a committed offset.
+    create_topic(b.bootstrap, "dash", 1)
+    c = KafkaConsumer(bootstrap_servers=b.bootstrap, group_id="dash-g", enable_auto_commit=False)
+    c.commit({TopicPartition("dash", 0): OffsetAndMetadata(0, "", -1)})
+    c.close()
+    body = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    body.request("GET", "/metrics")
+    text = body.getresponse().read().decode()
+    body.close()
+    known: set[str] = set()
+    for fam in text_string_to_metric_families(text):
+        known |= {fam.name, *(fam.name + s for s in ("_total", "_bucket", "_sum", "_count"))}
+        known |= {s.name for s in fam.samples}
+    used = {m for e in exprs for m in re.findall(r"\b((?:kafka|samsa|process)_[a-z0-9_]+)", e)}
+    assert used, exprs
+    assert used <= known, sorted(used - known)
