@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         admin.create_topics([NewTopic("wide", args.partitions, 1)], timeout_ms=600_000)
         admin.close()
         c = KafkaConsumer(bootstrap_servers=b.bootstrap, group_id="wide-reader", enable_auto_commit=False,
-                          request_timeout_ms=600_000)
+                          request_timeout_ms=300_000, connections_max_idle_ms=600_000)
         c.commit({TopicPartition("wide", i): OffsetAndMetadata(0, "", -1) for i in range(args.partitions)})
         c.close()
         print(f"# created {args.partitions} partitions and committed their offsets in "

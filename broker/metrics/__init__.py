@@ -14,8 +14,8 @@ partition per request) and request timings (once per request) are counted as the
 Another component that wants the numbers without the endpoint (the web console) calls
 :func:`enable`, which turns counting on and returns the same object.
 
-It must never block the Kafka listener for long: a scrape holds the loop only while it copies
-state (see :meth:`BrokerMetrics.render`); a bind failure (port in use) is logged as an
+It must never block the Kafka listener for long: a scrape copies state in one go, then renders
+in slices of about 2 ms between Kafka requests (:meth:`BrokerMetrics.render`); a bind failure (port in use) is logged as an
 error and the broker serves Kafka without metrics; a collector that raises answers that scrape
 with a 500 and is logged, the broker carries on.
 """
@@ -44,6 +44,7 @@ __all__ = ["BrokerMetrics", "RequestTimer", "enable", "parse_listener", "start",
 log = logging.getLogger("samsa.metrics")
 
 LAG_PROBE_INTERVAL = 0.5  # seconds between event-loop lag probes
+RENDER_SLICE = 0.002  # a scrape holds the loop at most about this long at a time (plus one chunk)
 
 
 def parse_listener(spec: str) -> tuple[str, int] | None:
@@ -96,11 +97,9 @@ class BrokerMetrics:
         self.registry = CollectorRegistry(auto_describe=False)
         # Read only /proc and the interpreter: safe in the rendering thread.
         scratch = CollectorRegistry(auto_describe=False)  # they insist on registering somewhere
-        self._threadsafe: tuple[Collector, ...] = (
-            ProcessCollector(registry=scratch),  # process_cpu_seconds_total, RSS, open fds
-            PlatformCollector(registry=scratch), GCCollector(registry=scratch))
         self.collectors: list[Collector] = [
-            *self._threadsafe,
+            ProcessCollector(registry=scratch),  # process_cpu_seconds_total, RSS, open fds
+            PlatformCollector(registry=scratch), GCCollector(registry=scratch),
             collectors.BrokerTopicMetricsCollector(broker, self.topic_stats),
             collectors.RequestMetricsCollector(self.request_stats),
             collectors.SocketServerCollector(broker),
@@ -115,24 +114,37 @@ class BrokerMetrics:
         self._lag_task: asyncio.Task[None] | None = None
 
     async def render(self, names: set[str] | None = None) -> bytes:
-        """The exposition text, with the event loop blocked only while state is read.
+        """The exposition text, rendered on the loop in slices so Kafka requests interleave.
 
-        State is read here, on the loop (collectors with ``snapshot()`` copy what they need into
-        plain tuples; the small ones build their families outright); turning ~10 samples per
-        partition into text, the costly part with thousands of partitions, runs in a worker
-        thread, so the loop keeps serving Kafka between the interpreter's thread switches
-        instead of stalling for the whole rendering.
+        First every collector reads the broker's state at once (one consistent moment; those
+        with ``snapshot()`` copy numbers into tuples, the small ones build their families
+        outright). Then families are built and written by ``generate_latest`` one at a time;
+        the big per-partition ones come in chunks of ``collectors.CHUNK`` samples, and the loop
+        is yielded whenever a slice has run for ``RENDER_SLICE`` seconds. A chunk that repeats a
+        family already written loses its ``# HELP``/``# TYPE`` lines, so the text is exactly
+        what one ``generate_latest`` call over the whole registry would write.
         """
         builders: list[Callable[[], Iterable[Metric]]] = []
         for c in self.collectors:
             snapshot = getattr(c, "snapshot", None)
-            if snapshot is not None:
-                builders.append(snapshot())
-            elif c in self._threadsafe:
-                builders.append(c.collect)
-            else:
-                builders.append(list(c.collect()).__iter__)
-        return await asyncio.to_thread(generate_latest, _Prepared(builders, names))
+            builders.append(snapshot() if snapshot is not None else list(c.collect()).__iter__)
+        out: list[bytes] = []
+        written: set[str] = set()
+        clock = time.perf_counter
+        t0 = clock()
+        for build in builders:
+            for fam in build():
+                if names is not None and fam.name not in names and not any(s.name in names for s in fam.samples):
+                    continue
+                text = generate_latest(_One(fam))
+                if fam.name in written:
+                    text = b"".join(line for line in text.splitlines(keepends=True) if not line.startswith(b"# "))
+                written.add(fam.name)
+                out.append(text)
+                if clock() - t0 > RENDER_SLICE:
+                    await asyncio.sleep(0)
+                    t0 = clock()
+        return b"".join(out)
 
     def start_probe(self) -> None:
         if self._lag_task is None:
@@ -147,20 +159,14 @@ class BrokerMetrics:
             self._lag_task = None
 
 
-class _Prepared:
-    """A registry stand-in for ``generate_latest``: the families of prepared builders, optionally
-    only those named (by family or sample name, as ``?name[]=`` asks)."""
+class _One:
+    """A registry stand-in holding one family, for ``generate_latest``."""
 
-    def __init__(self, builders: list[Callable[[], Iterable[Metric]]], names: set[str] | None) -> None:
-        self.builders = builders
-        self.names = names
+    def __init__(self, fam: Metric) -> None:
+        self.fam = fam
 
     def collect(self) -> Iterator[Metric]:
-        names = self.names
-        for build in self.builders:
-            for fam in build():
-                if names is None or fam.name in names or any(s.name in names for s in fam.samples):
-                    yield fam
+        yield self.fam
 
 
 def enable(broker: Any) -> BrokerMetrics:

@@ -7,10 +7,12 @@ a gauge. State is read on the event loop, so a scrape sees one consistent moment
 locks; collectors never await, do no I/O beyond ``/proc`` reads, and tolerate components that
 are absent (``getattr(..., None)``). The two that grow with the partition count
 (:class:`ReplicaManagerCollector`, :class:`GroupCoordinatorCollector`) split the work: their
-``snapshot()`` copies numbers into tuples on the loop and returns a builder that makes the
-families from those tuples alone, so it may run in the rendering thread
-(:meth:`broker.metrics.BrokerMetrics.render`); their ``collect()`` does both at once, for a
-caller on the loop that reads ``broker.metrics.registry`` directly.
+``snapshot()`` copies numbers into tuples at once and returns a builder that makes the families
+from those tuples alone, in chunks of ``CHUNK`` samples, so that
+:meth:`broker.metrics.BrokerMetrics.render` can yield the loop between chunks while the broker's
+state moves on; their ``collect()`` does both at once, for a caller that reads
+``broker.metrics.registry`` directly (where ``_merged``
+joins the chunks back into one family).
 
 Names are what the common JMX exporter rules make of Kafka's MBeans (lower-cased,
 ``kafka.server:type=ReplicaManager,name=LeaderCount`` -> ``kafka_server_replicamanager_leadercount``,
@@ -22,7 +24,7 @@ kafka-exporter's names. Metrics Kafka has no MBean for are prefixed ``samsa_``.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
@@ -61,6 +63,35 @@ def _api_name(key: int) -> str:
         return "".join(w.capitalize() for w in ApiKey(key).name.split("_"))
     except ValueError:
         return str(key)
+
+
+# Samples per family chunk: the large per-partition families are built and written in pieces
+# this size, so a scrape of 10,000 partitions yields the event loop between pieces.
+CHUNK = 500
+
+
+def _gauge_chunks(name: str, doc: str, labels: list[str],
+                  items: list[tuple[list[str], float]]) -> Iterator[GaugeMetricFamily]:
+    """One gauge family as consecutive chunks of at most CHUNK samples (at least one chunk)."""
+    for i in range(0, max(len(items), 1), CHUNK):
+        fam = GaugeMetricFamily(name, doc, labels=labels)
+        for lv, v in items[i:i + CHUNK]:
+            fam.add_metric(lv, v)
+        yield fam
+
+
+def _merged(fams: Iterable[Metric]) -> Iterator[Metric]:
+    """Consecutive chunks of one family joined back into one family (for a direct ``collect()``)."""
+    last: Metric | None = None
+    for fam in fams:
+        if last is not None and fam.name == last.name:
+            last.samples.extend(fam.samples)
+            continue
+        if last is not None:
+            yield last
+        last = fam
+    if last is not None:
+        yield last
 
 
 def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
@@ -149,7 +180,7 @@ class ReplicaManagerCollector(Collector):
         self.broker = broker
 
     def collect(self) -> Iterator[Metric]:
-        return self.snapshot()()
+        return _merged(self.snapshot()())
 
     def snapshot(self) -> Callable[[], Iterator[Metric]]:
         """Read the partitions now (on the loop); the returned builder may run in any thread."""
@@ -203,10 +234,8 @@ class ReplicaManagerCollector(Collector):
                                (3, "kafka_log_log_numlogsegments", "Segments in the partition's log."),
                                (6, "samsa_partition_high_watermark",
                                 "The partition's high watermark (what consumers can read up to).")):
-            fam = GaugeMetricFamily(name, doc, labels=["topic", "partition"])
-            for r in rows:
-                fam.add_metric([r[0], str(r[1])], float(r[col]))
-            yield fam
+            yield from _gauge_chunks(name, doc, ["topic", "partition"],
+                                     [([r[0], str(r[1])], float(r[col])) for r in rows])
 
 
 class GroupCoordinatorCollector(Collector):
@@ -218,7 +247,7 @@ class GroupCoordinatorCollector(Collector):
         self.broker = broker
 
     def collect(self) -> Iterator[Metric]:
-        return self.snapshot()()
+        return _merged(self.snapshot()())
 
     def snapshot(self) -> Callable[[], Iterator[Metric]]:
         """Read groups and high watermarks now (on the loop); the builder may run in any thread."""
@@ -241,11 +270,8 @@ class GroupCoordinatorCollector(Collector):
         by_state = dict.fromkeys(self.STATES, 0)
         n_offsets = rebalances = 0
         prefix = "kafka_coordinator_group_groupmetadatamanager_"
-        current = GaugeMetricFamily("kafka_consumergroup_current_offset", "Committed offset of a group.",
-                                    labels=["consumergroup", "topic", "partition"])
-        lag = GaugeMetricFamily("kafka_consumergroup_lag",
-                                "High watermark minus the group's committed offset (0 if ahead).",
-                                labels=["consumergroup", "topic", "partition"])
+        current: list[tuple[list[str], float]] = []
+        lag: list[tuple[list[str], float]] = []
         lag_sum = GaugeMetricFamily("kafka_consumergroup_lag_sum", "Lag of a group summed over a topic.",
                                     labels=["consumergroup", "topic"])
         members = GaugeMetricFamily("kafka_consumergroup_members", "Members of a group.",
@@ -264,11 +290,11 @@ class GroupCoordinatorCollector(Collector):
                 if committed < 0:
                     continue
                 labels = [gid, topic, str(partition)]
-                current.add_metric(labels, committed)
+                current.append((labels, committed))
                 if hw is None:  # not hosted here: its high watermark is another broker's to report
                     continue
                 n = max(hw - committed, 0)
-                lag.add_metric(labels, n)
+                lag.append((labels, n))
                 sums[topic] = sums.get(topic, 0) + n
             for topic, n in sorted(sums.items()):
                 lag_sum.add_metric([gid, topic], n)
@@ -283,7 +309,12 @@ class GroupCoordinatorCollector(Collector):
         yield _gauge("kafka_server_group_coordinator_metrics_group_rebalance_count",
                      "Rebalances completed by the groups this coordinator owns (sum of generations).",
                      rebalances)
-        yield from (current, lag, lag_sum, members, generation)
+        yield from _gauge_chunks("kafka_consumergroup_current_offset", "Committed offset of a group.",
+                                 ["consumergroup", "topic", "partition"], current)
+        yield from _gauge_chunks("kafka_consumergroup_lag",
+                                 "High watermark minus the group's committed offset (0 if ahead).",
+                                 ["consumergroup", "topic", "partition"], lag)
+        yield from (lag_sum, members, generation)
 
 
 class TransactionCoordinatorCollector(Collector):

@@ -421,3 +421,49 @@ def test_grafana_dashboard_only_graphs_metrics_the_broker_serves(metered: tuple[
     used = {m for e in exprs for m in re.findall(r"\b((?:kafka|samsa|process)_[a-z0-9_]+)", e)}
     assert used, exprs
     assert used <= known, sorted(used - known)
+
+
+def test_fetch_long_poll_is_remote_time_not_local_time(metered: tuple[BrokerProcess, int]) -> None:
+    b, port = metered
+    create_topic(b.bootstrap, "quiet", 1)
+    with RawClient(b.host, b.port) as rc:
+        t0 = time.monotonic()
+        code, hw, data = rc.fetch_raw("quiet", 0, 0)  # nothing to read: parks for max_wait_ms=500
+        waited_ms = 1000 * (time.monotonic() - t0)
+    assert code == 0 and hw == 0 and data == b""
+    s = scrape(port)
+    assert value(s, "kafka_network_requestmetrics_remotetimems_count", request="Fetch") == 1
+    remote = value(s, "kafka_network_requestmetrics_remotetimems_sum", request="Fetch")
+    local = value(s, "kafka_network_requestmetrics_localtimems_sum", request="Fetch")
+    total = value(s, "kafka_network_requestmetrics_totaltimems_sum", request="Fetch")
+    assert 480 <= remote <= waited_ms
+    assert local < remote
+    assert remote + local <= total <= waited_ms
+    # Nothing below 480 ms in the remote-time histogram, all of it at or below the total.
+    assert value(s, "kafka_network_requestmetrics_remotetimems_bucket", request="Fetch", le="250.0") == 0
+    assert value(s, "kafka_network_requestmetrics_remotetimems_bucket", request="Fetch", le="+Inf") == 1
+    assert value(s, "kafka_network_requestmetrics_throttletimems_sum", request="Fetch") == 0
+
+
+def test_many_partitions_render_in_chunks_as_one_family_each(metered: tuple[BrokerProcess, int]) -> None:
+    from broker.metrics.collectors import CHUNK
+
+    b, port = metered
+    n = 2 * CHUNK + 37
+    create_topic(b.bootstrap, "wide", n)
+    c = KafkaConsumer(bootstrap_servers=b.bootstrap, group_id="wide-g", enable_auto_commit=False)
+    c.commit({TopicPartition("wide", i): OffsetAndMetadata(0, "", -1) for i in range(n)})
+    c.close()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn.request("GET", "/metrics")
+    text = conn.getresponse().read().decode()
+    conn.close()
+    for fam in ("kafka_log_log_size", "kafka_log_log_logendoffset", "kafka_consumergroup_lag"):
+        assert text.count(f"# HELP {fam} ") == 1 and text.count(f"# TYPE {fam} ") == 1
+    fams = [f for f in text_string_to_metric_families(text) if f.name == "kafka_log_log_size"]
+    assert len(fams) == 1
+    wide = {s.labels["partition"] for s in fams[0].samples if s.labels["topic"] == "wide"}
+    assert wide == {str(i) for i in range(n)}
+    lags = [s for f in text_string_to_metric_families(text) if f.name == "kafka_consumergroup_lag"
+            for s in f.samples if s.labels["consumergroup"] == "wide-g"]
+    assert len(lags) == n and all(s.value == 0 for s in lags)
