@@ -6,11 +6,13 @@ metric families; nothing is kept up to date between scrapes, so the hot path pay
 a gauge. State is read on the event loop, so a scrape sees one consistent moment and needs no
 locks; collectors never await, do no I/O beyond ``/proc`` reads, and tolerate components that
 are absent (``getattr(..., None)``). The two that grow with the partition count
-(:class:`ReplicaManagerCollector`, :class:`GroupCoordinatorCollector`) split the work: their
-``snapshot()`` copies numbers into tuples at once and returns a builder that makes the families
-from those tuples alone, in chunks of ``CHUNK`` samples, so that
-:meth:`broker.metrics.BrokerMetrics.render` can yield the loop between chunks while the broker's
-state moves on; their ``collect()`` does both at once, for a caller that reads
+(:class:`ReplicaManagerCollector`, :class:`GroupCoordinatorCollector`) split the work so that
+:meth:`broker.metrics.BrokerMetrics.render` can let Kafka requests run in between: their
+``prepare()`` is a generator that copies numbers into tuples, pausing (``yield``) every
+``READ_CHUNK`` partitions, and returns a builder that makes the families from those tuples
+alone, in chunks of ``CHUNK`` samples. As with a JMX scrape of Kafka, values read at different
+pauses may be a few milliseconds apart; each partition's own numbers are read together. Their
+``collect()`` does it all at once, for a caller that reads
 ``broker.metrics.registry`` directly (where ``_merged``
 joins the chunks back into one family).
 
@@ -23,8 +25,9 @@ kafka-exporter's names. Metrics Kafka has no MBean for are prefixed ``samsa_``.
 
 from __future__ import annotations
 
+import operator
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
@@ -68,15 +71,32 @@ def _api_name(key: int) -> str:
 # Samples per family chunk: the large per-partition families are built and written in pieces
 # this size, so a scrape of 10,000 partitions yields the event loop between pieces.
 CHUNK = 500
+READ_CHUNK = 250  # partitions (or committed offsets) read between two pauses
 
 
-def _gauge_chunks(name: str, doc: str, labels: list[str],
-                  items: list[tuple[list[str], float]]) -> Iterator[GaugeMetricFamily]:
-    """One gauge family as consecutive chunks of at most CHUNK samples (at least one chunk)."""
-    for i in range(0, max(len(items), 1), CHUNK):
+def _drive(prep: Generator[None, None, Callable[[], Iterator[Metric]]]) -> Callable[[], Iterator[Metric]]:
+    """Run a ``prepare()`` generator to the end without pausing; return its builder."""
+    while True:
+        try:
+            next(prep)
+        except StopIteration as done:
+            return done.value
+
+
+def _gauge_chunks(name: str, doc: str, labels: list[str], rows: list[Any],
+                  value: Callable[[Any], float] | None = None) -> Iterator[GaugeMetricFamily]:
+    """One gauge family as consecutive chunks of at most CHUNK samples (at least one chunk).
+
+    A row is ``(label values, value)``, or with ``value`` given, ``(topic, partition, ...)``
+    whose value ``value(row)`` picks; the samples are made one chunk at a time."""
+    for i in range(0, max(len(rows), 1), CHUNK):
         fam = GaugeMetricFamily(name, doc, labels=labels)
-        for lv, v in items[i:i + CHUNK]:
-            fam.add_metric(lv, v)
+        if value is None:
+            for lv, v in rows[i:i + CHUNK]:
+                fam.add_metric(lv, v)
+        else:
+            for row in rows[i:i + CHUNK]:
+                fam.add_metric([row[0], str(row[1])], value(row))
         yield fam
 
 
@@ -180,15 +200,17 @@ class ReplicaManagerCollector(Collector):
         self.broker = broker
 
     def collect(self) -> Iterator[Metric]:
-        return _merged(self.snapshot()())
+        return _merged(_drive(self.prepare())())
 
-    def snapshot(self) -> Callable[[], Iterator[Metric]]:
-        """Read the partitions now (on the loop); the returned builder may run in any thread."""
+    def prepare(self) -> Generator[None, None, Callable[[], Iterator[Metric]]]:
+        """Read the partitions, pausing (``yield``) every READ_CHUNK; return the family builder."""
         broker = self.broker
         me = broker.broker_id
         leaders = under = under_min = at_min = 0
         rows = []
-        for p in list(broker.replica_manager.partitions.values()):
+        for i, p in enumerate(list(broker.replica_manager.partitions.values())):
+            if i % READ_CHUNK == READ_CHUNK - 1:
+                yield
             if getattr(p, "leader_id", me) == me:
                 leaders += 1
                 isr = len(getattr(p, "isr", ()))
@@ -234,8 +256,7 @@ class ReplicaManagerCollector(Collector):
                                (3, "kafka_log_log_numlogsegments", "Segments in the partition's log."),
                                (6, "samsa_partition_high_watermark",
                                 "The partition's high watermark (what consumers can read up to).")):
-            yield from _gauge_chunks(name, doc, ["topic", "partition"],
-                                     [([r[0], str(r[1])], float(r[col])) for r in rows])
+            yield from _gauge_chunks(name, doc, ["topic", "partition"], rows, operator.itemgetter(col))
 
 
 class GroupCoordinatorCollector(Collector):
@@ -247,57 +268,57 @@ class GroupCoordinatorCollector(Collector):
         self.broker = broker
 
     def collect(self) -> Iterator[Metric]:
-        return _merged(self.snapshot()())
+        return _merged(_drive(self.prepare())())
 
-    def snapshot(self) -> Callable[[], Iterator[Metric]]:
-        """Read groups and high watermarks now (on the loop); the builder may run in any thread."""
+    def prepare(self) -> Generator[None, None, Callable[[], Iterator[Metric]]]:
+        """Read groups, committed offsets and high watermarks, pausing every READ_CHUNK offsets."""
         from broker.replica_manager import TopicPartition  # noqa: PLC0415
 
         coord = getattr(self.broker, "group_coordinator", None)
         rm_parts = self.broker.replica_manager.partitions
-        groups = []  # (group id, state, generation, members, [(topic, partition, committed, hw|None)])
-        for gid, g in list((getattr(coord, "groups", {}) or {}).items()):
-            offsets = []
-            for (topic, partition), om in list(getattr(g, "offsets", {}).items()):
-                part = rm_parts.get(TopicPartition(topic, partition))
-                offsets.append((topic, partition, int(getattr(om, "offset", -1)),
-                                None if part is None else part.high_watermark))
-            groups.append((gid, str(getattr(getattr(g, "state", None), "value", "Unknown")),
-                           int(getattr(g, "generation_id", 0)), len(getattr(g, "members", {})), offsets))
-        return lambda: self._families(groups)
-
-    def _families(self, groups: list[Any]) -> Iterator[Metric]:
-        by_state = dict.fromkeys(self.STATES, 0)
-        n_offsets = rebalances = 0
-        prefix = "kafka_coordinator_group_groupmetadatamanager_"
+        groups = []  # (group id, state, generation, members)
         current: list[tuple[list[str], float]] = []
         lag: list[tuple[list[str], float]] = []
-        lag_sum = GaugeMetricFamily("kafka_consumergroup_lag_sum", "Lag of a group summed over a topic.",
-                                    labels=["consumergroup", "topic"])
+        lag_sums: list[tuple[list[str], float]] = []
+        n_offsets = 0
+        for gid, g in sorted((getattr(coord, "groups", {}) or {}).items()):
+            groups.append((gid, str(getattr(getattr(g, "state", None), "value", "Unknown")),
+                           int(getattr(g, "generation_id", 0)), len(getattr(g, "members", {}))))
+            sums: dict[str, int] = {}
+            for (topic, partition), om in sorted(getattr(g, "offsets", {}).items()):
+                n_offsets += 1
+                if n_offsets % READ_CHUNK == 0:
+                    yield
+                committed = int(getattr(om, "offset", -1))
+                if committed < 0:
+                    continue
+                labels = [gid, topic, str(partition)]
+                current.append((labels, committed))
+                part = rm_parts.get(TopicPartition(topic, partition))
+                if part is None:  # not hosted here: its high watermark is another broker's to report
+                    continue
+                n = max(part.high_watermark - committed, 0)
+                lag.append((labels, n))
+                sums[topic] = sums.get(topic, 0) + n
+            lag_sums.extend(([gid, topic], n) for topic, n in sorted(sums.items()))
+        return lambda: self._families(groups, n_offsets, current, lag, lag_sums)
+
+    def _families(self, groups: list[tuple[str, str, int, int]], n_offsets: int,
+                  current: list[tuple[list[str], float]], lag: list[tuple[list[str], float]],
+                  lag_sums: list[tuple[list[str], float]]) -> Iterator[Metric]:
+        by_state = dict.fromkeys(self.STATES, 0)
+        rebalances = 0
+        prefix = "kafka_coordinator_group_groupmetadatamanager_"
         members = GaugeMetricFamily("kafka_consumergroup_members", "Members of a group.",
                                     labels=["consumergroup"])
         generation = GaugeMetricFamily("samsa_consumergroup_generation",
                                        "A group's generation id: rebalances it has completed.",
                                        labels=["consumergroup"])
-        for gid, state, gen, n_members, offsets in sorted(groups, key=lambda g: g[0]):
+        for gid, state, gen, n_members in groups:
             by_state[state] = by_state.get(state, 0) + 1
             rebalances += gen
             generation.add_metric([gid], gen)
             members.add_metric([gid], n_members)
-            sums: dict[str, int] = {}
-            for topic, partition, committed, hw in sorted(offsets):
-                n_offsets += 1
-                if committed < 0:
-                    continue
-                labels = [gid, topic, str(partition)]
-                current.append((labels, committed))
-                if hw is None:  # not hosted here: its high watermark is another broker's to report
-                    continue
-                n = max(hw - committed, 0)
-                lag.append((labels, n))
-                sums[topic] = sums.get(topic, 0) + n
-            for topic, n in sorted(sums.items()):
-                lag_sum.add_metric([gid, topic], n)
         yield _gauge(prefix + "numgroups", "Consumer groups this coordinator owns.", len(groups))
         for state in self.STATES:
             yield _gauge(prefix + "numgroups" + state.lower(), f"Groups in state {state}.", by_state.get(state, 0))
@@ -309,12 +330,15 @@ class GroupCoordinatorCollector(Collector):
         yield _gauge("kafka_server_group_coordinator_metrics_group_rebalance_count",
                      "Rebalances completed by the groups this coordinator owns (sum of generations).",
                      rebalances)
+
         yield from _gauge_chunks("kafka_consumergroup_current_offset", "Committed offset of a group.",
                                  ["consumergroup", "topic", "partition"], current)
         yield from _gauge_chunks("kafka_consumergroup_lag",
                                  "High watermark minus the group's committed offset (0 if ahead).",
                                  ["consumergroup", "topic", "partition"], lag)
-        yield from (lag_sum, members, generation)
+        yield from _gauge_chunks("kafka_consumergroup_lag_sum", "Lag of a group summed over a topic.",
+                                 ["consumergroup", "topic"], lag_sums)
+        yield from (members, generation)
 
 
 class TransactionCoordinatorCollector(Collector):

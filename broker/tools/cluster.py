@@ -46,6 +46,7 @@ from ._common import ToolError, print_json, print_table, run
 STATE_FILE = "cluster.json"
 DEFAULT_CHROOT = "/samsa"
 DEFAULT_CONSOLE = "http://127.0.0.1:9090"
+DEFAULT_METRICS_PORT = 9404  # the JMX exporter's customary port
 
 
 def register(subparsers: Any) -> None:
@@ -62,6 +63,9 @@ def register(subparsers: Any) -> None:
     up.add_argument("--console", default=None, metavar="URL",
                     help=f"Broker 0 serves the web console for the whole cluster here (default {DEFAULT_CONSOLE} "
                          "when that port is free; '' for none).")
+    up.add_argument("--metrics-port", type=int, default=DEFAULT_METRICS_PORT, metavar="PORT",
+                    help=f"Broker i serves Prometheus metrics on http://127.0.0.1:PORT+i/metrics "
+                         f"(default {DEFAULT_METRICS_PORT}; 0 for none; a busy port only loses that endpoint).")
     up.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                     help="A broker property for every broker (repeatable).")
     up.add_argument("--timeout", type=float, default=60.0,
@@ -281,6 +285,8 @@ def _up(args: argparse.Namespace) -> int | None:
             props = _broker_properties(i, n, port, folder, f"{zk.connect_string}{chroot}", overrides)
             if i == 0 and args.console and "console.listener" not in overrides:
                 props["console.listener"] = args.console  # one console shows the whole cluster
+            if getattr(args, "metrics_port", 0) and "metrics.listener" not in overrides:
+                props["metrics.listener"] = f"http://127.0.0.1:{args.metrics_port + i}"
             proc = _start_broker(folder, i, props)
             procs[i] = proc
             state["brokers"].append({"id": i, "pid": proc.pid, "port": port, "log": str(folder / f"broker-{i}.log"),
@@ -297,6 +303,9 @@ def _up(args: argparse.Namespace) -> int | None:
         print(f"ZooKeeper on {zk.connect_string} (chroot {chroot}), {n} broker(s); data and logs in {folder}")
         if args.console and "console.listener" not in overrides:
             print(f"Web console (read-only): {args.console.rstrip('/')}/")
+        if getattr(args, "metrics_port", 0) and "metrics.listener" not in overrides:
+            print(f"Prometheus metrics: http://127.0.0.1:{args.metrics_port}/metrics "
+                  f"(broker i on port {args.metrics_port}+i)")
         print(f"Stop with: samsa cluster down --dir {args.dir}")
         print(state["bootstrap"])
     return 0
