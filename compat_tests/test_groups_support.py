@@ -147,6 +147,50 @@ def _worker_confluent(a: Any) -> None:
             _emit(f"COMMITFAIL {m.partition()} {m.offset()}")
 
 
+def _worker_confluent_consumer_protocol(a: Any) -> None:
+    """librdkafka's KIP-848 consumer (``group.protocol=consumer``): the broker assigns, so
+    ``--assignor`` names a server assignor (``group.remote.assignor``); the session timeout and
+    heartbeat interval are the broker's (librdkafka refuses the classic settings here)."""
+    from confluent_kafka import Consumer, KafkaException
+
+    conf: dict[str, Any] = {"bootstrap.servers": a.bootstrap, "group.id": a.group,
+                            "group.protocol": "consumer", "auto.offset.reset": "earliest",
+                            "enable.auto.commit": False, "client.id": a.client_id,
+                            "topic.metadata.refresh.interval.ms": 2000}
+    if a.assignor in ("uniform", "range"):
+        conf["group.remote.assignor"] = a.assignor
+    if a.instance:
+        conf["group.instance.id"] = a.instance
+    c = Consumer(conf)
+    if a.topic.startswith("^"):
+        c.subscribe([a.topic])  # librdkafka sends a "^..." subscription as SubscribedTopicRegex
+    else:
+        c.subscribe(a.topic.split(","))
+    last = None
+    while True:
+        cmd = _stdin_command()
+        if cmd == "close":
+            c.close()
+            _emit("CLOSED")
+            return
+        m = c.poll(0.2)
+        cur = _fmt_assignment((tp.topic, tp.partition) for tp in c.assignment())
+        if cur != last:
+            _emit(f"ASSIGN {cur}")
+            last = cur
+        if m is None or m.error():
+            continue
+        _emit(f"MSG {m.partition()} {m.offset()} {m.value().decode()}")
+        if a.delay_ms:
+            time.sleep(a.delay_ms / 1000)
+        try:
+            res = c.commit(message=m, asynchronous=False)
+            ok = all(tp.error is None for tp in res or [])
+            _emit(f"{'COMMITTED' if ok else 'COMMITFAIL'} {m.partition()} {m.offset()}")
+        except KafkaException:
+            _emit(f"COMMITFAIL {m.partition()} {m.offset()}")
+
+
 def _worker_aiokafka(a: Any) -> None:
     import asyncio
 
@@ -198,6 +242,7 @@ WORKERS: dict[str, Callable[[Any], None]] = {
     "kafka-python": _worker_kafka_python,
     "confluent-kafka": _worker_confluent,
     "aiokafka": _worker_aiokafka,
+    "confluent-kafka-consumer-protocol": _worker_confluent_consumer_protocol,
 }
 
 

@@ -24,6 +24,17 @@ class GroupConfig:
     # Kafka's GroupCoordinator.NewMemberJoinTimeoutMs (KIP-394): how long a member that has
     # never completed a join may stay without heartbeating.
     new_member_join_timeout_ms: int = 300_000
+    # KIP-848 consumer groups (Kafka 4.x names and defaults).
+    group_consumer_heartbeat_interval_ms: int = 5000
+    group_consumer_min_heartbeat_interval_ms: int = 5000
+    group_consumer_max_heartbeat_interval_ms: int = 15000
+    group_consumer_session_timeout_ms: int = 45000
+    group_consumer_min_session_timeout_ms: int = 45000
+    group_consumer_max_session_timeout_ms: int = 60000
+    group_consumer_max_size: int = 2**31 - 1
+    # The first is the default for members that name none (group.remote.assignor).
+    group_consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    group_consumer_migration_policy: str = "bidirectional"
 
     _PROPERTIES = {
         "offsets.topic.num.partitions": "offsets_topic_num_partitions",
@@ -34,15 +45,69 @@ class GroupConfig:
         "offsets.retention.minutes": "offsets_retention_minutes",
         "offsets.retention.check.interval.ms": "offsets_retention_check_interval_ms",
         "offset.metadata.max.bytes": "offset_metadata_max_bytes",
+        "group.consumer.heartbeat.interval.ms": "group_consumer_heartbeat_interval_ms",
+        "group.consumer.min.heartbeat.interval.ms": "group_consumer_min_heartbeat_interval_ms",
+        "group.consumer.max.heartbeat.interval.ms": "group_consumer_max_heartbeat_interval_ms",
+        "group.consumer.session.timeout.ms": "group_consumer_session_timeout_ms",
+        "group.consumer.min.session.timeout.ms": "group_consumer_min_session_timeout_ms",
+        "group.consumer.max.session.timeout.ms": "group_consumer_max_session_timeout_ms",
+        "group.consumer.max.size": "group_consumer_max_size",
+        "group.consumer.assignors": "group_consumer_assignors",
+        "group.consumer.migration.policy": "group_consumer_migration_policy",
     }
+    # Kafka's class names for the assignors name the same ones.
+    _ASSIGNOR_CLASSES = {
+        "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
+        "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range",
+    }
+    MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
 
     @classmethod
     def from_properties(cls, props: Mapping[str, Any]) -> GroupConfig:
         cfg = cls()
         for prop, attr in cls._PROPERTIES.items():
-            if props.get(prop) is not None:
-                setattr(cfg, attr, int(props[prop]))
+            raw = props.get(prop)
+            if raw is None:
+                continue
+            if attr == "group_consumer_assignors":
+                names = [s.strip() for s in str(raw).split(",") if s.strip()]
+                setattr(cfg, attr, tuple(cls._ASSIGNOR_CLASSES.get(n, n) for n in names))
+            elif attr == "group_consumer_migration_policy":
+                setattr(cfg, attr, str(raw).strip().lower())
+            else:
+                setattr(cfg, attr, int(raw))
+        cfg.validate()
         return cfg
+
+    def validate(self) -> None:
+        """The consistency checks Kafka's ``GroupCoordinatorConfig`` makes; ValueError names the
+        offending property."""
+        def between(name: str, value: int, lo_name: str, lo: int, hi_name: str, hi: int) -> None:
+            if value < lo:
+                raise ValueError(f"{name} ({value}) must be greater than or equal to {lo_name} ({lo})")
+            if value > hi:
+                raise ValueError(f"{name} ({value}) must be less than or equal to {hi_name} ({hi})")
+
+        between("group.consumer.heartbeat.interval.ms", self.group_consumer_heartbeat_interval_ms,
+                "group.consumer.min.heartbeat.interval.ms",
+                self.group_consumer_min_heartbeat_interval_ms,
+                "group.consumer.max.heartbeat.interval.ms",
+                self.group_consumer_max_heartbeat_interval_ms)
+        between("group.consumer.session.timeout.ms", self.group_consumer_session_timeout_ms,
+                "group.consumer.min.session.timeout.ms", self.group_consumer_min_session_timeout_ms,
+                "group.consumer.max.session.timeout.ms", self.group_consumer_max_session_timeout_ms)
+        if self.group_consumer_heartbeat_interval_ms >= self.group_consumer_session_timeout_ms:
+            raise ValueError("group.consumer.heartbeat.interval.ms must be less than "
+                             "group.consumer.session.timeout.ms")
+        from .consumer.assignors import ASSIGNORS
+        unknown = [a for a in self.group_consumer_assignors if a not in ASSIGNORS]
+        if unknown or not self.group_consumer_assignors:
+            raise ValueError(f"group.consumer.assignors: unknown assignor(s) {unknown}; "
+                             f"supported: {', '.join(ASSIGNORS)}")
+        if self.group_consumer_migration_policy not in self.MIGRATION_POLICIES:
+            raise ValueError(f"Invalid value {self.group_consumer_migration_policy} for "
+                             f"configuration group.consumer.migration.policy: String must be "
+                             f"one of: {', '.join(self.MIGRATION_POLICIES).upper()}")
 
     @classmethod
     def property_names(cls) -> list[str]:

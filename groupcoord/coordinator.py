@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from protocol.errors import ErrorCode
@@ -37,6 +37,10 @@ from .classic import (
     SyncGroupResult,
 )
 from .config import GroupConfig
+from .consumer.group import ConsumerGroup
+from .consumer.manager import ConsumerGroupManager, TopicsView
+from .consumer.records import decode_consumer_key
+from .group import GroupMetadata
 from .offsets import OffsetMetadataManager, PartitionOffset
 from .records import (
     GroupMetadataKey,
@@ -48,7 +52,8 @@ from .records import (
 )
 from .shard import NO_GENERATION, NO_PROTOCOL, UNKNOWN_MEMBER_ID, TopicPartition, _map_store_error
 from .state import GroupState
-from .storage import TxnMarker, TxnRecord
+from .storage import OffsetsStorage, TxnMarker, TxnRecord
+from .timer import Scheduler
 
 __all__ = [
     "GroupConfig", "GroupCoordinator", "GroupDescription", "GroupListing", "JoinGroupMember",
@@ -84,11 +89,21 @@ class GroupListing:
     group_id: str
     protocol_type: str
     state: str
+    group_type: str = "classic"
 
 
+class GroupCoordinator(ClassicGroupManager, ConsumerGroupManager, OffsetMetadataManager):
+    """Classic and consumer (KIP-848) groups and their offsets, backed by ``__consumer_offsets``.
 
-class GroupCoordinator(ClassicGroupManager, OffsetMetadataManager):
-    """Classic consumer groups and their offsets, backed by ``__consumer_offsets``."""
+    ``topics`` returns the cluster's topics as ``{name: (topic id, partitions, internal)}``;
+    consumer groups subscribe to them (by name or regex) and are assigned their partitions.
+    """
+
+    def __init__(self, storage: OffsetsStorage, config: GroupConfig | None = None,
+                 scheduler: Scheduler | None = None, *,
+                 topics: Callable[[], TopicsView] | None = None) -> None:
+        super().__init__(storage, config, scheduler)
+        self._init_consumer_groups(topics)
 
     async def startup(self, partitions: Iterable[int] | None = None) -> None:
         """Replay our ``__consumer_offsets`` partitions, then serve. Requests for a group whose
@@ -131,6 +146,7 @@ class GroupCoordinator(ClassicGroupManager, OffsetMetadataManager):
             if self._partition(group.group_id) == partition:
                 for member in group.members.values():
                     self._schedule_heartbeat(group, member)
+        self._schedule_consumer_timers(partition)
 
     def unload_partition(self, partition: int) -> None:
         """This broker no longer leads ``partition`` of __consumer_offsets: forget its groups, so
@@ -139,6 +155,9 @@ class GroupCoordinator(ClassicGroupManager, OffsetMetadataManager):
         self._loading.discard(partition)
         for gid in [g for g in self.groups if self._partition(g) == partition]:
             self._unload_group(self.groups.pop(gid))
+        for gid in [g for g in self.consumer_groups if self._partition(g) == partition]:
+            self._unload_consumer_group(self.consumer_groups.pop(gid))
+            self._cg_locks.pop(gid, None)
 
     async def shutdown(self) -> None:
         """Stop serving: parked requests answer NOT_COORDINATOR, timers stop."""
@@ -147,12 +166,16 @@ class GroupCoordinator(ClassicGroupManager, OffsetMetadataManager):
             self._retention_timer.cancel()
         for group in self.groups.values():
             self._unload_group(group)
+        for cgroup in self.consumer_groups.values():
+            self._unload_consumer_group(cgroup)
         self._owned.clear()
         for t in list(self._tasks):
             t.cancel()
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
 
+    # ==========================================================================================
+    # DescribeGroups, ListGroups, DeleteGroups: across group types
     # ==========================================================================================
 
     def describe_group(self, group_id: str) -> GroupDescription:
@@ -161,7 +184,9 @@ class GroupCoordinator(ClassicGroupManager, OffsetMetadataManager):
             return GroupDescription(group_id, err)
         group = self.groups.get(group_id)
         if group is None:
-            return GroupDescription(group_id, ErrorCode.NONE)  # Kafka: state Dead, no error
+            # Kafka: state Dead, no error -- also for a consumer group, which DescribeGroups
+            # does not describe (ConsumerGroupDescribe does).
+            return GroupDescription(group_id, ErrorCode.NONE)
         stable = group.is_in(GroupState.STABLE)
         members = [MemberDescription(
             m.member_id, m.group_instance_id, m.client_id, m.client_host,
@@ -185,6 +210,13 @@ class GroupCoordinator(ClassicGroupManager, OffsetMetadataManager):
             if wanted_types is not None and "classic" not in wanted_types:
                 continue
             out.append(GroupListing(g.group_id, g.protocol_type or "", g.state.value))
+        for cg in self.consumer_groups.values():
+            state = cg.state.value
+            if wanted is not None and state.lower() not in wanted:
+                continue
+            if wanted_types is not None and "consumer" not in wanted_types:
+                continue
+            out.append(GroupListing(cg.group_id, cg.protocol_type, state, "consumer"))
         return (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self._loading else ErrorCode.NONE), out
 
     async def delete_groups(self, group_ids: list[str]) -> dict[str, ErrorCode]:
@@ -193,6 +225,10 @@ class GroupCoordinator(ClassicGroupManager, OffsetMetadataManager):
             err = self._validate(group_id, allow_empty_id=True)
             if err:
                 results[group_id] = err
+                continue
+            cgroup = self.consumer_groups.get(group_id)
+            if cgroup is not None:
+                results[group_id] = await self._delete_consumer_group(cgroup)
                 continue
             group = self.groups.get(group_id)
             if group is None or group.is_in(GroupState.DEAD):
@@ -213,6 +249,19 @@ class GroupCoordinator(ClassicGroupManager, OffsetMetadataManager):
                 results[group_id] = _map_store_error(e, commit=False)
         return results
 
+    async def _delete_consumer_group(self, group: ConsumerGroup) -> ErrorCode:
+        if group.members:
+            return ErrorCode.NON_EMPTY_GROUP
+        gid = group.group_id
+        records = [offset_commit_record(gid, t, p, None) for t, p in group.offsets]
+        records += self.consumer_group_tombstones(group)
+        try:
+            async with self._cg_locks.setdefault(gid, asyncio.Lock()):
+                await self._write(gid, records)
+        except Exception as e:
+            self._drop_consumer_group(gid)
+            return _map_store_error(e, commit=False)
+        return ErrorCode.NONE
 
     # ==========================================================================================
     # replay: the single path for live updates and loading
@@ -226,6 +275,10 @@ class GroupCoordinator(ClassicGroupManager, OffsetMetadataManager):
         """
         k = decode_key(key)
         if k is None:
+            ck = decode_consumer_key(key)
+            if ck is not None:
+                self._seq += 1
+                self.replay_consumer_record(ck, value)
             return
         self._seq += 1
         if isinstance(k, OffsetCommitKey):
@@ -238,10 +291,17 @@ class GroupCoordinator(ClassicGroupManager, OffsetMetadataManager):
         self.replay_group_metadata(k.group, GroupMetadataValue.decode(value))
 
     def _drop_group(self, group_id: str) -> None:
+        """A GroupMetadata tombstone. Committed offsets are records of their own and outlive it
+        (as in Kafka): any left stay in an Empty group holding only offsets."""
         group = self.groups.pop(group_id, None)
         if group is None:
             return
         self._unload_group(group)
         if not group.is_in(GroupState.DEAD):
             group.transition_to(GroupState.DEAD, self.scheduler.now_ms())
+        if group.offsets or group.pending_txn_offsets:
+            shell = GroupMetadata(group_id, current_state_timestamp=self.scheduler.now_ms())
+            shell.offsets = group.offsets
+            shell.pending_txn_offsets = group.pending_txn_offsets
+            self.groups[group_id] = shell
 

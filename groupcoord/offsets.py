@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from protocol.errors import ErrorCode
 
+from .consumer.group import ConsumerGroup
 from .group import (
     CONSUMER_PROTOCOL_TYPE,
     GroupMetadata,
@@ -64,6 +65,12 @@ class OffsetMetadataManager(CoordinatorShard):
         err = self._validate(group_id, allow_empty_id=True)
         if err:
             return all_(err)
+        cgroup = self.consumer_groups.get(group_id)
+        if cgroup is not None:
+            code = _consumer_member_error(cgroup, member_id, generation_id)
+            if code:
+                return all_(code)
+            return await self._write_commits(group_id, offsets, retention_ms)
         group = self.groups.get(group_id)
         if group is None:
             if generation_id >= 0:
@@ -87,6 +94,10 @@ class OffsetMetadataManager(CoordinatorShard):
         else:
             # PreparingRebalance is fine: members commit before they rejoin (onPartitionsRevoked).
             self._schedule_heartbeat(group, group.get(member_id))
+        return await self._write_commits(group_id, offsets, retention_ms)
+
+    async def _write_commits(self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata],
+                             retention_ms: int) -> dict[TopicPartition, ErrorCode]:
         now = self.scheduler.now_ms()
         results: dict[TopicPartition, ErrorCode] = {}
         records: list[Record] = []
@@ -110,32 +121,31 @@ class OffsetMetadataManager(CoordinatorShard):
         return results
 
     def fetch_offsets(self, group_id: str, partitions: list[TopicPartition] | None,
-                      require_stable: bool = False,
+                      require_stable: bool = False, *, member_id: str | None = None,
+                      member_epoch: int = -1,
                       ) -> tuple[ErrorCode, dict[TopicPartition, PartitionOffset]]:
         """OffsetFetch. ``partitions=None`` means every partition with a committed offset.
         ``require_stable`` (KIP-447): a partition with transactional offsets awaiting their
-        marker answers UNSTABLE_OFFSET_COMMIT, and the client retries."""
+        marker answers UNSTABLE_OFFSET_COMMIT, and the client retries. A consumer group's member
+        (OffsetFetch v9, KIP-848) names itself and its epoch: UNKNOWN_MEMBER_ID /
+        STALE_MEMBER_EPOCH when they are not current."""
         err = self._validate(group_id, allow_empty_id=True)
         if err:
             return err, {}
+        cgroup = self.consumer_groups.get(group_id)
+        if cgroup is not None:
+            if member_id is not None or member_epoch >= 0:
+                code = _consumer_member_error(cgroup, member_id or "", member_epoch,
+                                              allow_admin=False)
+                if code:
+                    return code, {}
+            return ErrorCode.NONE, _read_offsets(cgroup.offsets, cgroup.pending_txn_offsets,
+                                                 partitions, require_stable)
         group = self.groups.get(group_id)
         if group is None or group.is_in(GroupState.DEAD):
             return ErrorCode.NONE, {tp: PartitionOffset() for tp in partitions or []}
-        if partitions is None:
-            partitions = sorted(group.offsets)
-        unstable: set[TopicPartition] = set()
-        if require_stable:
-            for pending in group.pending_txn_offsets.values():
-                unstable.update(pending)
-        out = {}
-        for tp in partitions:
-            om = group.offsets.get(tp)
-            if tp in unstable:
-                out[tp] = PartitionOffset(error=ErrorCode.UNSTABLE_OFFSET_COMMIT)
-            else:
-                out[tp] = PartitionOffset() if om is None else \
-                    PartitionOffset(om.offset, om.leader_epoch, om.metadata)
-        return ErrorCode.NONE, out
+        return ErrorCode.NONE, _read_offsets(group.offsets, group.pending_txn_offsets,
+                                             partitions, require_stable)
 
     async def txn_commit_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
                                  member_id: str, generation_id: int,
@@ -152,6 +162,14 @@ class OffsetMetadataManager(CoordinatorShard):
         err = self._validate(group_id)
         if err:
             return all_(err)
+        cgroup = self.consumer_groups.get(group_id)
+        if cgroup is not None:
+            cmember = cgroup.members.get(member_id)
+            if member_id != UNKNOWN_MEMBER_ID and cmember is None:
+                return all_(ErrorCode.UNKNOWN_MEMBER_ID)
+            if cmember is not None and generation_id >= 0 and generation_id != cmember.member_epoch:
+                return all_(ErrorCode.ILLEGAL_GENERATION)
+            return await self._write_txn_commits(group_id, producer_id, producer_epoch, offsets)
         group = self.groups.get(group_id)
         if group is None:
             group = GroupMetadata(group_id, current_state_timestamp=self.scheduler.now_ms())
@@ -164,6 +182,11 @@ class OffsetMetadataManager(CoordinatorShard):
             return all_(ErrorCode.UNKNOWN_MEMBER_ID)
         if generation_id >= 0 and generation_id != group.generation_id:
             return all_(ErrorCode.ILLEGAL_GENERATION)
+        return await self._write_txn_commits(group_id, producer_id, producer_epoch, offsets)
+
+    async def _write_txn_commits(self, group_id: str, producer_id: int, producer_epoch: int,
+                                 offsets: Mapping[TopicPartition, OffsetAndMetadata],
+                                 ) -> dict[TopicPartition, ErrorCode]:
         now = self.scheduler.now_ms()
         results: dict[TopicPartition, ErrorCode] = {}
         records: list[Record] = []
@@ -188,7 +211,9 @@ class OffsetMetadataManager(CoordinatorShard):
         """The marker of ``producer_id``'s transaction reached ``offsets_partition`` (live, or
         while loading): publish its pending offsets on COMMIT, drop them on ABORT."""
         self._seq += 1
-        for group in self.groups.values():
+        holders: list[GroupMetadata | ConsumerGroup] = [*self.groups.values(),
+                                                        *self.consumer_groups.values()]
+        for group in holders:
             if self._partition(group.group_id) != offsets_partition:
                 continue
             pending = group.pending_txn_offsets.pop(producer_id, None)
@@ -205,13 +230,21 @@ class OffsetMetadataManager(CoordinatorShard):
         err = self._validate(group_id)
         if err:
             return err, {}
-        group = self.groups.get(group_id)
-        if group is None or group.is_in(GroupState.DEAD):
-            return ErrorCode.GROUP_ID_NOT_FOUND, {}
         results: dict[TopicPartition, ErrorCode] = {}
-        if group.is_in(GroupState.EMPTY):
-            subscribed: set[str] = set()
+        holder: GroupMetadata | ConsumerGroup
+        subscribed: set[str]
+        cgroup = self.consumer_groups.get(group_id)
+        group = self.groups.get(group_id)
+        if cgroup is not None:
+            holder = cgroup
+            subscribed = set(cgroup.subscription_metadata) if cgroup.members else set()
+        elif group is None or group.is_in(GroupState.DEAD):
+            return ErrorCode.GROUP_ID_NOT_FOUND, {}
+        elif group.is_in(GroupState.EMPTY):
+            holder = group
+            subscribed = set()
         elif group.protocol_type == CONSUMER_PROTOCOL_TYPE:
+            holder = group
             subscribed = self._subscribed_topics_all_protocols(group)
         else:
             return ErrorCode.NON_EMPTY_GROUP, {}
@@ -221,7 +254,7 @@ class OffsetMetadataManager(CoordinatorShard):
                 results[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
                 continue
             results[tp] = ErrorCode.NONE
-            if tp in group.offsets:
+            if tp in holder.offsets:
                 records.append(offset_commit_record(group_id, tp[0], tp[1], None))
         if records:
             try:
@@ -298,12 +331,30 @@ class OffsetMetadataManager(CoordinatorShard):
                 removed += len(expired)
             except Exception as e:
                 log.warning("expiring offsets of group %s failed: %s", group.group_id, e)
+        for cgroup in list(self.consumer_groups.values()):
+            # A consumer group's offsets expire once it is Empty, or for topics it no longer
+            # subscribes to; the group itself stays until deleted.
+            if self._partition(cgroup.group_id) not in self._owned:
+                continue
+            subscribed = set(cgroup.subscription_metadata) if cgroup.members else set()
+            expired = [tp for tp, om in cgroup.offsets.items() if tp[0] not in subscribed and (
+                (om.expire_timestamp >= 0 and now >= om.expire_timestamp) or
+                (om.expire_timestamp < 0 and now - om.commit_timestamp >= retention))]
+            if not expired:
+                continue
+            try:
+                await self._write(cgroup.group_id, [
+                    offset_commit_record(cgroup.group_id, t, p, None) for t, p in expired])
+                removed += len(expired)
+            except Exception as e:
+                log.warning("expiring offsets of group %s failed: %s", cgroup.group_id, e)
         return removed
 
     # ==========================================================================================
 
     def replay_offset_commit(self, k: OffsetCommitKey, value: bytes | None, producer_id: int) -> None:
-        group = self.groups.get(k.group)
+        group: GroupMetadata | ConsumerGroup | None = self.consumer_groups.get(k.group) or \
+            self.groups.get(k.group)
         tp = (k.topic, k.partition)
         if value is None:
             if group is not None:
@@ -319,3 +370,38 @@ class OffsetMetadataManager(CoordinatorShard):
             group.pending_txn_offsets.setdefault(producer_id, {})[tp] = om
         else:
             group.offsets[tp] = om
+
+
+def _read_offsets(offsets: Mapping[TopicPartition, OffsetAndMetadata],
+                  pending_txn: Mapping[int, Mapping[TopicPartition, OffsetAndMetadata]],
+                  partitions: list[TopicPartition] | None, require_stable: bool,
+                  ) -> dict[TopicPartition, PartitionOffset]:
+    if partitions is None:
+        partitions = sorted(offsets)
+    unstable: set[TopicPartition] = set()
+    if require_stable:
+        for pending in pending_txn.values():
+            unstable.update(pending)
+    out = {}
+    for tp in partitions:
+        om = offsets.get(tp)
+        if tp in unstable:
+            out[tp] = PartitionOffset(error=ErrorCode.UNSTABLE_OFFSET_COMMIT)
+        else:
+            out[tp] = PartitionOffset() if om is None else \
+                PartitionOffset(om.offset, om.leader_epoch, om.metadata)
+    return out
+
+
+def _consumer_member_error(group: ConsumerGroup, member_id: str, member_epoch: int, *,
+                           allow_admin: bool = True) -> ErrorCode:
+    """Kafka's ``ConsumerGroup.validateOffsetCommit/Fetch``: epoch -1 from a client outside the
+    group (admin tools, manual assignment) is accepted only while the group is Empty."""
+    if allow_admin and member_epoch < 0 and not group.members:
+        return ErrorCode.NONE
+    member = group.members.get(member_id)
+    if member is None:
+        return ErrorCode.UNKNOWN_MEMBER_ID
+    if member_epoch != member.member_epoch:
+        return ErrorCode.STALE_MEMBER_EPOCH
+    return ErrorCode.NONE

@@ -58,7 +58,12 @@ async def start(broker: Any) -> None:
     existing = broker.topics.get(OFFSETS_TOPIC)
     if existing is not None:
         config.offsets_topic_num_partitions = existing.num_partitions
-    coord = GroupCoordinator(BrokerOffsetsStorage(broker), config)
+
+    def topics() -> dict[str, Any]:
+        # Consumer groups (KIP-848) subscribe to and are assigned these: (id, partitions, internal).
+        return {t.name: (t.topic_id, t.num_partitions, t.is_internal) for t in broker.topics}
+
+    coord = GroupCoordinator(BrokerOffsetsStorage(broker), config, topics=topics)
     broker.group_coordinator = coord
     if getattr(broker, "cluster", None) is not None:
         # In a cluster this broker coordinates the groups of the __consumer_offsets partitions it

@@ -8,6 +8,7 @@ offsets). Samsa keeps the same seams, on one event loop:
 * :class:`CoordinatorShard` (here) -- config, clock, storage, the group maps, ownership of
   partitions (``_validate``), and the one write path (``_write``: append, then ``replay``);
 * :class:`groupcoord.classic.ClassicGroupManager` -- JoinGroup/SyncGroup/Heartbeat/LeaveGroup;
+* :class:`groupcoord.consumer.manager.ConsumerGroupManager` -- KIP-848 consumer groups;
 * :class:`groupcoord.offsets.OffsetMetadataManager` -- OffsetCommit/OffsetFetch/TxnOffsetCommit,
   OffsetDelete and retention;
 * :class:`groupcoord.coordinator.GroupCoordinator` -- composes them: lifecycle (load/unload of
@@ -23,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode, KafkaError
 
@@ -32,6 +33,9 @@ from .group import GroupMetadata, MemberMetadata
 from .records import Record, partition_for
 from .storage import OffsetsStorage
 from .timer import AsyncioScheduler, Scheduler
+
+if TYPE_CHECKING:
+    from .consumer.group import ConsumerGroup
 
 log = logging.getLogger("groupcoord.coordinator")
 
@@ -69,7 +73,8 @@ class CoordinatorShard:
         self.storage = storage
         self.config = config or GroupConfig()
         self.scheduler: Scheduler = scheduler or AsyncioScheduler()
-        self.groups: dict[str, GroupMetadata] = {}
+        self.groups: dict[str, GroupMetadata] = {}  # classic groups (and offsets-only groups)
+        self.consumer_groups: dict[str, ConsumerGroup] = {}  # KIP-848 groups
         self._loading: set[int] = set()
         self._owned: set[int] = set()
         self._tasks: set[asyncio.Task[Any]] = set()

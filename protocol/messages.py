@@ -23,6 +23,7 @@ from kafka.protocol import producer as _producer
 from kafka.protocol.api_message import ApiMessage
 
 from . import inter_broker as _inter_broker
+from . import kip848 as _kip848
 from .api_keys import ApiKey
 
 _HDR = struct.Struct(">hhi")
@@ -34,7 +35,9 @@ _FLEX_HDR = struct.Struct(">iib")
 def _collect() -> tuple[dict[int, Any], dict[int, Any]]:
     requests: dict[int, Any] = {}
     responses: dict[int, Any] = {}
-    for mod in (_producer, _consumer, _metadata, _admin, _inter_broker):
+    # protocol.inter_broker and protocol.kip848: classes kafka-python lacks, from the schemas
+    # in protocol/schemas.
+    for mod in (_producer, _consumer, _metadata, _admin, _inter_broker, _kip848):
         for name in getattr(mod, "__all__", dir(mod)):
             obj = getattr(mod, name, None)
             if not isinstance(obj, type) or not issubclass(obj, ApiMessage) or obj is ApiMessage:

@@ -5,7 +5,7 @@ protocol type. COORDINATOR_LOAD_IN_PROGRESS while ``__consumer_offsets`` is bein
 
 Version notes: v1 ``throttle_time_ms``; v2 no change (KIP-219); v3 flexible; v4
 ``states_filter`` and each group's state (KIP-518); v5 ``types_filter`` and ``group_type``
-(KIP-848): all groups here are ``classic``.
+(KIP-848): ``classic`` or ``consumer``.
 """
 
 from __future__ import annotations
@@ -30,4 +30,4 @@ async def handle_list_groups(ctx: RequestContext, req: Any) -> Any:
     code, groups = coord.list_groups(states or None, types or None)
     return R(throttle_time_ms=0, error_code=int(code), groups=[
         R.ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state,
-                      group_type="classic") for g in groups])
+                      group_type=g.group_type) for g in groups])

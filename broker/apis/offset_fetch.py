@@ -8,7 +8,8 @@ Version notes: v2 a null ``topics`` means all, and a top-level ``error_code`` (K
 ``throttle_time_ms``; v5 ``committed_leader_epoch`` (KIP-320); v6 flexible; v7
 ``require_stable`` (KIP-447): partitions with transactional offsets still awaiting their
 marker answer UNSTABLE_OFFSET_COMMIT; v8 asks for several ``groups`` in one request, each with
-its own error (KIP-709); v9 adds KIP-848 member id/epoch, unused by classic groups. v10 names
+its own error (KIP-709); v9 adds KIP-848 member id/epoch, checked for consumer groups
+(UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH) and unused by classic groups. v10 names
 topics by id and is not served. Before v2 a group-level error is reported on every partition.
 """
 
@@ -25,6 +26,7 @@ TopicPartition = tuple[str, int]
 
 
 def _fetch(ctx: RequestContext, group_id: str, topics: Any, require_stable: bool,
+           member_id: str | None = None, member_epoch: int = -1,
            ) -> tuple[ErrorCode, list[tuple[str, list[tuple[int, Any]]]]]:
     """(group error, [(topic, [(partition, PartitionOffset)])]) in request order."""
     from groupcoord.coordinator import PartitionOffset  # noqa: PLC0415
@@ -36,7 +38,8 @@ def _fetch(ctx: RequestContext, group_id: str, topics: Any, require_stable: bool
     if coord is None:
         code, offsets = ErrorCode.COORDINATOR_NOT_AVAILABLE, {}
     else:
-        code, offsets = coord.fetch_offsets(group_id, wanted, require_stable)
+        code, offsets = coord.fetch_offsets(group_id, wanted, require_stable,
+                                            member_id=member_id, member_epoch=member_epoch)
     if wanted is None:
         wanted = list(offsets)
     by_topic: dict[str, list[tuple[int, Any]]] = {}
@@ -55,7 +58,9 @@ async def handle_offset_fetch(ctx: RequestContext, req: Any) -> Any:
         P = T.OffsetFetchResponsePartitions
         groups = []
         for g in req.groups:
-            code, topics = _fetch(ctx, g.group_id, g.topics, req.require_stable)
+            code, topics = _fetch(ctx, g.group_id, g.topics, req.require_stable,
+                                  g.member_id if v >= 9 else None,
+                                  g.member_epoch if v >= 9 else -1)
             groups.append(G(group_id=g.group_id, error_code=int(code), topics=[
                 T(name=name, partitions=[
                     P(partition_index=p, committed_offset=o.offset, committed_leader_epoch=o.leader_epoch,

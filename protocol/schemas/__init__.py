@@ -3,4 +3,7 @@
 Each ``<Name>.json`` here is read by kafka-python's loader (``load_json=__name__``) exactly as its
 bundled schemas are, so these messages get the same generated encoders and decoders. The field
 layouts follow Kafka's published message definitions (``clients/src/main/resources/common/message``).
+Users: :mod:`protocol.inter_broker` (the ZooKeeper-mode inter-broker APIs) and
+:mod:`protocol.kip848` (ConsumerGroupHeartbeat/ConsumerGroupDescribe, and the consumer-group
+record values of ``__consumer_offsets`` from ``group-coordinator/src/main/resources/common/message``).
 """

@@ -1,0 +1,60 @@
+"""ConsumerGroupDescribe (key 69), versions 0-1: describe KIP-848 consumer groups.
+
+For each group: its state (``Empty``, ``Assigning``, ``Reconciling``, ``Stable``), group and
+assignment epochs, the assignor in use, and each member with its subscription, epoch, current
+assignment and target assignment (topic ids with their names). A classic group or an unknown id
+answers GROUP_ID_NOT_FOUND, which is how the admin client knows to fall back to DescribeGroups.
+
+Version notes: v1 (KIP-1099) adds each member's ``MemberType`` (1: consumer protocol).
+``include_authorized_operations``: without ACLs every group operation is allowed (READ, DELETE,
+DESCRIBE), as in DescribeGroups.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+from . import RequestContext, api
+
+GROUP_OPERATIONS = {3, 6, 8}  # READ, DELETE, DESCRIBE (kafka.protocol takes the set of bits)
+OPERATIONS_OMITTED = {31}  # INT32_MIN: not requested
+MEMBER_TYPE_CONSUMER = 1
+
+
+@api(ApiKey.CONSUMER_GROUP_DESCRIBE, versions=(0, 1))
+async def handle_consumer_group_describe(ctx: RequestContext, req: Any) -> Any:
+    R = ctx.response_class
+    G = R.DescribedGroup
+    coord = ctx.broker.group_coordinator
+    ops = GROUP_OPERATIONS if req.include_authorized_operations else OPERATIONS_OMITTED
+    if coord is None:
+        return R(throttle_time_ms=0, groups=[
+            G(error_code=int(ErrorCode.COORDINATOR_NOT_AVAILABLE), error_message=None,
+              group_id=g, group_state="", group_epoch=-1, assignment_epoch=-1, assignor_name="",
+              members=[], authorized_operations=ops) for g in req.group_ids])
+
+    A = G.Member.Assignment
+
+    def assignment(items: list[tuple[Any, str, list[int]]]) -> Any:
+        return A(topic_partitions=[
+            A.TopicPartitions(topic_id=t, topic_name=name, partitions=ps) for t, name, ps in items])
+
+    extra = {"member_type": MEMBER_TYPE_CONSUMER} if ctx.version >= 1 else {}
+    out = []
+    for d in coord.describe_consumer_groups(list(req.group_ids)):
+        out.append(G(
+            error_code=int(d.error), error_message=d.error_message, group_id=d.group_id,
+            group_state=d.state, group_epoch=d.group_epoch, assignment_epoch=d.assignment_epoch,
+            assignor_name=d.assignor_name, authorized_operations=ops,
+            members=[G.Member(member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,
+                              member_epoch=m.member_epoch, client_id=m.client_id,
+                              client_host=m.client_host,
+                              subscribed_topic_names=m.subscribed_topic_names,
+                              subscribed_topic_regex=m.subscribed_topic_regex,
+                              assignment=assignment(m.assignment),
+                              target_assignment=assignment(m.target_assignment), **extra)
+                     for m in d.members]))
+    return R(throttle_time_ms=0, groups=out)

@@ -1,0 +1,153 @@
+"""The consumer-group records of ``__consumer_offsets`` (KIP-848), in Kafka's binary layout.
+
+Keys are non-flexible structs whose leading int16 is the record type (Kafka's key version):
+
+====  ==========================================  =====================================
+ 3    ConsumerGroupMetadataKey (group)            value: the group epoch
+ 4    ConsumerGroupPartitionMetadataKey (group)   value: subscribed topics' id, name, partitions
+ 5    ConsumerGroupMemberMetadataKey (group, m)   value: a member's subscription and client
+ 6    ConsumerGroupTargetAssignmentMetadataKey    value: the target assignment's epoch
+ 7    ConsumerGroupTargetAssignmentMemberKey      value: one member's target partitions
+ 8    ConsumerGroupCurrentMemberAssignmentKey     value: a member's epochs, state, partitions
+====  ==========================================  =====================================
+
+Values are flexible version-0 structs encoded by kafka-python from the schemas in
+:mod:`protocol.schemas` (classes in :mod:`protocol.kip848`), preceded by their int16 version.
+A ``None`` value is a tombstone. No I/O.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from protocol import kip848
+
+from ..records import Record, _Reader, _Writer
+from .group import Assignment, ConsumerGroupMember, MemberState, TopicMetadata
+
+GROUP_METADATA = 3
+PARTITION_METADATA = 4
+MEMBER_METADATA = 5
+TARGET_ASSIGNMENT_METADATA = 6
+TARGET_ASSIGNMENT_MEMBER = 7
+CURRENT_MEMBER_ASSIGNMENT = 8
+CONSUMER_KEY_TYPES = range(GROUP_METADATA, CURRENT_MEMBER_ASSIGNMENT + 1)
+_WITH_MEMBER = {MEMBER_METADATA, TARGET_ASSIGNMENT_MEMBER, CURRENT_MEMBER_ASSIGNMENT}
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerRecordKey:
+    type: int
+    group_id: str
+    member_id: str | None = None
+
+    def encode(self) -> bytes:
+        w = _Writer()
+        w.int16(self.type)
+        w.string(self.group_id)
+        if self.type in _WITH_MEMBER:
+            w.string(self.member_id or "")
+        return bytes(w.buf)
+
+
+def decode_consumer_key(data: bytes) -> ConsumerRecordKey | None:
+    (version,) = struct.unpack_from(">h", data, 0)
+    if version not in CONSUMER_KEY_TYPES:
+        return None
+    r = _Reader(data, 2)
+    group_id = r.string()
+    member_id = r.string() if version in _WITH_MEMBER else None
+    return ConsumerRecordKey(version, group_id, member_id)
+
+
+def _value(obj: Any) -> bytes:
+    return struct.pack(">h", 0) + bytes(obj.encode(version=0, header=False))
+
+
+def decode_value(cls: Any, data: bytes) -> Any:
+    (version,) = struct.unpack_from(">h", data, 0)
+    if version != 0:
+        raise ValueError(f"unknown {cls.__name__} version {version}")
+    return cls.decode(data[2:], version=0, header=False)
+
+
+def _topic_partitions(cls: Any, a: Assignment) -> list[Any]:
+    return [cls(topic_id=t, partitions=sorted(ps)) for t, ps in sorted(a.items(), key=lambda kv: str(kv[0])) if ps]
+
+
+def assignment_from(items: Any) -> Assignment:
+    out: Assignment = {}
+    for tp in items or []:
+        if tp.partitions:
+            out.setdefault(tp.topic_id, set()).update(tp.partitions)
+    return out
+
+
+# --- builders (Kafka's GroupCoordinatorRecordHelpers) -----------------------------------------
+
+def group_epoch_record(group_id: str, epoch: int | None) -> Record:
+    key = ConsumerRecordKey(GROUP_METADATA, group_id).encode()
+    if epoch is None:
+        return key, None
+    return key, _value(kip848.ConsumerGroupMetadataValue(version=0, epoch=epoch))
+
+
+def partition_metadata_record(group_id: str, topics: dict[str, TopicMetadata] | None) -> Record:
+    key = ConsumerRecordKey(PARTITION_METADATA, group_id).encode()
+    if topics is None:
+        return key, None
+    V = kip848.ConsumerGroupPartitionMetadataValue
+    return key, _value(V(version=0, topics=[
+        V.TopicMetadata(topic_id=t.topic_id, topic_name=t.name, num_partitions=t.num_partitions,
+                        partition_metadata=[])
+        for t in sorted(topics.values(), key=lambda t: t.name)]))
+
+
+def member_metadata_record(group_id: str, member_id: str, m: ConsumerGroupMember | None) -> Record:
+    key = ConsumerRecordKey(MEMBER_METADATA, group_id, member_id).encode()
+    if m is None:
+        return key, None
+    return key, _value(kip848.ConsumerGroupMemberMetadataValue(
+        version=0, instance_id=m.instance_id, rack_id=m.rack_id, client_id=m.client_id,
+        client_host=m.client_host, subscribed_topic_names=list(m.subscribed_topic_names),
+        subscribed_topic_regex=m.subscribed_topic_regex, rebalance_timeout_ms=m.rebalance_timeout_ms,
+        server_assignor=m.server_assignor, classic_member_metadata=None))
+
+
+def target_assignment_epoch_record(group_id: str, epoch: int | None) -> Record:
+    key = ConsumerRecordKey(TARGET_ASSIGNMENT_METADATA, group_id).encode()
+    if epoch is None:
+        return key, None
+    return key, _value(kip848.ConsumerGroupTargetAssignmentMetadataValue(
+        version=0, assignment_epoch=epoch))
+
+
+def target_assignment_record(group_id: str, member_id: str, a: Assignment | None) -> Record:
+    key = ConsumerRecordKey(TARGET_ASSIGNMENT_MEMBER, group_id, member_id).encode()
+    if a is None:
+        return key, None
+    V = kip848.ConsumerGroupTargetAssignmentMemberValue
+    return key, _value(V(version=0, topic_partitions=_topic_partitions(V.TopicPartition, a)))
+
+
+def current_assignment_record(group_id: str, member_id: str, epoch: int, previous_epoch: int,
+                              state: MemberState, assigned: Assignment,
+                              pending_revocation: Assignment) -> Record:
+    key = ConsumerRecordKey(CURRENT_MEMBER_ASSIGNMENT, group_id, member_id).encode()
+    V = kip848.ConsumerGroupCurrentMemberAssignmentValue
+    return key, _value(V(version=0, member_epoch=epoch, previous_member_epoch=previous_epoch,
+                         state=state.value,
+                         assigned_partitions=_topic_partitions(V.TopicPartitions, assigned),
+                         partitions_pending_revocation=_topic_partitions(V.TopicPartitions,
+                                                                         pending_revocation)))
+
+
+def current_assignment_tombstone(group_id: str, member_id: str) -> Record:
+    return ConsumerRecordKey(CURRENT_MEMBER_ASSIGNMENT, group_id, member_id).encode(), None
+
+
+def topic_id_of(value: Any) -> uuid.UUID:
+    return value if isinstance(value, uuid.UUID) else uuid.UUID(bytes=bytes(value))
