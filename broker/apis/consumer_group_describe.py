@@ -19,8 +19,8 @@ from protocol.errors import ErrorCode
 
 from . import RequestContext, api
 
-GROUP_OPERATIONS = {3, 6, 8}  # READ, DELETE, DESCRIBE (kafka.protocol takes the set of bits)
-OPERATIONS_OMITTED = {31}  # INT32_MIN: not requested
+GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)  # READ, DELETE, DESCRIBE (AclOperation bits)
+OPERATIONS_OMITTED = -(2**31)  # INT32_MIN: not requested
 MEMBER_TYPE_CONSUMER = 1
 
 

@@ -4,8 +4,10 @@ Mirrors ``kafka-consumer-groups.sh``:
 
 * ``--list [--state]``: ListGroups (with each group's state from v4, KIP-518).
 * ``--describe --group G | --all-groups [--offsets | --members [--verbose] | --state]``:
-  DescribeGroups + OffsetFetch + ListOffsets, giving per-partition CURRENT-OFFSET,
-  LOG-END-OFFSET and LAG with the owning member, as Kafka prints it.
+  ConsumerGroupDescribe (KIP-848 consumer groups) or, for a classic group, DescribeGroups --
+  as Kafka's admin client, which falls back on GROUP_ID_NOT_FOUND -- + OffsetFetch +
+  ListOffsets, giving per-partition CURRENT-OFFSET, LOG-END-OFFSET and LAG with the owning
+  member, as Kafka prints it.
 * ``--reset-offsets --group G (--topic T[:P,P] ... | --all-topics)`` with one scenario of
   ``--to-earliest/--to-latest/--to-current/--to-offset N/--shift-by N/--to-datetime
   DT/--by-duration PnDTnHnMnS`` and ``--dry-run`` (the default) or ``--execute``. Targets
@@ -137,19 +139,50 @@ def _assignment(member: dict[str, Any]) -> list[tuple[str, int]]:
     return out
 
 
-def describe_groups_raw(admin: Any, group: str) -> tuple[dict[str, Any], int]:
-    """DescribeGroups for one group at its coordinator, as a plain dict, and the coordinator id.
+def describe_consumer_group_raw(admin: Any, group: str, coordinator: int) -> dict[str, Any] | None:
+    """ConsumerGroupDescribe (KIP-848) in the shape :func:`describe_groups_raw` returns, or None
+    when the group is not a consumer group (or the broker does not serve the API)."""
+    from kafka.errors import KafkaError
 
-    Sent raw (without authorized operations) rather than through
+    from protocol.kip848 import ConsumerGroupDescribeRequest
+
+    try:
+        resp = send_request(admin, ConsumerGroupDescribeRequest(
+            group_ids=[group], include_authorized_operations=False), node_id=coordinator)
+    except (KafkaError, ValueError, KeyError):
+        return None
+    g = resp.groups[0]
+    if g.error_code:
+        return None
+    members = [{"member_id": m.member_id, "group_instance_id": m.instance_id,
+                "client_id": m.client_id, "client_host": m.client_host,
+                "member_epoch": m.member_epoch,
+                "member_assignment": {"assigned_partitions": [
+                    {"topic": tp.topic_name, "partitions": list(tp.partitions)}
+                    for tp in m.assignment.topic_partitions]}} for m in g.members]
+    return {"group_id": group, "group_state": g.group_state, "protocol_type": "consumer",
+            "protocol_data": g.assignor_name, "group_type": "consumer",
+            "group_epoch": g.group_epoch, "members": members, "error": None}
+
+
+def describe_groups_raw(admin: Any, group: str) -> tuple[dict[str, Any], int]:
+    """The group at its coordinator, as a plain dict, and the coordinator id: a consumer group
+    (KIP-848) through ConsumerGroupDescribe, else DescribeGroups.
+
+    DescribeGroups is sent raw (without authorized operations) rather than through
     ``KafkaAdminClient.describe_groups``, which fails on ACL bits it does not know.
     """
     from kafka.protocol.admin import DescribeGroupsRequest
 
     coordinator = admin._manager.run(admin._find_coordinator_id, group)
+    consumer = describe_consumer_group_raw(admin, group, coordinator)
+    if consumer is not None:
+        return consumer, coordinator
     resp = send_request(admin, DescribeGroupsRequest(groups=[group], include_authorized_operations=False),
                         node_id=coordinator)
     raw = resp.groups[0]
     g = raw.to_dict()
+    g["group_type"] = "classic"
     # keep the members' metadata/assignment as the bytes on the wire (to_dict turns them into text)
     for m, rm in zip(g.get("members") or [], raw.members or [], strict=False):
         m["member_assignment"] = bytes(rm.member_assignment) if rm.member_assignment is not None else None
@@ -192,7 +225,8 @@ def describe_group(admin: Any, group: str) -> dict[str, Any]:
                         "lag": (end_off - cur) if cur is not None and end_off is not None else None,
                         "consumer_id": m["member_id"] if m else None, "host": m["host"] if m else None,
                         "client_id": m["client_id"] if m else None})
-    return {"group": group, "state": desc.get("group_state"), "protocol_type": desc.get("protocol_type"),
+    return {"group": group, "type": desc.get("group_type"), "state": desc.get("group_state"),
+            "protocol_type": desc.get("protocol_type"),
             "assignment_strategy": desc.get("protocol_data") or None, "coordinator": coordinator,
             "error": desc.get("error"), "members": members, "offsets": offsets}
 
@@ -210,9 +244,10 @@ def _describe(admin: Any, args: argparse.Namespace) -> int | None:
             print(f"Consumer group '{d['group']}' does not exist.")
             continue
         if view == "state":
-            print_table(["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"],
-                        [(d["group"], d["coordinator"], d["assignment_strategy"], d["state"],
-                          len(d["members"]))])
+            print_table(["GROUP", "TYPE", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE",
+                         "#MEMBERS"],
+                        [(d["group"], d["type"], d["coordinator"], d["assignment_strategy"],
+                          d["state"], len(d["members"]))])
         elif view == "members":
             rows = []
             for m in d["members"]:
