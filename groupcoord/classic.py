@@ -100,6 +100,17 @@ class ClassicGroupManager(CoordinatorShard):
                 <= self.config.group_max_session_timeout_ms):
             return JoinGroupResult(ErrorCode.INVALID_SESSION_TIMEOUT, member_id)
         is_unknown = member_id == UNKNOWN_MEMBER_ID
+        if group_id in self.consumer_groups:
+            # The id belongs to a KIP-848 consumer group: an Empty one becomes a classic group (its
+            # offsets stay), as Kafka's maybeDeleteEmptyConsumerGroup does; classic members
+            # inside a non-empty consumer group (KIP-848 online migration) are not served.
+            try:
+                if not await self.convert_empty_consumer_group(group_id):
+                    log.info("classic JoinGroup for consumer group %s refused: the group has "
+                             "consumer-protocol members", group_id)
+                    return JoinGroupResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id)
+            except Exception as e:
+                return JoinGroupResult(_map_store_error(e, commit=False), member_id)
         group = self.groups.get(group_id)
         if group is None:
             if not is_unknown:

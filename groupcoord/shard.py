@@ -89,6 +89,9 @@ class CoordinatorShard:
     def replay(self, key: bytes, value: bytes | None, *, producer_id: int = -1) -> None:
         raise NotImplementedError  # GroupCoordinator.replay
 
+    async def convert_empty_consumer_group(self, group_id: str) -> bool:
+        raise NotImplementedError  # ConsumerGroupManager.convert_empty_consumer_group
+
     def _schedule_heartbeat(self, group: GroupMetadata, member: MemberMetadata,
                             timeout_ms: int | None = None) -> None:
         raise NotImplementedError  # ClassicGroupManager._schedule_heartbeat

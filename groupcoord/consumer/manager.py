@@ -699,6 +699,20 @@ class ConsumerGroupManager(CoordinatorShard):
             shell.pending_txn_offsets = group.pending_txn_offsets
             self.groups[gid] = shell
 
+    async def convert_empty_consumer_group(self, group_id: str) -> bool:
+        """A classic JoinGroup for this id: an Empty consumer group is deleted (its records
+        tombstoned; committed offsets stay, in an Empty classic group) so the classic protocol
+        can take the id over. False if the group still has members."""
+        async with self._cg_locks.setdefault(group_id, asyncio.Lock()):
+            group = self.consumer_groups.get(group_id)
+            if group is None:
+                return True
+            if group.members:
+                return False
+            log.info("[GroupId %s] converting the empty consumer group to a classic group", group_id)
+            await self._write(group_id, self.consumer_group_tombstones(group))
+            return True
+
     def consumer_group_tombstones(self, group: ConsumerGroup) -> list[Record]:
         """Kafka's ``createGroupTombstoneRecords`` for a consumer group."""
         gid = group.group_id

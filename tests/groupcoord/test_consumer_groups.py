@@ -360,3 +360,29 @@ def test_config_bounds() -> None:
         "group.consumer.min.heartbeat.interval.ms": "500",
         "group.consumer.heartbeat.interval.ms": "500"})
     assert cfg.group_consumer_assignors == ("range",) and cfg.group_consumer_session_timeout_ms == 6000
+
+
+@async_test
+async def test_classic_join_converts_only_an_empty_consumer_group() -> None:
+    h = await Harness(group_initial_rebalance_delay_ms=0).start()
+    await h.hb("m1")
+    tp = ("t1", 2)
+    await h.coord.commit_offsets("g", "m1", h.epochs["m1"], {tp: OffsetAndMetadata(7)})
+
+    def classic_join() -> Any:
+        sub = b"\x00\x00\x00\x00\x00\x01\x00\x02t1\xff\xff\xff\xff"
+        return asyncio.ensure_future(h.coord.join_group("g", "", "consumer", [("range", sub)],
+                                                        10_000, 30_000, client_id="old"))
+    r = await classic_join()
+    assert r.error == E.INCONSISTENT_GROUP_PROTOCOL and "g" not in h.coord.groups
+    await h.hb("m1", -1)
+    task = classic_join()
+    for _ in range(5):
+        h.sched.advance(0)
+        await asyncio.sleep(0)
+        await h.coord.idle()
+    r = await task
+    assert r.error == E.NONE and r.generation_id == 1
+    assert "g" not in h.coord.consumer_groups and h.coord.groups["g"].offsets[tp].offset == 7
+    fresh = await h.replayed()
+    assert "g" not in fresh.consumer_groups and fresh.fetch_offsets("g", [tp])[1][tp].offset == 7
