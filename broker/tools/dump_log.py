@@ -145,6 +145,13 @@ def _decode_offsets(key: bytes | None, value: bytes | None) -> tuple[Any, Any]:
     from groupcoord import records as gr
 
     k = gr.decode_key(key) if key is not None else None
+    if k is None and key is not None:
+        # KIP-848 consumer-group records (key versions 3-8).
+        from groupcoord.consumer import records as cr
+
+        ck = cr.decode_consumer_key(key)
+        if ck is not None:
+            return _plain(ck), cr.value_to_plain(ck.type, value) if value is not None else None
     v: Any = None
     if value is not None and k is not None:
         cls = gr.OffsetCommitValue if isinstance(k, gr.OffsetCommitKey) else gr.GroupMetadataValue

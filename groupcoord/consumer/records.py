@@ -151,3 +151,32 @@ def current_assignment_tombstone(group_id: str, member_id: str) -> Record:
 
 def topic_id_of(value: Any) -> uuid.UUID:
     return value if isinstance(value, uuid.UUID) else uuid.UUID(bytes=bytes(value))
+
+
+VALUE_CLASSES: dict[int, Any] = {
+    GROUP_METADATA: kip848.ConsumerGroupMetadataValue,
+    PARTITION_METADATA: kip848.ConsumerGroupPartitionMetadataValue,
+    MEMBER_METADATA: kip848.ConsumerGroupMemberMetadataValue,
+    TARGET_ASSIGNMENT_METADATA: kip848.ConsumerGroupTargetAssignmentMetadataValue,
+    TARGET_ASSIGNMENT_MEMBER: kip848.ConsumerGroupTargetAssignmentMemberValue,
+    CURRENT_MEMBER_ASSIGNMENT: kip848.ConsumerGroupCurrentMemberAssignmentValue,
+}
+
+
+def value_to_plain(key_type: int, value: bytes) -> Any:
+    """A consumer-group record value as plain data (topic ids in Kafka's text form), for tools."""
+    from protocol import kafka_uuid
+
+    def plain(obj: Any) -> Any:
+        if isinstance(obj, uuid.UUID):
+            return kafka_uuid.to_string(obj)
+        if isinstance(obj, dict):
+            return {k: kafka_uuid.to_string(v) if k == "topic_id" and isinstance(v, str) else plain(v)
+                    for k, v in obj.items() if k != "version"}
+        if isinstance(obj, (list, tuple)):
+            return [plain(x) for x in obj]
+        if isinstance(obj, (bytes, bytearray)):
+            return bytes(obj).hex()
+        return obj
+
+    return plain(decode_value(VALUE_CLASSES[key_type], value).to_dict())

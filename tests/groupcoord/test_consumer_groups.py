@@ -386,3 +386,17 @@ async def test_classic_join_converts_only_an_empty_consumer_group() -> None:
     assert "g" not in h.coord.consumer_groups and h.coord.groups["g"].offsets[tp].offset == 7
     fresh = await h.replayed()
     assert "g" not in fresh.consumer_groups and fresh.fetch_offsets("g", [tp])[1][tp].offset == 7
+
+
+def test_records_decode_for_tools() -> None:
+    from groupcoord.consumer import records as cr
+    from protocol import kafka_uuid
+
+    key, value = cr.current_assignment_record("g", "m", 3, 2, MemberState.UNREVOKED_PARTITIONS,
+                                              {T1: {1, 0}}, {T2: {4}})
+    assert value is not None and value[:2] == b"\x00\x00"  # value version 0
+    assert cr.decode_consumer_key(key) == cr.ConsumerRecordKey(8, "g", "m")
+    plain = cr.value_to_plain(8, value)
+    assert plain["state"] == 1 and plain["assigned_partitions"] == [
+        {"topic_id": kafka_uuid.to_string(T1), "partitions": [0, 1]}]
+    assert plain["partitions_pending_revocation"][0]["partitions"] == [4]
