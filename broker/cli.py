@@ -33,6 +33,7 @@ def add_broker_arguments(p: argparse.ArgumentParser) -> None:
 
 def run_broker(args: argparse.Namespace) -> int:
     from .config import BrokerConfig  # noqa: PLC0415
+    from .security import SecurityConfigError  # noqa: PLC0415
     from .server import Broker  # noqa: PLC0415
 
     try:
@@ -56,6 +57,9 @@ def run_broker(args: argparse.Namespace) -> int:
         asyncio.run(broker.serve_forever())
     except (OSError, BrokerIdInUse, ZooKeeperUnavailable) as e:
         logging.getLogger("samsa.server").error("Fatal error during startup: %s", e)
+        return 1
+    except SecurityConfigError as e:  # a bad certificate, keystore or SASL setting: no traceback
+        logging.getLogger("samsa.server").error("Invalid security configuration: %s", e)
         return 1
     return 0
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import logging
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -132,10 +133,16 @@ class Listener:
 def parse_listeners(spec: str) -> list[Listener]:
     out = []
     for item in filter(None, (s.strip() for s in spec.split(","))):
-        u = urlparse(item)
-        if not u.scheme or u.port is None:
+        # Listener names such as SASL_SSL are not URL schemes (underscore): split by hand.
+        name, sep, rest = item.partition("://")
+        u = urlparse("x://" + rest)
+        try:
+            port = u.port
+        except ValueError:
+            port = None
+        if not sep or not re.fullmatch(r"[A-Za-z0-9_.-]+", name) or port is None:
             raise InvalidConfigError(message=f"Invalid listener {item!r}; expected NAME://host:port")
-        out.append(Listener(u.scheme.upper(), u.hostname or "0.0.0.0", u.port))
+        out.append(Listener(name.upper(), u.hostname or "0.0.0.0", port))
     return out
 
 

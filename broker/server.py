@@ -10,6 +10,7 @@ requests simply wait their turn). A frame that cannot be read closes that connec
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import signal
@@ -58,8 +59,9 @@ class KafkaConnection(asyncio.Protocol):
 
     MAX_QUEUED = 64
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: Broker, listener: Any = None) -> None:
         self.broker = broker
+        self.listener = listener  # broker.security.manager.ListenerSecurity
         self.decoder = FrameDecoder(broker.config.int("socket.request.max.bytes"))
         self.queue: deque[bytes | memoryview] = deque()
         self.wakeup = asyncio.Event()
@@ -75,6 +77,7 @@ class KafkaConnection(asyncio.Protocol):
         self.principal = "User:ANONYMOUS"
         self.listener_name = "PLAINTEXT"
         self.security_protocol = "PLAINTEXT"
+        self.authenticator: Any = None  # SASL listeners: owns the frames until authenticated
         # When metrics are on: when each queued frame was read (RequestQueueTimeMs starts there).
         self.arrivals: deque[float] | None = deque() if broker.metrics is not None else None
 
@@ -90,6 +93,8 @@ class KafkaConnection(asyncio.Protocol):
             except OSError:
                 pass
         self.broker.connections.add(self)
+        if self.listener is not None and not self.broker.security.on_connection(self, self.listener):
+            return
         self.task = asyncio.get_running_loop().create_task(self._serve())
 
     def data_received(self, data: bytes) -> None:
@@ -210,6 +215,7 @@ class Broker:
         self.producer_ids: Any = None
         self.metrics: Any = None  # broker.metrics.BrokerMetrics when metrics.listener is set
         self.console: Any = None  # broker/console/, when console.listener is set
+        self.security: Any = None  # broker.security.manager.BrokerSecurity, built first in start()
         self.started = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = asyncio.Event()
@@ -238,6 +244,9 @@ class Broker:
 
     async def start(self) -> None:
         t0 = time.monotonic()
+        from .security.manager import BrokerSecurity  # noqa: PLC0415
+
+        self.security = BrokerSecurity(self.config)  # a bad certificate or SASL setting stops us here
         for d in self.config.log_dirs:
             d.mkdir(parents=True, exist_ok=True)
         if self.cluster is not None:
@@ -257,8 +266,9 @@ class Broker:
         await self._start_components()
         loop = asyncio.get_running_loop()
         for lst in self.config.listeners:
-            server = await loop.create_server(lambda: KafkaConnection(self), lst.host, lst.port,
-                                              reuse_address=True, backlog=1024)
+            sec = self.security.listeners[lst.name]
+            server = await loop.create_server(functools.partial(KafkaConnection, self, sec), lst.host, lst.port,
+                                              reuse_address=True, backlog=1024, ssl=sec.ssl_context)
             self.servers.append(server)
         self._tasks.append(loop.create_task(self._retention_loop()))
         if self.cluster is not None:
@@ -344,6 +354,10 @@ class Broker:
     # --- requests -------------------------------------------------------------------------
 
     async def handle_frame(self, frame: bytes | memoryview, conn: KafkaConnection) -> bytes | list[Any] | None:
+        if conn.authenticator is not None:  # SASL listeners only: PLAINTEXT pays this one test
+            handled, out = conn.authenticator.on_frame(frame)
+            if handled:
+                return out
         try:
             header = parse_header(frame)
         except MalformedRequest as e:

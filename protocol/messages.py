@@ -20,6 +20,7 @@ from kafka.protocol import admin as _admin
 from kafka.protocol import consumer as _consumer
 from kafka.protocol import metadata as _metadata
 from kafka.protocol import producer as _producer
+from kafka.protocol import sasl as _sasl
 from kafka.protocol.api_message import ApiMessage
 
 from . import inter_broker as _inter_broker
@@ -37,7 +38,7 @@ def _collect() -> tuple[dict[int, Any], dict[int, Any]]:
     responses: dict[int, Any] = {}
     # protocol.inter_broker and protocol.kip848: classes kafka-python lacks, from the schemas
     # in protocol/schemas.
-    for mod in (_producer, _consumer, _metadata, _admin, _inter_broker, _kip848):
+    for mod in (_producer, _consumer, _metadata, _admin, _inter_broker, _kip848, _sasl):
         for name in getattr(mod, "__all__", dir(mod)):
             obj = getattr(mod, name, None)
             if not isinstance(obj, type) or not issubclass(obj, ApiMessage) or obj is ApiMessage:

@@ -74,6 +74,15 @@ class RequestContext:
     security_protocol: str = "PLAINTEXT"
 
     @property
+    def advertised(self) -> Any:
+        """This broker's advertised endpoint on the listener the request came in on (Kafka answers
+        Metadata/FindCoordinator with the same listener's address, so TLS clients stay on TLS)."""
+        for lst in self.broker.config.advertised_listeners:
+            if lst.name == self.listener_name:
+                return lst
+        return self.broker.advertised
+
+    @property
     def version(self) -> int:
         return self.header.api_version
 

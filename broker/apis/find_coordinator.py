@@ -59,7 +59,7 @@ async def _cluster_lookup(ctx: RequestContext, key_type: int, key: str) -> tuple
     topic = GROUP_METADATA_TOPIC_NAME if key_type == GROUP_KEY else TRANSACTION_STATE_TOPIC_NAME
     partition = coord.partition_for(key)
     pm = broker.metadata_cache.partition(topic, partition)
-    ep = broker.metadata_cache.leader_endpoint(topic, partition, broker.advertised.name)
+    ep = broker.metadata_cache.leader_endpoint(topic, partition, ctx.listener_name)
     if pm is None or ep is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available.", -1, "", -1
     return ErrorCode.NONE, None, pm.leader, ep.host, ep.port
@@ -68,7 +68,7 @@ async def _cluster_lookup(ctx: RequestContext, key_type: int, key: str) -> tuple
 @api(ApiKey.FIND_COORDINATOR, versions=(0, 6))
 async def handle_find_coordinator(ctx: RequestContext, req: Any) -> Any:
     R = ctx.response_class
-    adv = ctx.broker.advertised
+    adv = ctx.advertised
     node = ctx.broker.broker_id
     key_type = req.key_type if ctx.version >= 1 else GROUP_KEY
     keys = list(req.coordinator_keys) if ctx.version >= 4 else [req.key]

@@ -114,13 +114,13 @@ def cluster_brokers(ctx: RequestContext) -> tuple[list[tuple[int, str, int, str 
     broker = ctx.broker
     cache = broker.metadata_cache
     if cache is None or not cache.brokers:
-        adv = broker.advertised
+        adv = ctx.advertised  # the listener the request came in on
         rack = str(broker.config.get("broker.rack") or "") or None
         return [(broker.broker_id, adv.host, adv.port, rack)], \
             (broker.broker_id if cache is None else cache.controller_id)
     out = []
     for b in sorted(cache.brokers.values(), key=lambda b: b.id):
-        ep = b.endpoint(broker.advertised.name)
+        ep = b.endpoint(ctx.listener_name)
         out.append((b.id, ep.host, ep.port, b.rack))
     return out, cache.controller_id
 

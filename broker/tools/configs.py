@@ -52,7 +52,8 @@ def register(subparsers: Any) -> None:
     verbs = p.add_mutually_exclusive_group(required=True)
     verbs.add_argument("--describe", dest="verb", action="store_const", const="describe")
     verbs.add_argument("--alter", dest="verb", action="store_const", const="alter")
-    p.add_argument("--entity-type", choices=sorted(RESOURCE_TYPES), help="topics or brokers.")
+    p.add_argument("--entity-type", choices=sorted([*RESOURCE_TYPES, "users"]),
+                   help="topics, brokers or users (SCRAM credentials).")
     p.add_argument("--entity-name", help="Topic name or broker id.")
     p.add_argument("--entity-default", action="store_true",
                    help="The cluster-wide dynamic default (brokers only).")
@@ -124,11 +125,27 @@ def main(args: argparse.Namespace) -> int | None:
     etype, name = _entity(args)
     admin = admin_client(args)
     try:
+        if etype == "users":
+            return _users(admin, args, name)
         if args.verb == "describe":
             return _describe(admin, args, etype, name)
         return _alter(admin, args, etype, name)
     finally:
         admin.close()
+
+
+def _users(admin: Any, args: argparse.Namespace, name: str | None) -> int:
+    from . import user_scram
+
+    if args.verb == "describe":
+        return user_scram.describe(admin, args, name)
+    if not name:
+        raise ToolError("--alter --entity-type users needs --entity-name")
+    adds = parse_add_config(args.add_config) if args.add_config else {}
+    deletes = [k.strip() for k in (args.delete_config or "").split(",") if k.strip()]
+    if not adds and not deletes:
+        raise ToolError("--alter needs --add-config and/or --delete-config")
+    return user_scram.alter(admin, args, name, adds, deletes)
 
 
 def describe_configs(admin: Any, rtype: int, names: list[str], keys: list[str] | None = None,

@@ -1,0 +1,32 @@
+"""Authentication: listeners and their security protocols, TLS, SASL (PLAIN, SCRAM) (issue 10).
+
+Theory of operation. Every listener in ``listeners`` maps to one of Kafka's four security
+protocols through ``listener.security.protocol.map`` (:mod:`.listeners`). A listener whose
+protocol is SSL or SASL_SSL gets an ``ssl.SSLContext`` built from Kafka's ``ssl.*`` settings,
+each overridable per listener as ``listener.name.<name>.<setting>`` (:mod:`.tls`); the context
+is reloaded in place when AlterConfigs changes a keystore or truststore, so new connections
+get the new certificate while open ones keep theirs. A connection on a SASL listener gets a
+:class:`~.authenticator.SaslAuthenticator` that owns every frame until authentication
+succeeds: only ApiVersions, SaslHandshake and SaslAuthenticate pass; anything else closes the
+connection. The mechanisms are sans-io state machines (:mod:`.plain`, :mod:`.scram`); SCRAM
+credentials are stored salted by :mod:`.credentials`.
+
+The outcome is one string per connection, ``KafkaConnection.principal`` ("User:alice";
+"User:ANONYMOUS" when nothing authenticated the client; the client certificate's distinguished
+name mapped by ``ssl.principal.mapping.rules`` on SSL with client auth), which the authorizer
+reads through ``RequestContext.principal``.
+
+Invariants: a PLAINTEXT listener's connections carry no authenticator, so the request hot
+path pays one ``is None`` test; no password, salted password, key or SASL token is ever
+logged (messages name the user and the mechanism only).
+"""
+
+from __future__ import annotations
+
+
+class SecurityConfigError(Exception):
+    """A security setting cannot be used (bad certificate file, unknown mechanism ...).
+
+    The message is complete and meant for the operator: the broker prints it and exits
+    without a stack trace.
+    """

@@ -1,0 +1,109 @@
+"""The broker's security: one :class:`BrokerSecurity` per broker, built at start.
+
+It resolves the listeners (:mod:`.listeners`), builds each TLS listener's context
+(:mod:`.tls`) and each SASL listener's mechanisms (:mod:`.authenticator`), opens the
+credential store (:mod:`.credentials`), and tells each new connection what it needs
+(:meth:`BrokerSecurity.on_connection`). Everything that can be wrong in the configuration is
+found here, before the first socket is bound, and raised as :class:`SecurityConfigError`.
+
+Dynamic reconfiguration: :meth:`reconfigure` is called after AlterConfigs changed broker
+configs; a listener whose ``ssl.*`` key or trust material changed gets its context reloaded
+in place (new handshakes use the new certificate; open connections keep theirs). A new
+keystore that cannot be loaded leaves the old one in force and is reported to the caller.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import SecurityConfigError
+from .authenticator import SaslAuthenticator, mechanism_factory
+from .credentials import CredentialStore
+from .listeners import ListenerConfig, listener_configs
+from .tls import RELOADABLE, build_server_context, parse_mapping_rules, peer_principal
+
+if TYPE_CHECKING:
+    from broker.config import BrokerConfig
+
+log = logging.getLogger("samsa.security")
+
+
+class ListenerSecurity:
+    """What one listener needs at runtime."""
+
+    def __init__(self, lc: ListenerConfig, credentials: CredentialStore) -> None:
+        self.config = lc
+        self.name = lc.name
+        self.protocol = lc.security_protocol.value
+        self.ssl_context: ssl.SSLContext | None = None
+        self.rules = parse_mapping_rules(lc.get("ssl.principal.mapping.rules", "DEFAULT") or "DEFAULT")
+        self.mechanisms: list[str] = []
+        self.factory: Any = None
+        self.reauth_ms = int(lc.get("connections.max.reauth.ms", "0") or 0)
+        if lc.security_protocol.uses_ssl:
+            self.ssl_context = build_server_context(lc)
+            self._fingerprint = self.fingerprint()
+        if lc.security_protocol.uses_sasl:
+            self.mechanisms = lc.enabled_mechanisms()
+            self.factory = mechanism_factory(lc, credentials)
+
+    def fingerprint(self) -> tuple[object, ...]:
+        """The TLS settings plus the key files' mtimes: a change means reload."""
+        out: list[object] = [self.config.get(k) for k in RELOADABLE]
+        for k in ("ssl.keystore.location", "ssl.truststore.location"):
+            p = self.config.get(k)
+            try:
+                out.append(Path(p).stat().st_mtime_ns if p else None)
+            except OSError:
+                out.append(None)
+        return tuple(out)
+
+
+class BrokerSecurity:
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.credentials = CredentialStore(config.log_dirs[0] / CredentialStore.FILE)
+        self.listeners: dict[str, ListenerSecurity] = {}
+        for lc in listener_configs(config):
+            self.listeners[lc.name] = ListenerSecurity(lc, self.credentials)
+
+    def on_connection(self, conn: Any, listener: ListenerSecurity) -> bool:
+        """Set up a new connection; False if it must be closed (no principal for its cert)."""
+        conn.listener_name = listener.name
+        conn.security_protocol = listener.protocol
+        if listener.ssl_context is not None and listener.factory is None and conn.transport is not None:
+            try:
+                conn.principal = peer_principal(conn.transport.get_extra_info("ssl_object"), listener.rules)
+            except SecurityConfigError as e:
+                conn.close(str(e))
+                return False
+        if listener.factory is not None:
+            conn.authenticator = SaslAuthenticator(conn, listener.config, listener.mechanisms, listener.factory,
+                                                   listener.reauth_ms)
+        return True
+
+    def validate_reconfiguration(self) -> None:
+        """Build every TLS listener's context from the (new) config; raises if one fails."""
+        for ls in self.listeners.values():
+            if ls.ssl_context is not None and ls.fingerprint() != ls._fingerprint:
+                build_server_context(ls.config)
+
+    def reconfigure(self) -> None:
+        """Reload the certificates of listeners whose TLS settings or files changed."""
+        for ls in self.listeners.values():
+            if ls.ssl_context is None:
+                continue
+            fp = ls.fingerprint()
+            if fp == ls._fingerprint:
+                continue
+            fresh = build_server_context(ls.config)  # validates everything before touching the live one
+            del fresh
+            from .tls import _load_keystore, _load_truststore
+
+            _load_keystore(ls.ssl_context, ls.config)
+            _load_truststore(ls.ssl_context, ls.config)
+            ls._fingerprint = fp
+            log.info("Reloaded TLS keystore and truststore of listener %s", ls.name)
