@@ -344,6 +344,10 @@ def validate_topic_configs(configs: Mapping[str, str | None], broker_config: Bro
 def validate_broker_config(name: str, value: str | None) -> str:
     d = broker_configs().get(name)
     if d is None:
+        from broker.security.tls import is_reconfigurable
+
+        if is_reconfigurable(name) and value is not None:
+            return value  # a listener's keystore/truststore (dynamic listener reconfiguration)
         raise InvalidConfigError(message=f"Unknown broker config name: {name}")
     if not d.dynamic:
         raise InvalidConfigError(message=f"Cannot update these configs dynamically: [{name}]")

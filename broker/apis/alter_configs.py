@@ -45,9 +45,13 @@ def apply_resource(ctx: RequestContext, resource_type: int, name: str, new: dict
                              f"Unexpected broker id, expected {broker.broker_id} but received {name}")
         checked = {k: cfgs.validate_broker_config(k, v) for k, v in new.items()}
         dyn = cfgs.DynamicBrokerConfigs.attach(broker)
+        if broker.security is not None:  # a new keystore/truststore must load before it is accepted
+            broker.security.validate_reconfiguration({**broker.config.props, **checked})
         if not validate_only:
             dyn.replace(default_entity, checked)
             dyn.apply(broker)
+            if broker.security is not None:
+                broker.security.reconfigure()  # reload the TLS listeners whose certificates changed
     else:
         raise KafkaError(ErrorCode.INVALID_REQUEST,
                          f"AlterConfigs is not supported for resource type {resource_type} on this broker")

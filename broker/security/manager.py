@@ -85,11 +85,19 @@ class BrokerSecurity:
                                                    listener.reauth_ms)
         return True
 
-    def validate_reconfiguration(self) -> None:
-        """Build every TLS listener's context from the (new) config; raises if one fails."""
-        for ls in self.listeners.values():
-            if ls.ssl_context is not None and ls.fingerprint() != ls._fingerprint:
-                build_server_context(ls.config)
+    def validate_reconfiguration(self, props: dict[str, str]) -> None:
+        """Build each TLS listener's context from ``props`` (the configs an AlterConfigs would leave);
+        a keystore or truststore that does not load is INVALID_CONFIG with the reason."""
+        from broker.config import BrokerConfig
+        from protocol.errors import InvalidConfigError
+
+        candidate = BrokerConfig(dict(props))
+        for lc in listener_configs(candidate):
+            if lc.security_protocol.uses_ssl:
+                try:
+                    build_server_context(lc)
+                except SecurityConfigError as e:
+                    raise InvalidConfigError(message=str(e)) from None
 
     def reconfigure(self) -> None:
         """Reload the certificates of listeners whose TLS settings or files changed."""

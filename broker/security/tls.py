@@ -47,6 +47,12 @@ RELOADABLE = ("ssl.keystore.location", "ssl.keystore.type", "ssl.keystore.passwo
               "ssl.truststore.type", "ssl.truststore.password", "ssl.truststore.certificates")
 
 
+def is_reconfigurable(name: str) -> bool:
+    """``ssl.keystore.location``, ``listener.name.ssl.ssl.keystore.location`` ...: AlterConfigs may set these."""
+    m = re.fullmatch(r"(?:listener\.name\.[a-z0-9_.-]+?\.)?(ssl\.[a-z.]+)", name)
+    return m is not None and m.group(1) in RELOADABLE
+
+
 @contextmanager
 def _private_file(data: bytes) -> Iterator[str]:
     fd, path = tempfile.mkstemp(prefix="samsa-tls-", suffix=".pem")
