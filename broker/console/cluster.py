@@ -288,7 +288,12 @@ class ClusterView:
         listed = [x for v in self.admin.list_transactions().values() for x in v]
         txns = []
         ids = [getattr(x, "transactional_id", None) for x in listed]
-        described = self.admin.describe_transactions([i for i in ids if i]) if ids else {}
+        described: dict[str, Any] = {}
+        for tid in [i for i in ids if i][:200]:
+            try:  # one at a time: a transaction that ended since the listing must not hide the others
+                described.update(self.admin.describe_transactions([tid]))
+            except Exception as e:
+                log.debug("Console: DescribeTransactions %r: %s", tid, e)
         for x in listed:
             tid = x.transactional_id
             d = described.get(tid)

@@ -429,3 +429,18 @@ def test_exact_bytes_in_and_out_from_the_metrics_endpoint(tmp_path: Path) -> Non
         t.join(10)
         b.kill()
     assert all(p["source"] in ("metrics", "protocol") for p in doc["history"])
+
+
+def test_unreachable_cluster_is_a_503_with_the_reason_not_a_hang(tmp_path: Path) -> None:
+    dead = f"127.0.0.1:{free_port()}"
+    b, http = start_console_broker(tmp_path, allow_writes=False, overrides={"console.bootstrap.servers": dead})
+    try:
+        t0 = time.monotonic()
+        status, doc = http.request("GET", "/api/overview", timeout=90)
+        assert status == 503 and "cannot reach the cluster" in doc["error"] and dead in doc["error"], doc
+        assert time.monotonic() - t0 < 60
+        assert http.request("GET", "/api/config")[1]["bootstrap"] == [dead]  # the console itself still answers
+        a = KafkaAdminClient(bootstrap_servers=b.bootstrap)  # and so does Kafka
+        a.close()
+    finally:
+        b.kill()

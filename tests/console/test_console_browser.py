@@ -268,3 +268,37 @@ def test_read_only_console_refuses_a_write_from_the_page(tmp_path: Path, browser
         assert "sneaky" not in [t["name"] for t in http.get("/api/topics")["topics"]]
     finally:
         b.kill()
+
+
+def test_reset_offsets_from_the_page_dry_run_then_execute(cluster: tuple[BrokerProcess, ConsoleHttp],
+                                                          browser: Any) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    b, http = cluster
+    p = KafkaProducer(bootstrap_servers=b.bootstrap)
+    for _ in range(40):
+        p.send("replay", value=b"e")
+    p.flush()
+    p.close()
+    admin = KafkaAdminClient(bootstrap_servers=b.bootstrap)
+    tp = TopicPartition("replay", 0)
+    try:
+        admin.alter_group_offsets("replayers", {tp: OffsetAndMetadata(40, "", None)})
+        _open(browser, http, "/groups/replayers", "#reset-offsets form", "group-reset")
+        form = browser.find_element(By.CSS_SELECTOR, "#reset-offsets form")
+        execute = form.find_element(By.NAME, "execute")
+        assert not execute.is_enabled()  # nothing to execute before a dry run
+        Select(form.find_element(By.NAME, "to")).select_by_value("offset")
+        form.find_element(By.NAME, "value").send_keys("12")
+        form.find_element(By.NAME, "dry-run").click()
+        _wait_text(browser, lambda d: "Dry run (nothing committed)" in d.page_source and "replay-0: 40 → 12" in
+                   d.find_element(By.CSS_SELECTOR, "#reset-offsets .result").text)
+        assert admin.list_group_offsets({"replayers": None})["replayers"][tp].offset == 40
+        browser.find_element(By.CSS_SELECTOR, "#reset-offsets [name=execute]").click()
+        _wait_text(browser, lambda d: "Offsets reset" in d.find_element(By.CSS_SELECTOR, "#reset-offsets .result").text)
+        assert admin.list_group_offsets({"replayers": None})["replayers"][tp].offset == 12
+        _wait_text(browser, lambda d: _card(d, "total_lag") == "28")
+        browser.save_screenshot(str(ARTIFACTS / "group-reset-done.png"))
+    finally:
+        admin.close()
+    assert not _errors(browser)

@@ -77,6 +77,8 @@ async function api(path, body) {
 function lineChart(series, opts) {
   opts = opts || {};
   const W = 800, H = 220, L = 70, R = 10, T = 10, B = 24;
+  // one sample is drawn as a short flat line rather than nothing
+  series = series.map(s => s.points.length === 1 ? { ...s, points: [[s.points[0][0] - 2, s.points[0][1]], s.points[0]] } : s);
   const all = series.flatMap(s => s.points);
   const box = el("div", { class: "chart", "data-chart": opts.id || "" });
   const legend = el("div", { class: "legend" }, series.map(s => el("span", {},
