@@ -287,6 +287,10 @@ def _up(args: argparse.Namespace) -> int | None:
                 props["console.listener"] = args.console  # one console shows the whole cluster
             if getattr(args, "metrics_port", 0) and "metrics.listener" not in overrides:
                 props["metrics.listener"] = f"http://127.0.0.1:{args.metrics_port + i}"
+                if "console.listener" in props and "console.metrics.urls" not in overrides:
+                    # the console's bytes in/out: every broker's counters, not only its own
+                    props["console.metrics.urls"] = ",".join(
+                        f"http://127.0.0.1:{args.metrics_port + j}/metrics" for j in range(n))
             proc = _start_broker(folder, i, props)
             procs[i] = proc
             state["brokers"].append({"id": i, "pid": proc.pid, "port": port, "log": str(folder / f"broker-{i}.log"),

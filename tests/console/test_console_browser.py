@@ -265,6 +265,8 @@ def test_read_only_console_refuses_a_write_from_the_page(tmp_path: Path, browser
               .then(r => r.json().then(j => done([r.status, j.error])));
         """)
         assert status == 403 and "read-only" in error
+        # the refused request is the only error the browser logged
+        assert all("/api/topics" in e["message"] and "403" in e["message"] for e in _errors(browser))
         assert "sneaky" not in [t["name"] for t in http.get("/api/topics")["topics"]]
     finally:
         b.kill()

@@ -30,7 +30,8 @@ def test_cluster_up_serves_one_console_for_all_brokers(tmp_path: Path) -> None:
     console_port = free_port()
     base = _free_run(2)
     args = ["cluster", "up", "--dir", str(folder), "--brokers", "2", "--zookeeper-port", str(free_port()),
-            "--base-port", str(base), "--timeout", "120", "--console", f"http://127.0.0.1:{console_port}"]
+            "--base-port", str(base), "--timeout", "120", "--console", f"http://127.0.0.1:{console_port}",
+            "--metrics-port", str(_free_run(2))]
     clustered = cluster_mode_implemented()
     if not clustered:
         args.append("--no-wait")
@@ -63,6 +64,9 @@ def test_cluster_up_serves_one_console_for_all_brokers(tmp_path: Path) -> None:
                     assert part["leader"] == m["leader_id"] and part["replicas"] == m["replica_nodes"]
                     assert sorted(part["isr"]) == sorted(m["isr_nodes"]) and len(part["replicas"]) == 2
                 assert sum(p["log_end_offset"] for p in t["partitions"]) == 20
+                # bytes in/out from both brokers' metrics endpoints (cluster up turns them on)
+                http.wait_for("/api/throughput", lambda d: any(p["source"] == "metrics" for p in d["history"]),
+                              timeout=60)
         finally:
             admin.close()
         down = samsa("cluster", "down", "--dir", str(folder))
