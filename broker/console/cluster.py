@@ -43,6 +43,10 @@ SAMPLE_INTERVAL_S = 2.0
 HISTORY = 180  # samples kept for the charts: 6 minutes at 2 s
 MAX_SAMPLED_GROUPS = 50
 REQUEST_TIMEOUT_MS = 10000
+METADATA_MAX_AGE_MS = 10000  # brokers joining or leaving show up within this
+STALE_METADATA_ERRORS = frozenset({"UnknownBrokerIdError", "NotLeaderForPartitionError", "NotLeaderOrFollowerError",
+                                   "LeaderNotAvailableError", "NotCoordinatorError",
+                                   "NotCoordinatorForGroupError"})
 METRIC_BYTES_IN = "kafka_server_brokertopicmetrics_bytesin_total"  # broker/metrics/, all topics
 METRIC_BYTES_OUT = "kafka_server_brokertopicmetrics_bytesout_total"
 
@@ -86,7 +90,16 @@ class ClusterView:
         from kafka.errors import KafkaError  # noqa: PLC0415
 
         try:
-            return fn(*args)
+            try:
+                return fn(*args)
+            except KafkaError as e:
+                if type(e).__name__ not in STALE_METADATA_ERRORS:
+                    raise
+                # The clients' view of the cluster is older than the cluster (a broker joined, a
+                # leader moved): start over from the bootstrap servers once.
+                log.debug("Console: %s; refreshing the cluster view", e)
+                self._reset_clients()
+                return fn(*args)
         except ConsoleError:
             raise
         except KafkaError as e:
@@ -120,7 +133,8 @@ class ClusterView:
 
             self._admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="samsa-console",
                                            request_timeout_ms=REQUEST_TIMEOUT_MS,
-                                           bootstrap_timeout_ms=REQUEST_TIMEOUT_MS)
+                                           bootstrap_timeout_ms=REQUEST_TIMEOUT_MS,
+                                           metadata_max_age_ms=METADATA_MAX_AGE_MS)
         return self._admin
 
     @property

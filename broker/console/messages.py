@@ -67,7 +67,7 @@ def new_consumer(bootstrap: list[str], request_timeout_ms: int) -> Any:
                          enable_auto_commit=False, max_poll_records=MAX_PAGE,
                          max_partition_fetch_bytes=FETCH_BYTES, fetch_max_bytes=FETCH_BYTES,
                          fetch_max_wait_ms=100, request_timeout_ms=request_timeout_ms,
-                         isolation_level="read_uncommitted")
+                         isolation_level="read_uncommitted", metadata_max_age_ms=10000)
 
 
 def browse(consumer: Any, topic: str, partition: int, start: int, end: int, limit: int,
