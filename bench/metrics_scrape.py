@@ -2,12 +2,12 @@
 """Scrape latency of ``/metrics`` with many partitions, and what a scrape costs the Kafka listener.
 
 Starts Samsa with ``metrics.listener`` on, creates one topic with ``--partitions`` partitions
-(10,000 by default; the internal topics add 100 more), commits an offset for every partition in
+(10,000 by default), commits an offset for every partition in
 one consumer group (so consumer-lag series exist for each), then scrapes ``/metrics``
 ``--scrapes`` times in a row and reports the latency (median, max) and the size of the
-response. While scraping, a second thread sends ApiVersions requests on a Kafka connection
-back to back and reports their latency with and without scrapes in flight: the scrape runs on
-the broker's event loop, so this is how long a Kafka request can wait behind one.
+response. A second process sends ApiVersions requests back to back on one connection for 5 s, once with no
+scrape and once while scrapes run one after another, and reports their latency: the scrape
+runs on the broker's event loop, so this is how long a Kafka request can wait behind one.
 
 Usage::
 
@@ -20,11 +20,12 @@ It is a script, not a test: nothing here asserts a speed.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -34,7 +35,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from tests.support.brokers import SamsaBroker  # noqa: E402
-from tests.support.net import api_versions_v0, free_port  # noqa: E402
+from tests.support.net import free_port  # noqa: E402
 
 
 def scrape(port: int) -> tuple[float, int]:
@@ -44,20 +45,38 @@ def scrape(port: int) -> tuple[float, int]:
     return time.monotonic() - t0, n
 
 
-def kafka_latencies(host: str, port: int, seconds: float) -> list[float]:
-    out = []
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        t0 = time.monotonic()
-        api_versions_v0(host, port, timeout=30)
-        out.append(time.monotonic() - t0)
-    return out
+PROBE = """
+import json, socket, struct, sys, time
+sys.path.insert(0, {root!r})
+from tests.support.net import recv_frame
+body = struct.pack(">hhih", 18, 0, 1, 5) + b"probe"
+frame = struct.pack(">i", len(body)) + body
+sock = socket.create_connection(({host!r}, {port}), timeout=30)
+out, end = [], time.monotonic() + {seconds}
+while time.monotonic() < end:
+    t0 = time.monotonic()
+    sock.sendall(frame)
+    recv_frame(sock)
+    out.append(time.monotonic() - t0)
+print(json.dumps(out))
+"""
+
+
+def start_probe(host: str, port: int, seconds: float) -> subprocess.Popen[str]:
+    """ApiVersions back to back on one connection, from another process (its own GIL)."""
+    code = PROBE.format(root=str(REPO_ROOT), host=host, port=port, seconds=seconds)
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+
+
+def probe_result(proc: subprocess.Popen[str]) -> list[float]:
+    out, _ = proc.communicate(timeout=300)
+    return list(json.loads(out))
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--partitions", type=int, default=10_000)
-    p.add_argument("--scrapes", type=int, default=10)
+    p.add_argument("--scrapes", type=int, default=10, help="at least this many (and for at least 5 s)")
     args = p.parse_args(argv)
 
     from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition  # noqa: PLC0415
@@ -80,24 +99,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"# created {args.partitions} partitions and committed their offsets in "
               f"{time.monotonic() - t0:.1f}s", file=sys.stderr)
 
-        idle = kafka_latencies(b.host, b.port, 2.0)
-        busy: list[float] = []
-        stop = threading.Event()
-
-        def probe() -> None:
-            while not stop.is_set():
-                busy.extend(kafka_latencies(b.host, b.port, 0.2))
-
-        t = threading.Thread(target=probe, daemon=True)
-        t.start()
+        idle = probe_result(start_probe(b.host, b.port, 5.0))
         times, size = [], 0
-        for _ in range(args.scrapes):
+        probe = start_probe(b.host, b.port, 5.0)
+        while probe.poll() is None or len(times) < args.scrapes:
             dt, size = scrape(mport)
             times.append(dt)
-        stop.set()
-        t.join()
+        busy = probe_result(probe)
         ms = sorted(1000 * x for x in times)
-        print(f"partitions: {args.partitions} (+100 internal), response {size / 1e6:.1f} MB")
+        print(f"partitions: {args.partitions}, response {size / 1e6:.1f} MB")
         print(f"scrape latency: median {statistics.median(ms):.0f} ms, min {ms[0]:.0f} ms, max {ms[-1]:.0f} ms "
               f"over {len(ms)} scrapes")
         for name, xs in (("idle", idle), ("while scraping", busy)):
