@@ -70,7 +70,8 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
             break
 
     if broker.metrics is not None:  # BrokerTopicMetrics: bytes out, failed fetches, per partition
-        broker.metrics.topic_stats.fetched([(w[0], rows) for w, rows in zip(wanted, result, strict=True)])
+        broker.metrics.topic_stats.fetched([(w[0], rows) for w, rows in zip(wanted, result, strict=True)],
+                                           follower=replica_id >= 0)
     topics_out = []
     for (name, tid, _parts), rows in zip(wanted, result, strict=True):
         topics_out.append(TopicData(name, tid, [

@@ -45,6 +45,7 @@ TOPIC_METERS = (
     ("failed_fetch", "failedfetchrequests", "Fetch partition requests that failed."),
     ("total_produce", "totalproducerequests", "Produce partition requests, failed or not."),
     ("total_fetch", "totalfetchrequests", "Fetch partition requests, failed or not."),
+    ("replication_bytes_out", "replicationbytesout", "Record bytes sent to follower replicas."),
 )
 
 # RequestMetrics histogram -> ApiRequestStats attribute (None: always 0 in Samsa)

@@ -58,7 +58,7 @@ class TopicStats:
     """Kafka's ``BrokerTopicMetrics`` for one topic (the all-topics values are sums)."""
 
     __slots__ = ("messages_in", "bytes_in", "bytes_out", "failed_produce", "failed_fetch",
-                 "total_produce", "total_fetch")
+                 "total_produce", "total_fetch", "replication_bytes_out")
 
     def __init__(self) -> None:
         self.messages_in = 0
@@ -68,6 +68,7 @@ class TopicStats:
         self.failed_fetch = 0
         self.total_produce = 0
         self.total_fetch = 0
+        self.replication_bytes_out = 0
 
     def add(self, other: TopicStats) -> None:
         for f in TopicStats.__slots__:
@@ -102,8 +103,12 @@ class BrokerTopicStats:
         if code not in NOT_FAILED_PRODUCE:
             s.failed_produce += 1
 
-    def fetched(self, rows_by_topic: list[tuple[str | None, list[tuple[Any, ...]]]]) -> None:
-        """One Fetch response: ``(topic, [(partition, code, hw, lso, start, aborted, data), ...])``."""
+    def fetched(self, rows_by_topic: list[tuple[str | None, list[tuple[Any, ...]]]], *,
+                follower: bool = False) -> None:
+        """One Fetch response: ``(topic, [(partition, code, hw, lso, start, aborted, data), ...])``.
+
+        A follower's fetch is replication traffic: its bytes count as ReplicationBytesOut, not
+        BytesOut, as in Kafka (``BrokerTopicStats.updateBytesOut``)."""
         for name, rows in rows_by_topic:
             if name is None:
                 continue
@@ -119,7 +124,11 @@ class BrokerTopicStats:
                     continue
                 data = row[6]
                 if data:
-                    s.bytes_out += data.size if hasattr(data, "size") else len(data)
+                    n = data.size if hasattr(data, "size") else len(data)
+                    if follower:
+                        s.replication_bytes_out += n
+                    else:
+                        s.bytes_out += n
 
     def totals(self) -> TopicStats:
         t = TopicStats()

@@ -33,38 +33,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from broker.metrics.stats import RequestTimer
 from tests.support.brokers import REPO_ROOT, BrokerProcess
+from tests.support.metrics import scrape, value, values
 from tests.support.net import api_versions_v0, free_port, wait_until
 from tests.support.rawclient import RawClient
 
 pytestmark = pytest.mark.timeout(180)
-
-Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
-
-
-def scrape(port: int, path: str = "/metrics", timeout: float = 10.0) -> Samples:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    try:
-        conn.request("GET", path)
-        resp = conn.getresponse()
-        body = resp.read().decode()
-        assert resp.status == 200, body
-        assert resp.getheader("Content-Type", "").startswith("text/plain; version=0.0.4")
-    finally:
-        conn.close()
-    out: Samples = {}
-    for fam in text_string_to_metric_families(body):
-        for s in fam.samples:
-            out[(s.name, frozenset(s.labels.items()))] = s.value
-    return out
-
-
-def value(samples: Samples, name: str, **labels: str) -> float:
-    return samples[(name, frozenset(labels.items()))]
-
-
-def values(samples: Samples, name: str) -> dict[frozenset[tuple[str, str]], float]:
-    return {lab: v for (n, lab), v in samples.items() if n == name}
-
 
 @pytest.fixture
 def metered(broker_factory: Callable[..., BrokerProcess]) -> tuple[BrokerProcess, int]:
