@@ -69,6 +69,9 @@ def test_topics_lifecycle(broker: Any) -> None:
     assert f"topic_id: {tid}" in (broker.data_dir / "orders-0" / "partition.metadata").read_text()
     assert f"Created topic orders with topic ID {tid}" in broker.log_text()
     with_overrides = samsa_json("topics", *b, "--describe", "--topics-with-overrides")
+    # as kafka-topics.sh: the internal topics (compacted) are listed once they exist
+    assert [t["topic"] for t in with_overrides if not t["topic"].startswith("__")] == ["orders"]
+    with_overrides = samsa_json("topics", *b, "--describe", "--topics-with-overrides", "--exclude-internal")
     assert [t["topic"] for t in with_overrides] == ["orders"]
 
     # --validate-only creates nothing.
