@@ -38,6 +38,7 @@ from .config import BrokerConfig, Listener
 from .configs import DynamicBrokerConfigs
 from .metadata import TopicRegistry
 from .metrics.stats import RequestTimer
+from .repeated_warnings import RepeatedWarnings
 from .replica_manager import ReplicaManager
 
 log = logging.getLogger("samsa.server")
@@ -52,6 +53,9 @@ SENDFILE = os.environ.get("SAMSA_FETCH_SENDFILE") == "1"
 # started in this order after the logs are loaded and stopped in reverse before they close.
 COMPONENTS = ("broker.metrics", "groupcoord.plugin", "txn.plugin", "log.cleaner", "broker.console")
 request_log = logging.getLogger("samsa.request")
+# A client sending garbage gets its connection closed each time; the log says so a few times
+# per cause and minute, then counts (broker/repeated_warnings.py).
+CONNECTION_WARNINGS = RepeatedWarnings(log)
 
 
 class KafkaConnection(asyncio.Protocol):
@@ -144,7 +148,8 @@ class KafkaConnection(asyncio.Protocol):
 
     def close(self, reason: str) -> None:
         if not self.closed:
-            log.warning("Closing connection from %s:%d: %s", self.peer[0], self.peer[1], reason)
+            CONNECTION_WARNINGS.warning(reason, self.peer[0], "Closing connection from %s:%d: %s",
+                                        self.peer[0], self.peer[1], reason)
             self.closed = True
             if self.transport is not None:
                 self.transport.close()

@@ -13,6 +13,7 @@ this module builds a registry of them by API key and does the header work around
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -146,7 +147,82 @@ def decode_body(header: RequestHeader, frame: bytes | memoryview) -> Any:
     if end > len(body):
         raise MalformedRequest(f"{cls.name} v{version} body is {len(body)} bytes but its fields "
                                f"overrun it (they end at {end})")
+    null_field = _null_check(header.api_key, version, cls)(request)
+    if null_field is not None:
+        raise MalformedRequest(f"{cls.name} v{version}: non-nullable field {null_field} was serialized as null")
     return request
+
+
+# --- non-nullable fields -------------------------------------------------------------------
+#
+# kafka-python's decoders read a null (length -1) string, bytes or array whatever the schema
+# says; Kafka's generated parsers refuse one where the field has no ``nullableVersions`` ("non-
+# nullable field X was serialized as null"), so the request is malformed and never reaches a
+# handler. One checker per (API, version) is built from the schema on first use: it visits
+# only the fields that could decode as None (strings, bytes, records, arrays, structs) and the
+# arrays and structs that contain such fields, so a Produce costs a few attribute reads per
+# partition, never a look at the records.
+
+NullCheck = Callable[[Any], "str | None"]
+_NULL_CHECKS: dict[tuple[int, int], NullCheck] = {}
+_NULLABLE_TYPES = frozenset({"string", "bytes", "records"})
+
+
+def _null_check(api_key: int, version: int, cls: Any) -> NullCheck:
+    check = _NULL_CHECKS.get((api_key, version))
+    if check is None:
+        check = _NULL_CHECKS[(api_key, version)] = _struct_check(cls._struct, version) or (lambda _r: None)
+    return check
+
+
+def _struct_check(struct: Any, version: int) -> NullCheck | None:
+    """A function returning the path of the first illegal null in a decoded struct, or None
+    when nothing in the struct can be an illegal null (then no check is needed)."""
+    checks: list[tuple[str, bool, str, NullCheck | None]] = []  # (name, nullable, kind, inner)
+    for f in struct.fields.values():
+        if not f.for_version_q(version) or f.tagged_field_q(version):
+            continue  # an absent tagged field takes its default, which may be null
+        nullable = f.nullable_for_version_q(version)
+        if f.is_struct_array():
+            inner = _struct_check(f.array_of, version)
+            if not nullable or inner is not None:
+                checks.append((f.name, nullable, "structs", inner))
+        elif f.is_array():
+            elem_can_be_null = f.array_of.type_str in _NULLABLE_TYPES
+            if not nullable or elem_can_be_null:
+                checks.append((f.name, nullable, "values" if elem_can_be_null else "array", None))
+        elif f.is_struct():
+            inner = _struct_check(f, version)
+            if not nullable or inner is not None:
+                checks.append((f.name, nullable, "struct", inner))
+        elif f.type_str in _NULLABLE_TYPES and not nullable:
+            checks.append((f.name, False, "value", None))
+    if not checks:
+        return None
+
+    def check(obj: Any) -> str | None:
+        for name, nullable, kind, inner in checks:
+            value = getattr(obj, name, None)
+            if value is None:
+                if nullable:
+                    continue
+                return name
+            if kind == "structs" and inner is not None:
+                for i, item in enumerate(value):
+                    bad = inner(item)
+                    if bad is not None:
+                        return f"{name}[{i}].{bad}"
+            elif kind == "values":
+                for i, item in enumerate(value):
+                    if item is None:
+                        return f"{name}[{i}]"
+            elif kind == "struct" and inner is not None:
+                bad = inner(value)
+                if bad is not None:
+                    return f"{name}.{bad}"
+        return None
+
+    return check
 
 
 def response_class(api_key: int, version: int) -> Any:

@@ -7,9 +7,10 @@ partitions (an internal topic's name with that topic's own spec, see
 ``broker/auto_topic_creation.py``); otherwise UNKNOWN_TOPIC_OR_PARTITION. Invalid names get
 INVALID_TOPIC_EXCEPTION. Internal topics (``__consumer_offsets``, ``__transaction_state``) are
 listed like any other once they exist, with ``is_internal`` true, as Kafka does; clients drop
-them with their own ``exclude.internal.topics``. v10+ carries topic ids (and v10-11 accept them
-in the request, KIP-516);
-v7+ the leader epoch (KIP-320).
+them with their own ``exclude.internal.topics``. v10+ carries topic ids; v12+ topics may be asked for by id
+(KIP-516): an unknown id, or a null name without an id, gets UNKNOWN_TOPIC_ID; v10-11 may not use
+ids or null names (INVALID_REQUEST on every topic, as Kafka answers). v7+ the leader epoch
+(KIP-320).
 
 In a cluster the brokers, the controller and each partition's leader, replicas, ISR and offline
 replicas come from the metadata cache the controller keeps current (UpdateMetadata); a partition
@@ -49,15 +50,22 @@ async def handle_metadata(ctx: RequestContext, req: Any) -> Any:
     allow_create = (req.allow_auto_topic_creation if ctx.version >= 4 else True) and \
         bool(broker.config["auto.create.topics.enable"])
 
+    if ctx.version < 12 and any(n is None or (t and t != ZERO_UUID) for n, t in wanted):
+        # Kafka serves topic ids here from v12 only; v10-11 with an id or a null name is an
+        # InvalidRequestException, answered on every requested topic
+        return R(throttle_time_ms=0, brokers=[], cluster_id=broker.cluster_id, controller_id=broker.broker_id,
+                 topics=[Topic(error_code=ErrorCode.INVALID_REQUEST, name=n or "", topic_id=t or ZERO_UUID,
+                               is_internal=False, partitions=[]) for n, t in wanted], authorized_operations=None)
+
     for name, tid in wanted:
-        if not name and tid and tid != ZERO_UUID:
-            info = broker.topics.by_id(tid)
+        if tid and tid != ZERO_UUID or name is None:
+            # KIP-516: by id when one is given; neither a known id nor a name: UNKNOWN_TOPIC_ID
+            info = broker.topics.by_id(tid) if tid else None
             if info is None:
-                topics_out.append(Topic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=tid,
-                                        is_internal=False, partitions=[]))
+                topics_out.append(Topic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None,
+                                        topic_id=tid or ZERO_UUID, is_internal=False, partitions=[]))
                 continue
             name = info.name
-        assert name is not None
         info = broker.topics.get(name)
         if info is None:
             code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
