@@ -276,13 +276,12 @@ class ClusterView:
                 "start_offset": start, "next_offset": nxt, "limit": limit, "messages": records}
 
     def groups(self) -> list[dict[str, Any]]:
-        from broker.tools.consumer_groups import _list_groups  # noqa: PLC0415
-
         out = []
         lags = (self.history[-1] or {}).get("group_lag", {}) if self.history else {}
-        for g in _list_groups(self.admin):
-            out.append({"group": g["group"], "state": g["state"], "protocol_type": g["protocol_type"],
-                        "lag": lags.get(g["group"])})
+        for g in sorted(self.admin.list_groups(), key=lambda g: g["group_id"]):
+            out.append({"group": g["group_id"], "state": g.get("group_state"),
+                        "protocol_type": g.get("protocol_type"), "type": g.get("group_type"),
+                        "lag": lags.get(g["group_id"])})
         return out
 
     def group(self, group: str) -> dict[str, Any]:

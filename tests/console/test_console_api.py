@@ -444,3 +444,57 @@ def test_unreachable_cluster_is_a_503_with_the_reason_not_a_hang(tmp_path: Path)
         a.close()
     finally:
         b.kill()
+
+
+def test_kip848_consumer_group_shows_type_members_and_lag(rw: tuple[BrokerProcess, ConsoleHttp], admin: Any) -> None:
+    """A librdkafka consumer with group.protocol=consumer (KIP-848) is described like a classic one."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    b, http = rw
+    _create(admin, "next-gen", 2)
+    p = KafkaProducer(bootstrap_servers=b.bootstrap)
+    for i in range(30):
+        p.send("next-gen", value=b"n", partition=i % 2)
+    p.flush()
+    p.close()
+    c = confluent_kafka.Consumer({"bootstrap.servers": b.bootstrap, "group.id": "g848", "group.protocol": "consumer",
+                                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    try:
+        c.subscribe(["next-gen"])
+        got: list[Any] = []
+        deadline = time.monotonic() + 60
+        while len(got) < 30 and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and not m.error():
+                got.append(m)
+        assert len(got) == 30
+        c.commit(offsets=[confluent_kafka.TopicPartition("next-gen", 0, 10),
+                          confluent_kafka.TopicPartition("next-gen", 1, 15)], asynchronous=False)
+        g = http.wait_for("/api/groups/g848", lambda d: d["members"] and d["total_lag"] == 5, timeout=60)
+        assert g["type"] == "consumer" and g["state"] == "Stable"
+        assert sorted(x["partition"] for x in g["members"][0]["partitions"]) == [0, 1]
+        assert {o["partition"]: o["lag"] for o in g["offsets"]} == {0: 5, 1: 0}
+        listed = {x["group"]: x for x in http.get("/api/groups")["groups"]}
+        assert listed["g848"]["type"] == "consumer"
+    finally:
+        c.close()
+
+
+def test_browsing_the_middle_of_a_long_partition_is_bounded(rw: tuple[BrokerProcess, ConsoleHttp],
+                                                           admin: Any) -> None:
+    """A page from the middle of a long partition is found through the index, not by reading up to it."""
+    b, http = rw
+    _create(admin, "long", 1)
+    p = KafkaProducer(bootstrap_servers=b.bootstrap, linger_ms=20, batch_size=256 * 1024, compression_type="lz4")
+    n = 60_000
+    for i in range(n):
+        p.send("long", value=b"%08d" % i)
+    p.flush()
+    p.close()
+    t0 = time.monotonic()
+    page = http.get(f"/api/topics/long/messages?partition=0&offset={n // 2}&limit=50")
+    elapsed = time.monotonic() - t0
+    assert [m["offset"] for m in page["messages"]] == list(range(n // 2, n // 2 + 50))
+    assert [m["value"]["text"] for m in page["messages"]] == ["%08d" % i for i in range(n // 2, n // 2 + 50)]
+    assert page["log_end_offset"] == n and elapsed < 15, elapsed
+    last = http.get("/api/topics/long/messages?partition=0&offset=-3&limit=50")
+    assert [m["offset"] for m in last["messages"]] == [n - 3, n - 2, n - 1]

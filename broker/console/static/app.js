@@ -303,8 +303,10 @@ async function pageMessages(token, name, params) {
 async function pageGroups(token) {
   const doc = await api("groups");
   if (token !== routeToken) return;
-  setPage("Consumer groups", table([{ label: "Group" }, { label: "State" }, { label: "Protocol" }, { label: "Total lag", num: true }],
-    doc.groups.map(g => [link("#/groups/" + enc(g.group), g.group), stateBadge(g.state), g.protocol_type || "–", fmtNum(g.lag)]),
+  setPage("Consumer groups", table([{ label: "Group" }, { label: "State" }, { label: "Type" }, { label: "Protocol" },
+    { label: "Total lag", num: true }],
+    doc.groups.map(g => [link("#/groups/" + enc(g.group), g.group), stateBadge(g.state), g.type || "classic",
+      g.protocol_type || "–", fmtNum(g.lag)]),
     "No consumer groups yet. They appear here once a consumer joins a group or commits offsets."));
   schedule(() => pageGroups(token), 4000, token);
 }
@@ -327,7 +329,7 @@ async function pageGroup(token, id) {
   setPage("Consumer group " + id,
     el("div", { class: "cards" }, card("State", g.state || "–", "", "state"), card("Members", fmtNum(g.members.length), "", "members"),
       card("Total lag", fmtNum(g.total_lag), g.total_lag ? "bad" : "ok", "total_lag"), card("Coordinator", "broker " + g.coordinator, "", "coordinator"),
-      card("Strategy", g.assignment_strategy || "–", "", "strategy")),
+      card("Strategy", g.assignment_strategy || "–", "", "strategy"), card("Type", g.type || "classic", "", "type")),
     el("h2", {}, "Lag over time"),
     lineChart([{ name: "total lag", color: "#b42318", format: v => fmtNum(Math.round(v)), points: g.lag_history.map(p => [p.t, p.lag]) }],
       { id: "lag", label: "total lag over time" }),
