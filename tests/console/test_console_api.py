@@ -487,14 +487,14 @@ def test_browsing_the_middle_of_a_long_partition_is_bounded(rw: tuple[BrokerProc
     p = KafkaProducer(bootstrap_servers=b.bootstrap, linger_ms=20, batch_size=256 * 1024, compression_type="lz4")
     n = 60_000
     for i in range(n):
-        p.send("long", value=b"%08d" % i)
+        p.send("long", value=f"{i:08d}".encode())
     p.flush()
     p.close()
     t0 = time.monotonic()
     page = http.get(f"/api/topics/long/messages?partition=0&offset={n // 2}&limit=50")
     elapsed = time.monotonic() - t0
     assert [m["offset"] for m in page["messages"]] == list(range(n // 2, n // 2 + 50))
-    assert [m["value"]["text"] for m in page["messages"]] == ["%08d" % i for i in range(n // 2, n // 2 + 50)]
+    assert [m["value"]["text"] for m in page["messages"]] == [f"{i:08d}" for i in range(n // 2, n // 2 + 50)]
     assert page["log_end_offset"] == n and elapsed < 15, elapsed
     last = http.get("/api/topics/long/messages?partition=0&offset=-3&limit=50")
     assert [m["offset"] for m in last["messages"]] == [n - 3, n - 2, n - 1]
