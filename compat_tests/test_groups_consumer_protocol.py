@@ -216,3 +216,36 @@ def test_java_and_librdkafka_in_one_consumer_group(kip848_broker, java_consumer_
         assert set(counts) == set(first) | set(second) and max(counts.values()) == 1
         d = describe(bootstrap, group)
         assert sorted(m.client_id for m in d.members) == sorted(w.name for w in rest)
+
+
+def test_online_migration_classic_and_consumer_members(kip848_broker) -> None:
+    """KIP-848 online migration with stock clients: two kafka-python consumers (classic
+    protocol) form a group; a librdkafka consumer with group.protocol=consumer joins it (the
+    group is upgraded, the classic members stay and are assigned by the coordinator); when it
+    leaves, the group is classic again and the two take everything back. Every message is read,
+    and a message is read twice only if its first reader had not committed it."""
+    bootstrap = kip848_broker.bootstrap
+    topic, group = unique("cg-mig"), unique("cg")
+    create_topic(bootstrap, topic)
+    with Group(bootstrap, topic, group) as g:
+        classic = [g.start("kafka-python"), g.start("kafka-python")]
+        wait_balanced(classic)
+        first = produce(bootstrap, topic, "m1", 3)
+        wait_consumed(classic, first)
+        modern = g.start(CLIENT)
+        ws = [*classic, modern]
+        wait_balanced(ws, timeout=120)
+        assert str(describe(bootstrap, group).state).endswith("STABLE")
+        second = produce(bootstrap, topic, "m2", 3)
+        wait_consumed(ws, second)
+        modern.close()
+        wait_balanced(classic, timeout=120)
+        third = produce(bootstrap, topic, "m3", 3)
+        wait_consumed(classic, third)
+        counts = all_values(ws)
+        assert set(counts) == set(first) | set(second) | set(third)
+        dups = {v for v, n in counts.items() if n > 1}
+        assert dups <= set().union(*(w.uncommitted_values() for w in ws)), dups
+        from compat_tests.test_groups_support import describe_group
+        d = describe_group(bootstrap, group)
+        assert d["group_state"] == "Stable" and len(d["members"]) == 2, d

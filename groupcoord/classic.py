@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from protocol.errors import ErrorCode
 
-from .group import GroupMetadata, MemberMetadata
+from .group import CONSUMER_PROTOCOL_TYPE, GroupMetadata, MemberMetadata
 from .records import (
     GroupMetadataValue,
     MemberMetadataRecord,
@@ -102,13 +102,16 @@ class ClassicGroupManager(CoordinatorShard):
         is_unknown = member_id == UNKNOWN_MEMBER_ID
         if group_id in self.consumer_groups:
             # The id belongs to a KIP-848 consumer group: an Empty one becomes a classic group (its
-            # offsets stay), as Kafka's maybeDeleteEmptyConsumerGroup does; classic members
-            # inside a non-empty consumer group (KIP-848 online migration) are not served.
+            # offsets stay), as Kafka's maybeDeleteEmptyConsumerGroup does; a non-empty one takes
+            # this member in as a classic member (groupcoord.consumer.migration).
             try:
                 if not await self.convert_empty_consumer_group(group_id):
-                    log.info("classic JoinGroup for consumer group %s refused: the group has "
-                             "consumer-protocol members", group_id)
-                    return JoinGroupResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id)
+                    code, mid, gen, proto = await self.classic_join_consumer_group(
+                        group_id, member_id, protocol_type, protocols, session_timeout_ms,
+                        rebalance_timeout_ms, group_instance_id, client_id, client_host,
+                        require_known_member_id)
+                    return JoinGroupResult(code, mid, gen, CONSUMER_PROTOCOL_TYPE if not code
+                                           else None, proto or None, "")
             except Exception as e:
                 return JoinGroupResult(_map_store_error(e, commit=False), member_id)
         group = self.groups.get(group_id)
@@ -499,6 +502,11 @@ class ClassicGroupManager(CoordinatorShard):
         err = self._validate(group_id)
         if err:
             return SyncGroupResult(err)
+        if group_id in self.consumer_groups:
+            code, assignment, proto = self.classic_sync_consumer_group(
+                group_id, generation_id, member_id, group_instance_id, protocol_type, protocol_name)
+            return SyncGroupResult(code, assignment, CONSUMER_PROTOCOL_TYPE if not code else None,
+                                   proto)
         group = self.groups.get(group_id)
         if group is None:
             return SyncGroupResult(ErrorCode.UNKNOWN_MEMBER_ID)
@@ -569,6 +577,9 @@ class ClassicGroupManager(CoordinatorShard):
         err = self._validate(group_id)
         if err:
             return err
+        if group_id in self.consumer_groups:
+            return self.classic_heartbeat_consumer_group(group_id, member_id, generation_id,
+                                                         group_instance_id)
         group = self.groups.get(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
@@ -592,6 +603,9 @@ class ClassicGroupManager(CoordinatorShard):
         err = self._validate(group_id)
         if err:
             return err, []
+        if group_id in self.consumer_groups:
+            return ErrorCode.NONE, [LeaveMemberResult(m, i, code) for m, i, code in
+                                    self.classic_leave_consumer_group(group_id, members)]
         group = self.groups.get(group_id)
         if group is None:
             return ErrorCode.NONE, [LeaveMemberResult(m, i, ErrorCode.UNKNOWN_MEMBER_ID)

@@ -38,7 +38,8 @@ from .classic import (
 )
 from .config import GroupConfig
 from .consumer.group import ConsumerGroup
-from .consumer.manager import ConsumerGroupManager, TopicsView
+from .consumer.manager import TopicsView
+from .consumer.migration import ConsumerGroupMigration
 from .consumer.records import decode_consumer_key
 from .group import GroupMetadata
 from .offsets import OffsetMetadataManager, PartitionOffset
@@ -92,7 +93,7 @@ class GroupListing:
     group_type: str = "classic"
 
 
-class GroupCoordinator(ClassicGroupManager, ConsumerGroupManager, OffsetMetadataManager):
+class GroupCoordinator(ClassicGroupManager, ConsumerGroupMigration, OffsetMetadataManager):
     """Classic and consumer (KIP-848) groups and their offsets, backed by ``__consumer_offsets``.
 
     ``topics`` returns the cluster's topics as ``{name: (topic id, partitions, internal)}``;
@@ -248,6 +249,12 @@ class GroupCoordinator(ClassicGroupManager, ConsumerGroupManager, OffsetMetadata
                 self._drop_group(group_id)
                 results[group_id] = _map_store_error(e, commit=False)
         return results
+
+    def _on_downgraded(self, group_id: str) -> None:
+        """A consumer group just became a classic group (KIP-848 downgrade): its members rejoin."""
+        group = self.groups.get(group_id)
+        if group is not None and group.members and group.can_rebalance():
+            self._prepare_rebalance(group, "the group was converted from a consumer group")
 
     async def _delete_consumer_group(self, group: ConsumerGroup) -> ErrorCode:
         if group.members:

@@ -403,5 +403,7 @@ def _consumer_member_error(group: ConsumerGroup, member_id: str, member_epoch: i
     if member is None:
         return ErrorCode.UNKNOWN_MEMBER_ID
     if member_epoch != member.member_epoch:
-        return ErrorCode.STALE_MEMBER_EPOCH
+        # A classic member (KIP-848 migration) understands generations, not member epochs.
+        return ErrorCode.ILLEGAL_GENERATION if member.classic is not None \
+            else ErrorCode.STALE_MEMBER_EPOCH
     return ErrorCode.NONE

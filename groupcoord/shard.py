@@ -89,8 +89,29 @@ class CoordinatorShard:
     def replay(self, key: bytes, value: bytes | None, *, producer_id: int = -1) -> None:
         raise NotImplementedError  # GroupCoordinator.replay
 
+    # Implemented by groupcoord.consumer (manager, migration); called by the classic manager.
     async def convert_empty_consumer_group(self, group_id: str) -> bool:
-        raise NotImplementedError  # ConsumerGroupManager.convert_empty_consumer_group
+        raise NotImplementedError
+
+    async def classic_join_consumer_group(self, group_id: str, member_id: str, protocol_type: str,
+                                          protocols: list[tuple[str, bytes]], session_timeout_ms: int,
+                                          rebalance_timeout_ms: int, instance_id: str | None,
+                                          client_id: str, client_host: str,
+                                          require_known: bool) -> tuple[ErrorCode, str, int, str]:
+        raise NotImplementedError
+
+    def classic_sync_consumer_group(self, group_id: str, generation_id: int, member_id: str,
+                                    instance_id: str | None, protocol_type: str | None,
+                                    protocol_name: str | None) -> tuple[ErrorCode, bytes, str | None]:
+        raise NotImplementedError
+
+    def classic_heartbeat_consumer_group(self, group_id: str, member_id: str, generation_id: int,
+                                         instance_id: str | None) -> ErrorCode:
+        raise NotImplementedError
+
+    def classic_leave_consumer_group(self, group_id: str, members: list[tuple[str, str | None]],
+                                     ) -> list[tuple[str, str | None, ErrorCode]]:
+        raise NotImplementedError
 
     def _schedule_heartbeat(self, group: GroupMetadata, member: MemberMetadata,
                             timeout_ms: int | None = None) -> None:

@@ -71,6 +71,15 @@ def assignment_size(a: Assignment) -> int:
     return sum(len(ps) for ps in a.values())
 
 
+@dataclass(frozen=True, slots=True)
+class ClassicMemberMetadata:
+    """A member that speaks the classic protocol (JoinGroup/SyncGroup) inside a consumer group
+    (KIP-848 online migration): its session timeout and its JoinGroup protocols."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+
 @dataclass(eq=False)
 class ConsumerGroupMember:
     member_id: str
@@ -82,6 +91,7 @@ class ConsumerGroupMember:
     subscribed_topic_regex: str | None = None
     rebalance_timeout_ms: int = -1
     server_assignor: str | None = None
+    classic: ClassicMemberMetadata | None = None
     # ConsumerGroupCurrentMemberAssignment
     member_epoch: int = 0
     previous_member_epoch: int = 0
@@ -96,10 +106,10 @@ class ConsumerGroupMember:
     def subscription_equals(self, other: ConsumerGroupMember) -> bool:
         return (self.instance_id, self.rack_id, self.client_id, self.client_host,
                 sorted(self.subscribed_topic_names), self.subscribed_topic_regex,
-                self.rebalance_timeout_ms, self.server_assignor) == \
+                self.rebalance_timeout_ms, self.server_assignor, self.classic) == \
             (other.instance_id, other.rack_id, other.client_id, other.client_host,
              sorted(other.subscribed_topic_names), other.subscribed_topic_regex,
-             other.rebalance_timeout_ms, other.server_assignor)
+             other.rebalance_timeout_ms, other.server_assignor, other.classic)
 
     def is_reconciled_to(self, target_epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == target_epoch

@@ -48,6 +48,7 @@ from .group import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     Assignment,
+    ClassicMemberMetadata,
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
@@ -228,25 +229,39 @@ class ConsumerGroupManager(CoordinatorShard):
                                  f"({member.member_epoch}). The member must abandon all its "
                                  "partitions and rejoin.")
 
-    def _group_for_join(self, group_id: str, joining: bool) -> tuple[ConsumerGroup, bool]:
+    def _group_for_join(self, group_id: str, joining: bool) -> tuple[ConsumerGroup, list[Record]]:
+        """The group a heartbeat works on, and the records that must precede its own (those
+        converting a classic group)."""
         group = self.consumer_groups.get(group_id)
         if group is not None:
-            return group, False
+            return group, []
         classic = self.groups.get(group_id)
         if classic is not None and (classic.members or classic.pending_members):
-            raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND,
-                             f"Group {group_id} is not a consumer group.")
+            upgraded = self.upgrade_classic_group(classic) if joining else None
+            if upgraded is None:
+                raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND,
+                                 f"Group {group_id} is not a consumer group.")
+            return upgraded
         if not joining:
             raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID,
                              f"Consumer group {group_id} not found.")
         # A new group (an Empty classic group, holding only offsets, becomes it at replay).
-        return ConsumerGroup(group_id), True
+        return ConsumerGroup(group_id), []
+
+    def upgrade_classic_group(self, classic: Any) -> tuple[ConsumerGroup, list[Record]] | None:
+        return None  # see groupcoord.consumer.migration
+
+    def downgrade_records(self, group: ConsumerGroup, leaving: str) -> list[Record] | None:
+        return None  # see groupcoord.consumer.migration
+
+    def _on_downgraded(self, group_id: str) -> None:
+        pass  # GroupCoordinator starts the classic group's rebalance
 
     async def _heartbeat(self, req: ConsumerGroupHeartbeatRequest, version: int, client_id: str,
                          client_host: str) -> ConsumerGroupHeartbeatResult:
         gid = req.group_id
         epoch = req.member_epoch
-        group, _new_group = self._group_for_join(gid, epoch == 0)
+        group, prefix = self._group_for_join(gid, epoch == 0)
         member_id = req.member_id or kafka_uuid.to_string(uuid.uuid4())
         if len(group.members) >= self.config.group_consumer_max_size \
                 and member_id not in group.members \
@@ -254,7 +269,7 @@ class ConsumerGroupManager(CoordinatorShard):
             raise GroupError(ErrorCode.GROUP_MAX_SIZE_REACHED,
                              f"The consumer group has reached its maximum capacity of "
                              f"{self.config.group_consumer_max_size} members.")
-        records: list[Record] = []
+        records: list[Record] = list(prefix)
         members = dict(group.members)  # the membership the new target is computed over
         targets_now = dict(group.target_assignment)
         replaced = False
@@ -333,8 +348,31 @@ class ConsumerGroupManager(CoordinatorShard):
             client_id=client_id, client_host=client_host,
             assigned=copy_assignment(current.assigned),
             pending_revocation=copy_assignment(current.pending_revocation))
+        before = copy_assignment(old.assigned)  # replay mutates the live member in place
+        member = await self._update_member(group, members, targets_now, records, current, updated,
+                                           is_new, req.topic_partitions, released)
+        result = ConsumerGroupHeartbeatResult(
+            ErrorCode.NONE, None, member_id, member.member_epoch,
+            self.config.group_consumer_heartbeat_interval_ms)
+        full = req.member_epoch == 0 or (req.rebalance_timeout_ms != -1 and
+                                          req.subscribed_topic_names is not None and
+                                          req.topic_partitions is not None)
+        if full or member.assigned != before:
+            result.assignment = copy_assignment(member.assigned)
+        return result
+
+    async def _update_member(self, group: ConsumerGroup, members: dict[str, ConsumerGroupMember],
+                             targets_now: dict[str, Assignment], records: list[Record],
+                             current: ConsumerGroupMember, updated: ConsumerGroupMember,
+                             is_new: bool, owned: Owned,
+                             released: set[tuple[uuid.UUID, int]]) -> ConsumerGroupMember:
+        """Steps 1-3 of the theory of operation for ``updated`` (the member as the request
+        describes it; ``current`` as it was), appended to ``records``, written, and applied.
+        Returns the live member after replay."""
+        gid = group.group_id
+        member_id = updated.member_id
         bump = False
-        if is_new or replaced or not updated.subscription_equals(current):
+        if is_new or not updated.subscription_equals(current):
             records.append(member_metadata_record(gid, member_id, updated))
             if is_new or sorted(updated.subscribed_topic_names) != \
                     sorted(current.subscribed_topic_names) or \
@@ -369,8 +407,7 @@ class ConsumerGroupManager(CoordinatorShard):
             def partition_epoch(t: uuid.UUID, p: int) -> int:
                 return -1 if (t, p) in released else group.current_partition_epoch(t, p)
             try:
-                nxt = reconcile(updated, target_epoch, target, partition_epoch,
-                                req.topic_partitions)
+                nxt = reconcile(updated, target_epoch, target, partition_epoch, owned)
             except FencedMemberEpoch as e:
                 raise GroupError(ErrorCode.FENCED_MEMBER_EPOCH, str(e)) from None
             if (nxt.member_epoch, nxt.previous_member_epoch, nxt.state, nxt.assigned,
@@ -381,7 +418,6 @@ class ConsumerGroupManager(CoordinatorShard):
                     gid, member_id, nxt.member_epoch, nxt.previous_member_epoch, nxt.state,
                     nxt.assigned, nxt.pending_revocation))
 
-        before = copy_assignment(old.assigned)  # replay mutates the live member in place
         if records:
             await self._write(gid, records)
         live = self.consumer_groups.get(gid)
@@ -389,21 +425,16 @@ class ConsumerGroupManager(CoordinatorShard):
         if live is None or member is None:  # pragma: no cover - replay must have created both
             raise GroupError(ErrorCode.UNKNOWN_SERVER_ERROR, "member vanished after its write")
         self._schedule_session_timeout(live, member)
+        for m in live.members.values():
+            if m.session_timer is None:  # members converted from a classic group
+                self._schedule_session_timeout(live, m)
         if member.state is MemberState.UNREVOKED_PARTITIONS:
             if member.rebalance_timer is None or member.rebalance_timer_epoch != member.member_epoch:
                 self._schedule_rebalance_timeout(live, member)
         elif member.rebalance_timer is not None:
             member.rebalance_timer.cancel()
             member.rebalance_timer = None
-        result = ConsumerGroupHeartbeatResult(
-            ErrorCode.NONE, None, member_id, member.member_epoch,
-            self.config.group_consumer_heartbeat_interval_ms)
-        full = req.member_epoch == 0 or (req.rebalance_timeout_ms != -1 and
-                                          req.subscribed_topic_names is not None and
-                                          req.topic_partitions is not None)
-        if full or member.assigned != before:
-            result.assignment = copy_assignment(member.assigned)
-        return result
+        return member
 
     def _current_record(self, gid: str, m: ConsumerGroupMember) -> Record:
         return current_assignment_record(gid, m.member_id, m.member_epoch, m.previous_member_epoch,
@@ -486,6 +517,11 @@ class ConsumerGroupManager(CoordinatorShard):
 
     async def _fence_member(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         gid = group.group_id
+        downgrade = self.downgrade_records(group, member.member_id)
+        if downgrade is not None:
+            await self._write(gid, downgrade)
+            self._on_downgraded(gid)
+            return
         records = self._removal_records(gid, member.member_id)
         remaining = [m for mid, m in group.members.items() if mid != member.member_id]
         metadata = self._subscription_metadata(remaining, self.topics())
@@ -498,7 +534,8 @@ class ConsumerGroupManager(CoordinatorShard):
         if member.session_timer is not None:
             member.session_timer.cancel()
         member.session_timer = self.scheduler.call_later(
-            self.config.group_consumer_session_timeout_ms,
+            member.classic.session_timeout_ms if member.classic is not None
+            else self.config.group_consumer_session_timeout_ms,
             lambda: self._on_member_timeout(group.group_id, member.member_id, None,
                                             "session timeout expired"))
 
@@ -660,6 +697,10 @@ class ConsumerGroupManager(CoordinatorShard):
             member.subscribed_topic_regex = mv.subscribed_topic_regex
             member.rebalance_timeout_ms = mv.rebalance_timeout_ms
             member.server_assignor = mv.server_assignor
+            cm = mv.classic_member_metadata
+            member.classic = None if cm is None else ClassicMemberMetadata(
+                cm.session_timeout_ms, tuple((p.name, bytes(p.metadata))
+                                             for p in cm.supported_protocols or []))
             if member.instance_id is not None:
                 group.static_members[member.instance_id] = member.member_id
         elif kind == CURRENT_MEMBER_ASSIGNMENT:

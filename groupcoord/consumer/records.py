@@ -110,11 +110,17 @@ def member_metadata_record(group_id: str, member_id: str, m: ConsumerGroupMember
     key = ConsumerRecordKey(MEMBER_METADATA, group_id, member_id).encode()
     if m is None:
         return key, None
-    return key, _value(kip848.ConsumerGroupMemberMetadataValue(
+    V = kip848.ConsumerGroupMemberMetadataValue
+    classic = None
+    if m.classic is not None:
+        C = V.ClassicMemberMetadata
+        classic = C(session_timeout_ms=m.classic.session_timeout_ms, supported_protocols=[
+            C.ClassicProtocol(name=n, metadata=bytes(meta)) for n, meta in m.classic.protocols])
+    return key, _value(V(
         version=0, instance_id=m.instance_id, rack_id=m.rack_id, client_id=m.client_id,
         client_host=m.client_host, subscribed_topic_names=list(m.subscribed_topic_names),
         subscribed_topic_regex=m.subscribed_topic_regex, rebalance_timeout_ms=m.rebalance_timeout_ms,
-        server_assignor=m.server_assignor, classic_member_metadata=None))
+        server_assignor=m.server_assignor, classic_member_metadata=classic))
 
 
 def target_assignment_epoch_record(group_id: str, epoch: int | None) -> Record:

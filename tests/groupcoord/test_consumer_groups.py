@@ -363,7 +363,7 @@ def test_config_bounds() -> None:
 
 
 @async_test
-async def test_classic_join_converts_only_an_empty_consumer_group() -> None:
+async def test_classic_join_converts_an_empty_consumer_group() -> None:
     h = await Harness(group_initial_rebalance_delay_ms=0).start()
     await h.hb("m1")
     tp = ("t1", 2)
@@ -373,8 +373,6 @@ async def test_classic_join_converts_only_an_empty_consumer_group() -> None:
         sub = b"\x00\x00\x00\x00\x00\x01\x00\x02t1\xff\xff\xff\xff"
         return asyncio.ensure_future(h.coord.join_group("g", "", "consumer", [("range", sub)],
                                                         10_000, 30_000, client_id="old"))
-    r = await classic_join()
-    assert r.error == E.INCONSISTENT_GROUP_PROTOCOL and "g" not in h.coord.groups
     await h.hb("m1", -1)
     task = classic_join()
     for _ in range(5):
@@ -400,3 +398,103 @@ def test_records_decode_for_tools() -> None:
     assert plain["state"] == 1 and plain["assigned_partitions"] == [
         {"topic_id": kafka_uuid.to_string(T1), "partitions": [0, 1]}]
     assert plain["partitions_pending_revocation"][0]["partitions"] == [4]
+
+
+
+def sub(*topics: str, owned: list[tuple[str, list[int]]] | None = None) -> bytes:
+    from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription as S
+
+    return bytes(S(version=1, topics=list(topics), user_data=None, owned_partitions=[
+        S.TopicPartition(topic=t, partitions=ps) for t, ps in owned or []]).encode(version=1))
+
+
+def partitions_of(assignment: bytes) -> set[int]:
+    from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment as A
+
+    return {p for tp in A.decode(assignment).assigned_partitions for p in tp.partitions}
+
+
+@async_test
+async def test_online_upgrade_classic_members_then_downgrade() -> None:
+    """KIP-848 migration: a Stable classic group is converted when a consumer-protocol member
+    joins; its classic members rejoin and are reconciled by the coordinator; when the
+    consumer-protocol member leaves, the group is classic again and rebalances."""
+    h = await Harness(group_initial_rebalance_delay_ms=0).start()
+
+    async def settle() -> None:
+        for _ in range(5):
+            h.sched.advance(0)
+            await asyncio.sleep(0)
+            await h.coord.idle()
+
+    # A classic group with two members (the leader gives each three partitions of t1).
+    j = [asyncio.ensure_future(h.coord.join_group("g", "", "consumer", [("range", sub("t1"))],
+                                                  10_000, 30_000, client_id=f"c{i}"))
+         for i in range(2)]
+    await settle()
+    r1, r2 = [await t for t in j]
+    from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment as A
+
+    def assignment(ps: list[int]) -> bytes:
+        return bytes(A(version=0, user_data=None, assigned_partitions=[
+            A.TopicPartition(topic="t1", partitions=ps)]).encode(version=0))
+    leader = r1 if r1.leader_id == r1.member_id else r2
+    plan = {r1.member_id: assignment([0, 1, 2]), r2.member_id: assignment([3, 4, 5])}
+    syncs = [asyncio.ensure_future(h.coord.sync_group("g", r.generation_id, r.member_id,
+                                                      plan if r is leader else {}))
+             for r in (r1, r2)]
+    await settle()
+    for s in syncs:
+        assert (await s).error == E.NONE
+    gen = r1.generation_id
+
+    # Upgrade: a consumer-protocol member joins.
+    r = await h.hb("new")
+    assert r.error == E.NONE and "g" not in h.coord.groups
+    cg = h.group()
+    assert cg.members[r1.member_id].classic is not None and cg.group_epoch == gen + 1
+    assert cg.members[r1.member_id].assigned == {T1: {0, 1, 2}}
+    # The classic members learn of the rebalance from their heartbeat and rejoin (eager: owning
+    # nothing), then SyncGroup hands them the coordinator's assignment.
+    for rr in (r1, r2):
+        assert h.coord.heartbeat("g", rr.member_id, gen) == E.REBALANCE_IN_PROGRESS
+    got = {}
+    for _ in range(3):
+        for rr in (r1, r2):
+            jr = await h.coord.join_group("g", rr.member_id, "consumer", [("range", sub("t1"))],
+                                          10_000, 30_000)
+            assert jr.error == E.NONE and jr.leader_id == "" and jr.protocol_name == "range"
+            sr = await h.coord.sync_group("g", jr.generation_id, rr.member_id, {})
+            assert sr.error == E.NONE
+            got[rr.member_id] = (jr.generation_id, partitions_of(sr.assignment))
+        await h.converge(["new"], rounds=1)
+    assert h.partitions("new") and all(ps for _, ps in got.values())
+    everything = [p for _, ps in got.values() for p in ps] + [p for _, p in h.partitions("new")]
+    assert sorted(everything) == list(range(6))
+    assert h.coord.heartbeat("g", r1.member_id, got[r1.member_id][0]) == E.NONE
+    assert h.coord.heartbeat("g", r1.member_id, 999) == E.ILLEGAL_GENERATION
+    tp = ("t1", 0)
+    assert (await h.coord.commit_offsets("g", r1.member_id, 999, {tp: OffsetAndMetadata(1)}))[tp] \
+        == E.ILLEGAL_GENERATION
+    assert snapshot(await h.replayed()) == snapshot(h.coord)
+
+    # Downgrade: the only consumer-protocol member leaves.
+    await h.hb("new", -1)
+    assert "g" not in h.coord.consumer_groups
+    classic = h.coord.groups["g"]
+    assert set(classic.members) == {r1.member_id, r2.member_id}
+    assert classic.state.value == "PreparingRebalance"
+    fresh = await h.replayed()
+    assert "g" in fresh.groups and "g" not in fresh.consumer_groups
+
+
+@async_test
+async def test_upgrade_refused_when_policy_disabled() -> None:
+    h = await Harness(group_initial_rebalance_delay_ms=0, group_consumer_migration_policy="disabled").start()
+    t = asyncio.ensure_future(h.coord.join_group("g", "", "consumer", [("range", sub("t1"))],
+                                                 10_000, 30_000))
+    for _ in range(5):
+        h.sched.advance(0)
+        await asyncio.sleep(0)
+    assert (await t).error == E.NONE
+    assert (await h.hb("m1")).error == E.GROUP_ID_NOT_FOUND
