@@ -304,3 +304,27 @@ def test_reset_offsets_from_the_page_dry_run_then_execute(cluster: tuple[BrokerP
     finally:
         admin.close()
     assert not _errors(browser)
+
+
+def test_transactions_page_shows_an_open_transaction(cluster: tuple[BrokerProcess, ConsoleHttp], browser: Any) -> None:
+    b, http = cluster
+    p = KafkaProducer(bootstrap_servers=b.bootstrap, transactional_id="ui-tx")
+    p.init_transactions()
+    p.begin_transaction()
+    p.send("ui-txns", value=b"pending").get()
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=b.bootstrap)
+        try:
+            pid = next(x.producer_id for v in admin.list_transactions().values() for x in v
+                       if x.transactional_id == "ui-tx")
+        finally:
+            admin.close()
+        _open(browser, http, "/transactions", "h2", "transactions-open")
+        row = _wait_text(browser, lambda d: d.find_elements(By.XPATH, "//tr[td[text()='ui-tx']]"))[0]
+        cells = [c.text for c in row.find_elements(By.TAG_NAME, "td")]
+        assert cells[1] == "Ongoing" and cells[2] == str(pid) and cells[6] == "ui-txns-0"
+        browser.save_screenshot(str(ARTIFACTS / "transactions-open.png"))
+    finally:
+        p.abort_transaction()
+        p.close()
+    assert not _errors(browser)
