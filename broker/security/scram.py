@@ -19,6 +19,7 @@ import base64
 import hashlib
 import hmac
 import os
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
@@ -162,7 +163,7 @@ class ScramServer:
             cred = ScramCredential(os.urandom(32), os.urandom(64), os.urandom(64), DEFAULT_ITERATIONS)
         self._credential = cred
         self._client_first_bare = bare
-        self._nonce = attrs[1][1] + base64.b64encode(os.urandom(24)).decode().rstrip("=").replace("+", "-")
+        self._nonce = attrs[1][1] + secrets.token_hex(16)  # [0-9a-f]: Kafka's nonces are alphanumeric too
         self._server_first = f"r={self._nonce},s={base64.b64encode(cred.salt).decode()},i={cred.iterations}"
         self.state = ScramState.RECEIVE_CLIENT_FINAL_MESSAGE
         return self._server_first.encode()
@@ -176,7 +177,9 @@ class ScramServer:
             raise self._fail("Invalid SCRAM client final message") from None
         if len(attrs) < 3 or attrs[0][0] != "c" or attrs[1][0] != "r" or attrs[-1][0] != "p":
             raise self._fail("Invalid SCRAM client final message")
-        if attrs[1][1] != self._nonce:
+        # Kafka's ScramSaslServer checks that the nonce *ends with* the server-first nonce: some
+        # librdkafka versions (2.0.x) echo the client nonce twice, and Kafka accepts them.
+        if not attrs[1][1].endswith(self._nonce):
             raise self._fail("Invalid SCRAM client final message: nonces do not match")
         try:
             channel = base64.b64decode(attrs[0][1], validate=True).decode("utf-8")

@@ -160,14 +160,17 @@ def test_scram_wrong_nonce_and_wrong_proof(sec):
         r1 = c.authenticate(client.first_message())
         client.process_server_first_message(r1.auth_bytes)
         final = client.final_message().decode()
-        if tamper == "nonce":
-            final = final.replace(",r=", ",r=X", 1)
+        if tamper == "nonce":  # the server's part of the nonce altered
+            head, rest = final.split(",r=", 1)
+            nonce, tail = rest.split(",", 1)
+            final = f"{head},r={nonce[:-1]}{'0' if nonce[-1] != '0' else '1'},{tail}"
         else:
             proof = bytearray(base64.b64decode(final.split(",p=")[1]))
             proof[0] ^= 1
             final = final.split(",p=")[0] + ",p=" + base64.b64encode(bytes(proof)).decode()
         r = c.authenticate(final.encode())
         assert r.error_code == SASL_AUTHENTICATION_FAILED
+        assert ("nonces do not match" in r.error_message) == (tamper == "nonce"), r.error_message
         assert c.closed()
 
 
