@@ -93,6 +93,12 @@ BROKER_DEFAULTS: dict[str, tuple[type, object]] = {
     "console.allow.writes": (bool, False),
     "console.bootstrap.servers": (str, ""),
     "console.metrics.urls": (str, ""),
+    # Authorization and quotas (issue 10, broker/security)
+    "authorizer.class.name": (str, ""),
+    "super.users": (str, ""),
+    "allow.everyone.if.no.acl.found": (bool, False),
+    "quota.window.num": (int, 11),
+    "quota.window.size.seconds": (int, 1),
 }
 
 

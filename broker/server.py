@@ -32,7 +32,7 @@ from protocol.messages import (
     response_class,
 )
 
-from . import apis
+from . import apis, security
 from .apis import EncodedResponse, RequestContext
 from .config import BrokerConfig, Listener
 from .configs import DynamicBrokerConfigs
@@ -84,6 +84,7 @@ class KafkaConnection(asyncio.Protocol):
         self.authenticator: Any = None  # SASL listeners: owns the frames until authenticated
         # When metrics are on: when each queued frame was read (RequestQueueTimeMs starts there).
         self.arrivals: deque[float] | None = deque() if broker.metrics is not None else None
+        self.mute_ms = 0  # KIP-219: after the next response, read and serve nothing for this long
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  # uvloop's transports are not subclasses
@@ -131,6 +132,15 @@ class KafkaConnection(asyncio.Protocol):
             else:
                 with os.fdopen(os.dup(c.fd), "rb") as f:
                     await loop.sendfile(transport, f, c.position, c.size)
+
+    async def _mute(self) -> None:
+        """Kafka mutes a throttled client's channel: no reads, no requests served, until the time is up."""
+        ms, self.mute_ms = self.mute_ms, 0
+        if self.transport is not None and not self.reading_paused:
+            self.transport.pause_reading()
+        await asyncio.sleep(ms / 1000)
+        if self.transport is not None and not self.reading_paused and not self.closed:
+            self.transport.resume_reading()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -185,6 +195,8 @@ class KafkaConnection(asyncio.Protocol):
                         await self.write_ok.wait()
                 if timer is not None and self.broker.metrics is not None:
                     self.broker.metrics.request_stats.finish(frame, timer, handled, time.perf_counter())
+                if self.mute_ms and not self.closed:
+                    await self._mute()
         except asyncio.CancelledError:
             pass
 
@@ -221,6 +233,8 @@ class Broker:
         self.metrics: Any = None  # broker.metrics.BrokerMetrics when metrics.listener is set
         self.console: Any = None  # broker/console/, when console.listener is set
         self.security: Any = None  # broker.security.manager.BrokerSecurity, built first in start()
+        self.authorizer: Any = None  # broker.security: None = no authorizer configured
+        self.quotas: Any = None  # broker.security.quotas: None = no client quotas defined
         self.started = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = asyncio.Event()
@@ -260,6 +274,7 @@ class Broker:
         self._init_meta_properties()
         self.replica_manager.startup()
         DynamicBrokerConfigs.attach(self)  # KIP-226 dynamic broker configs survive restarts
+        security.configure(self)  # authorizer and client quotas
         if self.cluster is not None:
             from .zk.cluster import ZkProducerIdManager  # noqa: PLC0415
 
@@ -382,8 +397,12 @@ class Broker:
             return None
         ctx = RequestContext(self, header, conn.peer[0], conn.peer[1], conn.principal, conn.listener_name,
                              conn.security_protocol)
+        quotas = self.quotas
+        t0 = time.monotonic() if quotas is not None and quotas.enabled else 0.0
         try:
             response = await spec.handler(ctx, request)
+            if t0:
+                response = self._apply_quotas(ctx, conn, response, t0)
         except Exception:
             log.exception("Error handling %s v%d from client %r (correlation id %d)", spec.name,
                           header.api_version, header.client_id, header.correlation_id)
@@ -405,6 +424,19 @@ class Broker:
                           header.client_id)
             conn.close(f"internal error encoding {spec.name}")
             return None
+
+    def _apply_quotas(self, ctx: RequestContext, conn: KafkaConnection, response: Any, t0: float) -> Any:
+        """request_percentage (the handler's time, Fetch's long-poll aside) and the KIP-219
+        throttle: the response carries throttle_time_ms and the connection is muted that long."""
+        if ctx.header.api_key != ApiKey.FETCH:
+            ctx.throttle_ms = max(ctx.throttle_ms, self.quotas.record(
+                "request_percentage", ctx.principal, ctx.header.client_id, (time.monotonic() - t0) * 100))
+        if ctx.throttle_ms > 0:
+            conn.mute_ms = max(conn.mute_ms, ctx.throttle_ms)
+            if response is not None and not isinstance(response, EncodedResponse) and \
+                    hasattr(response, "throttle_time_ms"):
+                response.throttle_time_ms = max(response.throttle_time_ms or 0, ctx.throttle_ms)
+        return response
 
     def _api_versions_fallback(self, header: RequestHeader) -> bytes:
         """Kafka answers an ApiVersions version it does not know with v0 + UNSUPPORTED_VERSION."""

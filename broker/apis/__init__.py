@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 from protocol.api_keys import ApiKey
 from protocol.messages import REQUEST_CLASSES, RequestHeader, response_class
 
+from ..security.acl import AclOperation, Requires, ResourceType
+
 if TYPE_CHECKING:
     from broker.server import Broker
 
@@ -32,6 +34,8 @@ class ApiSpec:
     min_version: int
     max_version: int
     handler: Handler
+    # What the handler authorizes (convention 14): () for nothing, None if undeclared.
+    authz: tuple[Requires, ...] | None = None
 
     @property
     def name(self) -> str:
@@ -44,7 +48,9 @@ class ApiSpec:
 REGISTRY: dict[int, ApiSpec] = {}
 
 
-def api(key: int, versions: tuple[int, int]) -> Callable[[Handler], Handler]:
+def api(key: int, versions: tuple[int, int],
+        authz: tuple[Requires, ...] | None = None) -> Callable[[Handler], Handler]:
+    """Register a handler for ``key`` at ``versions``; ``authz`` declares the ACL checks it makes."""
     lo, hi = versions
     cls = REQUEST_CLASSES.get(int(key))
     if cls is None or hi > cls.max_version:
@@ -53,7 +59,7 @@ def api(key: int, versions: tuple[int, int]) -> Callable[[Handler], Handler]:
     def register(fn: Handler) -> Handler:
         if int(key) in REGISTRY:
             raise ValueError(f"API {key} registered twice")
-        REGISTRY[int(key)] = ApiSpec(int(key), lo, hi, fn)
+        REGISTRY[int(key)] = ApiSpec(int(key), lo, hi, fn, authz)
         return fn
 
     return register
@@ -72,6 +78,35 @@ class RequestContext:
     principal: str = "User:ANONYMOUS"
     listener_name: str = "PLAINTEXT"
     security_protocol: str = "PLAINTEXT"
+    # Set by a handler whose client exceeded a quota (KIP-219): sent as throttle_time_ms, and
+    # the connection is muted that long after the response goes out.
+    throttle_ms: int = 0
+
+    def authorize(self, operation: AclOperation, resource_type: ResourceType, name: str,
+                  log_denied: bool = True) -> bool:
+        """May this request's principal do ``operation`` on the resource? True without an authorizer."""
+        authorizer = self.broker.authorizer
+        if authorizer is None:
+            return True
+        return bool(authorizer.authorize(self.principal, self.client_host, operation, resource_type, name,
+                                         _api_name(self.header.api_key), log_denied))
+
+    def authorized_operations(self, resource_type: ResourceType, name: str) -> set[int]:
+        """KIP-430's bit set (as bit positions): the operations the principal may do on the
+        resource, among those its type supports; all of them without an authorizer."""
+        from ..security.acl import SUPPORTED_OPERATIONS  # noqa: PLC0415
+
+        ops = SUPPORTED_OPERATIONS.get(resource_type, frozenset())
+        authorizer = self.broker.authorizer
+        if authorizer is None:
+            return {int(op) for op in ops}
+        return {int(op) for op in ops if authorizer.authorize(self.principal, self.client_host, op, resource_type,
+                                                              name, _api_name(self.header.api_key), False)}
+
+    def error_response(self, code: int) -> Any:
+        """This API's response with ``code`` as its top-level error and defaults elsewhere."""
+        cls = self.response_class
+        return cls(error_code=int(code)) if "error_code" in cls.fields else cls()
 
     @property
     def advertised(self) -> Any:
@@ -92,6 +127,13 @@ class RequestContext:
 
     def response(self, **fields: Any) -> Any:
         return self.response_class(**fields)
+
+
+def _api_name(key: int) -> str:
+    try:
+        return ApiKey(key).name
+    except ValueError:
+        return str(key)
 
 
 @dataclass(slots=True)

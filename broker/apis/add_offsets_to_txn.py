@@ -17,14 +17,20 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
+from ..security.acl import GROUP, GROUP_DENIED, READ, TRANSACTIONAL_ID, TXN_DENIED, WRITE, Requires
 from . import RequestContext, api
 
 
-@api(ApiKey.ADD_OFFSETS_TO_TXN, versions=(0, 4))
+@api(ApiKey.ADD_OFFSETS_TO_TXN, versions=(0, 4), authz=(
+    Requires(WRITE, TRANSACTIONAL_ID, TXN_DENIED, "transactional_id"), Requires(READ, GROUP, GROUP_DENIED, "group_id")))
 async def handle_add_offsets_to_txn(ctx: RequestContext, req: Any) -> Any:
     coord = ctx.broker.txn_coordinator
     code = ErrorCode.NONE
-    if coord is None:
+    if not ctx.authorize(WRITE, TRANSACTIONAL_ID, req.transactional_id):
+        code = TXN_DENIED
+    elif not ctx.authorize(READ, GROUP, req.group_id):
+        code = GROUP_DENIED
+    elif coord is None:
         code = ErrorCode.COORDINATOR_NOT_AVAILABLE
     elif not req.group_id:
         code = ErrorCode.INVALID_GROUP_ID

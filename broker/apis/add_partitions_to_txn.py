@@ -22,6 +22,18 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
+from ..security.acl import (
+    CLUSTER,
+    CLUSTER_ACTION,
+    CLUSTER_DENIED,
+    CLUSTER_NAME,
+    TOPIC,
+    TOPIC_DENIED,
+    TRANSACTIONAL_ID,
+    TXN_DENIED,
+    WRITE,
+    Requires,
+)
 from . import RequestContext, api
 
 
@@ -32,6 +44,12 @@ def _fenced(code: ErrorCode, version: int) -> ErrorCode:
 async def _add(ctx: RequestContext, tid: str, pid: int, epoch: int, topics: Any,
                verify_only: bool) -> dict[tuple[str, int], ErrorCode]:
     parts = [(t.name, p) for t in topics for p in t.partitions]
+    if ctx.broker.authorizer is not None:
+        if not ctx.authorize(WRITE, TRANSACTIONAL_ID, tid):
+            return dict.fromkeys(parts, TXN_DENIED)
+        denied = {t.name for t in topics if not ctx.authorize(WRITE, TOPIC, t.name)}
+        if denied:
+            return {tp: TOPIC_DENIED if tp[0] in denied else ErrorCode.OPERATION_NOT_ATTEMPTED for tp in parts}
     coord = ctx.broker.txn_coordinator
     if coord is None:
         return dict.fromkeys(parts, ErrorCode.COORDINATOR_NOT_AVAILABLE)
@@ -65,13 +83,18 @@ def _topic_results(R: Any, results: dict[tuple[str, int], ErrorCode], version: i
     return [TopicResult(name=t, results_by_partition=rs) for t, rs in by_topic.items()]
 
 
-@api(ApiKey.ADD_PARTITIONS_TO_TXN, versions=(0, 5))
+@api(ApiKey.ADD_PARTITIONS_TO_TXN, versions=(0, 5), authz=(
+    Requires(WRITE, TRANSACTIONAL_ID, TXN_DENIED, "transactional_id (v0-3): every partition"),
+    Requires(WRITE, TOPIC, TOPIC_DENIED, "each topic (v0-3); the others OPERATION_NOT_ATTEMPTED"),
+    Requires(CLUSTER_ACTION, CLUSTER, CLUSTER_DENIED, "v4+ (broker to broker): top-level error")))
 async def handle_add_partitions_to_txn(ctx: RequestContext, req: Any) -> Any:
     R = ctx.response_class
     if ctx.version <= 3:
         results = await _add(ctx, req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
                              req.v3_and_below_producer_epoch, req.v3_and_below_topics, False)
         return R(throttle_time_ms=0, results_by_topic_v3_and_below=_topic_results(R, results, ctx.version))
+    if not ctx.authorize(CLUSTER_ACTION, CLUSTER, CLUSTER_NAME):
+        return R(throttle_time_ms=0, error_code=int(CLUSTER_DENIED), results_by_transaction=[])
     out = []
     for txn in req.transactions:
         results = await _add(ctx, txn.transactional_id, txn.producer_id, txn.producer_epoch, txn.topics,

@@ -21,9 +21,30 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
 from .. import configs as cfgs
+from ..security.acl import (
+    ALTER_CONFIGS,
+    CLUSTER,
+    CLUSTER_DENIED,
+    CLUSTER_NAME,
+    TOPIC,
+    TOPIC_DENIED,
+    AclOperation,
+    Requires,
+)
 from . import RequestContext, api
 
 RESOURCE_TOPIC = 2
+
+
+def config_resource_authorized(ctx: RequestContext, operation: AclOperation, resource_type: int, name: str) -> None:
+    """Kafka's check for a config resource: the topic itself, or the cluster for brokers and loggers."""
+    if ctx.broker.authorizer is None:
+        return
+    if resource_type == RESOURCE_TOPIC:
+        if not ctx.authorize(operation, TOPIC, name):
+            raise KafkaError(TOPIC_DENIED, "Topic authorization failed.")
+    elif not ctx.authorize(operation, CLUSTER, CLUSTER_NAME):
+        raise KafkaError(CLUSTER_DENIED, "Cluster authorization failed.")
 RESOURCE_BROKER = 4
 
 
@@ -70,7 +91,9 @@ def current_overrides(ctx: RequestContext, resource_type: int, name: str) -> dic
                      f"AlterConfigs is not supported for resource type {resource_type} on this broker")
 
 
-@api(ApiKey.ALTER_CONFIGS, versions=(0, 2))
+@api(ApiKey.ALTER_CONFIGS, versions=(0, 2), authz=(
+    Requires(ALTER_CONFIGS, TOPIC, TOPIC_DENIED, "each TOPIC resource"),
+    Requires(ALTER_CONFIGS, CLUSTER, CLUSTER_DENIED, "each BROKER / BROKER_LOGGER resource")))
 async def handle_alter_configs(ctx: RequestContext, req: Any) -> Any:
     R = ctx.response_class
     Resp = R.AlterConfigsResourceResponse
@@ -78,6 +101,7 @@ async def handle_alter_configs(ctx: RequestContext, req: Any) -> Any:
     for res in req.resources:
         code, message = ErrorCode.NONE, None
         try:
+            config_resource_authorized(ctx, ALTER_CONFIGS, res.resource_type, res.resource_name)
             new: dict[str, str] = {}
             for c in res.configs:
                 if c.value is None:

@@ -13,12 +13,13 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 
+from ..security.acl import NO_AUTHZ
 from . import REGISTRY, RequestContext, api
 
 log = logging.getLogger("samsa.request")
 
 
-@api(ApiKey.API_VERSIONS, versions=(0, 4))
+@api(ApiKey.API_VERSIONS, versions=(0, 4), authz=NO_AUTHZ)
 async def handle_api_versions(ctx: RequestContext, req: Any) -> Any:
     if ctx.version >= 3:
         log.debug("Client %s:%d is %s %s", ctx.client_host, ctx.client_port,

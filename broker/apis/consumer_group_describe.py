@@ -17,6 +17,7 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from ..security.acl import DESCRIBE, GROUP, GROUP_DENIED, Requires
 from . import RequestContext, api
 
 GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)  # READ, DELETE, DESCRIBE (AclOperation bits)
@@ -24,7 +25,7 @@ OPERATIONS_OMITTED = -(2**31)  # INT32_MIN: not requested
 MEMBER_TYPE_CONSUMER = 1
 
 
-@api(ApiKey.CONSUMER_GROUP_DESCRIBE, versions=(0, 1))
+@api(ApiKey.CONSUMER_GROUP_DESCRIBE, versions=(0, 1), authz=(Requires(DESCRIBE, GROUP, GROUP_DENIED, "each group"),))
 async def handle_consumer_group_describe(ctx: RequestContext, req: Any) -> Any:
     R = ctx.response_class
     G = R.DescribedGroup
@@ -44,7 +45,14 @@ async def handle_consumer_group_describe(ctx: RequestContext, req: Any) -> Any:
 
     extra = {"member_type": MEMBER_TYPE_CONSUMER} if ctx.version >= 1 else {}
     out = []
-    for d in coord.describe_consumer_groups(list(req.group_ids)):
+    denied = [g for g in req.group_ids if not ctx.authorize(DESCRIBE, GROUP, g)]
+    for g in denied:
+        out.append(G(error_code=int(GROUP_DENIED), error_message="Group authorization failed.", group_id=g,
+                     group_state="", group_epoch=-1, assignment_epoch=-1, assignor_name="", members=[],
+                     authorized_operations=OPERATIONS_OMITTED))
+    for d in coord.describe_consumer_groups([g for g in req.group_ids if g not in denied]):
+        if ops != OPERATIONS_OMITTED and ctx.broker.authorizer is not None:
+            ops = sum(1 << op for op in ctx.authorized_operations(GROUP, d.group_id))
         out.append(G(
             error_code=int(d.error), error_message=d.error_message, group_id=d.group_id,
             group_state=d.state, group_epoch=d.group_epoch, assignment_epoch=d.assignment_epoch,

@@ -25,13 +25,17 @@ from groupcoord.consumer.manager import ConsumerGroupHeartbeatRequest
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from ..security.acl import GROUP, GROUP_DENIED, READ, Requires
 from . import RequestContext, api
 
 
-@api(ApiKey.CONSUMER_GROUP_HEARTBEAT, versions=(0, 1))
+@api(ApiKey.CONSUMER_GROUP_HEARTBEAT, versions=(0, 1), authz=(Requires(READ, GROUP, GROUP_DENIED, "group_id"),))
 async def handle_consumer_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
     R = ctx.response_class
     coord = ctx.broker.group_coordinator
+    if not ctx.authorize(READ, GROUP, req.group_id):
+        return R(throttle_time_ms=0, error_code=int(GROUP_DENIED), error_message="Group authorization failed.",
+                 member_id=None, member_epoch=-1, heartbeat_interval_ms=0, assignment=None)
     if coord is None:
         return R(throttle_time_ms=0, error_code=int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
                  error_message=None, member_id=None, member_epoch=-1, heartbeat_interval_ms=0,

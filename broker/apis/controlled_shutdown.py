@@ -10,13 +10,16 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from ..security.acl import CLUSTER, CLUSTER_ACTION, CLUSTER_DENIED, CLUSTER_NAME, Requires
 from . import RequestContext, api
 
 
-@api(ApiKey.CONTROLLED_SHUTDOWN, versions=(3, 3))
+@api(ApiKey.CONTROLLED_SHUTDOWN, versions=(3, 3), authz=(Requires(CLUSTER_ACTION, CLUSTER, CLUSTER_DENIED, "from the controller / a broker"),))
 async def handle_controlled_shutdown(ctx: RequestContext, req: Any) -> Any:
     R = ctx.response_class
     broker = ctx.broker
+    if not ctx.authorize(CLUSTER_ACTION, CLUSTER, CLUSTER_NAME):
+        return R(error_code=int(CLUSTER_DENIED), remaining_partitions=[])
     if broker.cluster is None or not broker.is_cluster_broker(req.broker_id):
         return R(error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), remaining_partitions=[])
     controller = broker.controller

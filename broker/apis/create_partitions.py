@@ -18,10 +18,11 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
+from ..security.acl import ALTER, TOPIC, TOPIC_DENIED, Requires
 from . import RequestContext, api
 
 
-@api(ApiKey.CREATE_PARTITIONS, versions=(0, 3))
+@api(ApiKey.CREATE_PARTITIONS, versions=(0, 3), authz=(Requires(ALTER, TOPIC, TOPIC_DENIED, "each topic"),))
 async def handle_create_partitions(ctx: RequestContext, req: Any) -> Any:
     broker = ctx.broker
     R = ctx.response_class
@@ -35,6 +36,8 @@ async def handle_create_partitions(ctx: RequestContext, req: Any) -> Any:
         try:
             if counts[t.name] > 1:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, f"Duplicate topic name {t.name} in the request")
+            if not ctx.authorize(ALTER, TOPIC, t.name):
+                raise KafkaError(TOPIC_DENIED, "Topic authorization failed.")
             info = broker.topics.get(t.name)
             if info is None:
                 raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{t.name}' does not exist.")

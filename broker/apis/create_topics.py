@@ -23,13 +23,16 @@ from protocol.errors import ErrorCode, KafkaError
 
 from ..configs import effective_topic_config, validate_topic_configs
 from ..metadata import validate_topic_name
+from ..security.acl import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE_CONFIGS, TOPIC, TOPIC_DENIED, Requires
 from . import RequestContext, api
 
 CONFIG_SOURCE_TOPIC = 1  # DescribeConfigs' ConfigSource.TOPIC_CONFIG
 CONFIG_SOURCE_DEFAULT = 5  # ConfigSource.DEFAULT_CONFIG
 
 
-@api(ApiKey.CREATE_TOPICS, versions=(2, 7))
+@api(ApiKey.CREATE_TOPICS, versions=(2, 7), authz=(
+    Requires(CREATE, TOPIC, TOPIC_DENIED, "each topic, unless CREATE on the cluster"),
+    Requires(DESCRIBE_CONFIGS, TOPIC, TOPIC_DENIED, "v5+ configs in the answer: topic_config_error_code")))
 async def handle_create_topics(ctx: RequestContext, req: Any) -> Any:
     broker = ctx.broker
     R = ctx.response_class
@@ -38,6 +41,8 @@ async def handle_create_topics(ctx: RequestContext, req: Any) -> Any:
     seen: set[str] = set()
     live = broker.cluster.live_broker_ids() if broker.cluster is not None else [broker.broker_id]
     created: list[str] = []
+    secured = broker.authorizer is not None
+    cluster_create = secured and ctx.authorize(CREATE, CLUSTER, CLUSTER_NAME, log_denied=False)
     for t in req.topics:
         configs: dict[str, str] = {}
         code, message = ErrorCode.NONE, None
@@ -47,6 +52,8 @@ async def handle_create_topics(ctx: RequestContext, req: Any) -> Any:
             if t.name in seen:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, f"Duplicate topic name {t.name} in the request")
             seen.add(t.name)
+            if secured and not cluster_create and not ctx.authorize(CREATE, TOPIC, t.name):
+                raise KafkaError(TOPIC_DENIED, "Authorization failed.")
             validate_topic_name(t.name)
             if t.name in broker.topics:
                 raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists.")
@@ -96,13 +103,16 @@ async def handle_create_topics(ctx: RequestContext, req: Any) -> Any:
         except KafkaError as e:
             code, message = e.code, e.message
         described = None
-        if code == ErrorCode.NONE:
+        config_code = 0
+        if code == ErrorCode.NONE and secured and not ctx.authorize(DESCRIBE_CONFIGS, TOPIC, t.name, log_denied=False):
+            config_code = TOPIC_DENIED
+        elif code == ErrorCode.NONE:
             described = [Result.CreatableTopicConfigs(name=k, value=v, read_only=False, is_sensitive=False,
                                                       config_source=CONFIG_SOURCE_TOPIC if k in configs
                                                       else CONFIG_SOURCE_DEFAULT)
                          for k, v in sorted(effective_topic_config(broker.config, configs).items())]
         out.append(Result(name=t.name, topic_id=tid, error_code=int(code), error_message=message,
-                          topic_config_error_code=0,
+                          topic_config_error_code=int(config_code),
                           num_partitions=partitions if code == 0 else -1,
                           replication_factor=rf if code == 0 else -1, configs=described))
     if created:

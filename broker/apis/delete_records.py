@@ -20,13 +20,14 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
+from ..security.acl import DELETE, TOPIC, TOPIC_DENIED, Requires
 from . import RequestContext, api
 
 log = logging.getLogger("samsa.admin")
 HIGH_WATERMARK = -1
 
 
-@api(ApiKey.DELETE_RECORDS, versions=(0, 2))
+@api(ApiKey.DELETE_RECORDS, versions=(0, 2), authz=(Requires(DELETE, TOPIC, TOPIC_DENIED, "each topic"),))
 async def handle_delete_records(ctx: RequestContext, req: Any) -> Any:
     rm = ctx.broker.replica_manager
     R = ctx.response_class
@@ -35,9 +36,12 @@ async def handle_delete_records(ctx: RequestContext, req: Any) -> Any:
     topics = []
     for t in req.topics:
         parts = []
+        topic_ok = ctx.authorize(DELETE, TOPIC, t.name)
         for p in t.partitions:
             code, low = ErrorCode.NONE, -1
             try:
+                if not topic_ok:
+                    raise KafkaError(TOPIC_DENIED)
                 part = rm.get_partition(t.name, p.partition_index)
                 target = part.high_watermark if p.offset == HIGH_WATERMARK else p.offset
                 if target < 0 or target > part.high_watermark:

@@ -15,12 +15,13 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
+from ..security.acl import DELETE, TOPIC, TOPIC_DENIED, Requires
 from . import RequestContext, api
 
 ZERO = uuid.UUID(int=0)
 
 
-@api(ApiKey.DELETE_TOPICS, versions=(1, 6))
+@api(ApiKey.DELETE_TOPICS, versions=(1, 6), authz=(Requires(DELETE, TOPIC, TOPIC_DENIED, "each topic"),))
 async def handle_delete_topics(ctx: RequestContext, req: Any) -> Any:
     broker = ctx.broker
     R = ctx.response_class
@@ -40,6 +41,8 @@ async def handle_delete_topics(ctx: RequestContext, req: Any) -> Any:
                 if info is None:
                     raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, f"Topic id {tid} does not exist")
                 name = info.name
+            if name and not ctx.authorize(DELETE, TOPIC, name):
+                raise KafkaError(TOPIC_DENIED, "Topic authorization failed.")
             info = broker.topics.get(name) if name else None
             if info is None:
                 raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")

@@ -12,10 +12,11 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from ..security.acl import CLUSTER, CLUSTER_NAME, NO_AUTHZ
 from . import RequestContext, api
 
 
-@api(ApiKey.DESCRIBE_CLUSTER, versions=(0, 1))
+@api(ApiKey.DESCRIBE_CLUSTER, versions=(0, 1), authz=NO_AUTHZ)  # KIP-430 operations only
 async def handle_describe_cluster(ctx: RequestContext, req: Any) -> Any:
     broker = ctx.broker
     R = ctx.response_class
@@ -29,4 +30,5 @@ async def handle_describe_cluster(ctx: RequestContext, req: Any) -> Any:
     return R(throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=1, cluster_id=broker.cluster_id,
              controller_id=controller_id,
              brokers=[R.DescribeClusterBroker(broker_id=b, host=h, port=p, rack=rack) for b, h, p, rack in brokers],
-             authorized_operations=None)
+             authorized_operations=ctx.authorized_operations(CLUSTER, CLUSTER_NAME)
+             if req.include_cluster_authorized_operations else None)

@@ -21,16 +21,20 @@ from __future__ import annotations
 from typing import Any
 
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, KafkaError
 
 from .. import configs as cfgs
+from ..security.acl import CLUSTER, CLUSTER_DENIED, DESCRIBE_CONFIGS, TOPIC, TOPIC_DENIED, Requires
 from . import RequestContext, api
+from .alter_configs import config_resource_authorized
 
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
 
 
-@api(ApiKey.DESCRIBE_CONFIGS, versions=(0, 4))
+@api(ApiKey.DESCRIBE_CONFIGS, versions=(0, 4), authz=(
+    Requires(DESCRIBE_CONFIGS, TOPIC, TOPIC_DENIED, "each TOPIC resource"),
+    Requires(DESCRIBE_CONFIGS, CLUSTER, CLUSTER_DENIED, "each BROKER / BROKER_LOGGER resource")))
 async def handle_describe_configs(ctx: RequestContext, req: Any) -> Any:
     broker = ctx.broker
     cfgs.DynamicBrokerConfigs.attach(broker)
@@ -46,6 +50,12 @@ async def handle_describe_configs(ctx: RequestContext, req: Any) -> Any:
         keys = None if res.configuration_keys is None else list(res.configuration_keys)
         entries: list[Any] = []
         code, message = ErrorCode.NONE, None
+        try:
+            config_resource_authorized(ctx, DESCRIBE_CONFIGS, res.resource_type, res.resource_name)
+        except KafkaError as e:
+            results.append(Result(error_code=int(e.code), error_message=e.message, resource_type=res.resource_type,
+                                  resource_name=res.resource_name, configs=[]))
+            continue
         if res.resource_type == RESOURCE_TOPIC:
             info = broker.topics.get(res.resource_name)
             if info is None:

@@ -17,6 +17,7 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from ..security.acl import DESCRIBE, GROUP, GROUP_DENIED, Requires
 from . import RequestContext, api
 
 # AclOperation codes READ (3), DELETE (6), DESCRIBE (8); kafka.protocol takes the int32 bit
@@ -25,7 +26,7 @@ GROUP_OPERATIONS = {3, 6, 8}
 OPERATIONS_OMITTED = {31}
 
 
-@api(ApiKey.DESCRIBE_GROUPS, versions=(0, 5))
+@api(ApiKey.DESCRIBE_GROUPS, versions=(0, 5), authz=(Requires(DESCRIBE, GROUP, GROUP_DENIED, "each group"),))
 async def handle_describe_groups(ctx: RequestContext, req: Any) -> Any:
     R = ctx.response_class
     G = R.DescribedGroup
@@ -35,6 +36,12 @@ async def handle_describe_groups(ctx: RequestContext, req: Any) -> Any:
         else OPERATIONS_OMITTED
     out = []
     for group_id in req.groups:
+        if not ctx.authorize(DESCRIBE, GROUP, group_id):
+            out.append(G(error_code=int(GROUP_DENIED), group_id=group_id, group_state="", protocol_type="",
+                         protocol_data="", members=[], authorized_operations=OPERATIONS_OMITTED))
+            continue
+        if ops is not OPERATIONS_OMITTED and ctx.broker.authorizer is not None:
+            ops = ctx.authorized_operations(GROUP, group_id)
         if coord is None:
             out.append(G(error_code=int(ErrorCode.COORDINATOR_NOT_AVAILABLE), group_id=group_id,
                          group_state="", protocol_type="", protocol_data="", members=[],

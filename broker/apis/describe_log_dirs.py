@@ -18,16 +18,21 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from ..security.acl import CLUSTER, CLUSTER_DENIED, CLUSTER_NAME, DESCRIBE, Requires
 from . import RequestContext, api
 
 
-@api(ApiKey.DESCRIBE_LOG_DIRS, versions=(0, 4))
+@api(ApiKey.DESCRIBE_LOG_DIRS, versions=(0, 4), authz=(
+    Requires(DESCRIBE, CLUSTER, CLUSTER_DENIED, "v3+ top-level error; before v3 an empty answer"),))
 async def handle_describe_log_dirs(ctx: RequestContext, req: Any) -> Any:
     broker = ctx.broker
     R = ctx.response_class
     Result = R.DescribeLogDirsResult
     TopicR = Result.DescribeLogDirsTopic
     PartR = TopicR.DescribeLogDirsPartition
+    if not ctx.authorize(DESCRIBE, CLUSTER, CLUSTER_NAME):
+        extra_err: dict[str, Any] = {"error_code": int(CLUSTER_DENIED)} if ctx.version >= 3 else {}
+        return R(throttle_time_ms=0, results=[], **extra_err)
     wanted: dict[str, set[int]] | None = None
     if req.topics is not None:
         wanted = {}

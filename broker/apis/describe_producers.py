@@ -14,10 +14,11 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import KafkaError
 
+from ..security.acl import READ, TOPIC, TOPIC_DENIED, Requires
 from . import RequestContext, api
 
 
-@api(ApiKey.DESCRIBE_PRODUCERS, versions=(0, 0))
+@api(ApiKey.DESCRIBE_PRODUCERS, versions=(0, 0), authz=(Requires(READ, TOPIC, TOPIC_DENIED, "each topic"),))
 async def handle_describe_producers(ctx: RequestContext, req: Any) -> Any:
     R = ctx.response_class
     TopicResp = R.TopicResponse
@@ -27,8 +28,11 @@ async def handle_describe_producers(ctx: RequestContext, req: Any) -> Any:
     topics = []
     for t in req.topics:
         parts = []
+        topic_ok = ctx.authorize(READ, TOPIC, t.name)
         for p in t.partition_indexes:
             try:
+                if not topic_ok:
+                    raise KafkaError(TOPIC_DENIED, "Topic authorization failed.")
                 part = rm.get_partition(t.name, p)
             except KafkaError as e:
                 parts.append(PartResp(partition_index=p, error_code=int(e.code), error_message=e.message,

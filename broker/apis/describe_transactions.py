@@ -14,10 +14,12 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
+from ..security.acl import DESCRIBE, TRANSACTIONAL_ID, TXN_DENIED, Requires
 from . import RequestContext, api
 
 
-@api(ApiKey.DESCRIBE_TRANSACTIONS, versions=(0, 0))
+@api(ApiKey.DESCRIBE_TRANSACTIONS, versions=(0, 0), authz=(
+    Requires(DESCRIBE, TRANSACTIONAL_ID, TXN_DENIED, "each transactional id"),))
 async def handle_describe_transactions(ctx: RequestContext, req: Any) -> Any:
     R = ctx.response_class
     State = R.TransactionState
@@ -25,6 +27,8 @@ async def handle_describe_transactions(ctx: RequestContext, req: Any) -> Any:
     out = []
     for tid in req.transactional_ids:
         try:
+            if not ctx.authorize(DESCRIBE, TRANSACTIONAL_ID, tid):
+                raise KafkaError(TXN_DENIED)
             if coord is None:
                 raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
             m = coord.describe(tid)

@@ -16,16 +16,24 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from ..security.acl import ALTER, CLUSTER, CLUSTER_DENIED, CLUSTER_NAME, Requires
 from . import RequestContext, api
 
 
-@api(ApiKey.ELECT_LEADERS, versions=(0, 2))
+@api(ApiKey.ELECT_LEADERS, versions=(0, 2), authz=(
+    Requires(ALTER, CLUSTER, CLUSTER_DENIED, "every partition (and the v1+ top-level error)"),))
 async def handle_elect_leaders(ctx: RequestContext, req: Any) -> Any:
     broker = ctx.broker
     R = ctx.response_class
     Result = R.ReplicaElectionResult
     PartR = Result.PartitionResult
     results = []
+    if not ctx.authorize(ALTER, CLUSTER, CLUSTER_NAME):
+        results = [Result(topic=t.topic, partition_result=[
+            PartR(partition_id=p, error_code=int(CLUSTER_DENIED), error_message="Cluster authorization failed.")
+            for p in t.partitions]) for t in req.topic_partitions or []]
+        extra_err: dict[str, Any] = {"error_code": int(CLUSTER_DENIED)} if ctx.version >= 1 else {}
+        return R(throttle_time_ms=0, replica_election_results=results, **extra_err)
     for t in req.topic_partitions or []:
         info = broker.topics.get(t.topic)
         parts = []

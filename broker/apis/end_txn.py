@@ -21,14 +21,17 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
+from ..security.acl import TRANSACTIONAL_ID, TXN_DENIED, WRITE, Requires
 from . import RequestContext, api
 
 
-@api(ApiKey.END_TXN, versions=(0, 4))
+@api(ApiKey.END_TXN, versions=(0, 4), authz=(Requires(WRITE, TRANSACTIONAL_ID, TXN_DENIED, "transactional_id"),))
 async def handle_end_txn(ctx: RequestContext, req: Any) -> Any:
     coord = ctx.broker.txn_coordinator
     code = ErrorCode.NONE
-    if coord is None:
+    if not ctx.authorize(WRITE, TRANSACTIONAL_ID, req.transactional_id):
+        code = TXN_DENIED
+    elif coord is None:
         code = ErrorCode.COORDINATOR_NOT_AVAILABLE
     else:
         try:

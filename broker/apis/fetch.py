@@ -31,10 +31,13 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 from protocol.fetch_codec import PartitionData, TopicData, encode_fetch_response
 
+from ..security.acl import CLUSTER, CLUSTER_ACTION, CLUSTER_NAME, READ, TOPIC, TOPIC_DENIED, Requires
 from . import EncodedResponse, RequestContext, api
 
 
-@api(ApiKey.FETCH, versions=(4, 17))
+@api(ApiKey.FETCH, versions=(4, 17), authz=(
+    Requires(READ, TOPIC, TOPIC_DENIED, "each topic (consumer fetch)"),
+    Requires(CLUSTER_ACTION, CLUSTER, TOPIC_DENIED, "follower fetch (replica id >= 0): every partition")))
 async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
     broker = ctx.broker
     rm = broker.replica_manager
@@ -58,16 +61,30 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
             wanted.append((info.name if info else None, t.topic_id, t.partitions))
         else:
             wanted.append((t.topic, None, t.partitions))
+    denied: set[str] = set()
+    if broker.authorizer is not None:
+        denied = _unauthorized(ctx, req, wanted)
 
     while True:
-        result, total, has_error, parts_seen = _read_all(rm, wanted, isolation, max_bytes, replica_id)
+        result, total, has_error, parts_seen = _read_all(rm, wanted, isolation, max_bytes, replica_id, denied)
         remaining = deadline - time.monotonic()
         if total >= req.min_bytes or has_error or remaining <= 0 or not parts_seen:
             break
         await rm.wait_for_data(parts_seen, remaining)
         if time.monotonic() >= deadline:
-            result, total, has_error, parts_seen = _read_all(rm, wanted, isolation, max_bytes, replica_id)
+            result, total, has_error, parts_seen = _read_all(rm, wanted, isolation, max_bytes, replica_id, denied)
             break
+    throttle_ms = 0
+    quotas = broker.quotas
+    if quotas is not None and quotas.enabled and total:
+        # KIP-219 as Kafka does it: a fetch that would break consumer_byte_rate is answered
+        # without records (its bytes not counted) and with the throttle time.
+        throttle_ms = quotas.throttle_time("consumer_byte_rate", ctx.principal, ctx.header.client_id, total)
+        if throttle_ms:
+            result = [[(*row[:5], None, b"") for row in rows] for rows in result]
+        else:
+            quotas.record("consumer_byte_rate", ctx.principal, ctx.header.client_id, total)
+        ctx.throttle_ms = throttle_ms
 
     if broker.metrics is not None:  # BrokerTopicMetrics: bytes out, failed fetches, per partition
         broker.metrics.topic_stats.fetched([(w[0], rows) for w, rows in zip(wanted, result, strict=True)],
@@ -79,11 +96,22 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
             for (p, code, hw, lso, start, aborted, data) in rows]))
     # Encoded here rather than by the generic encoder so that records stay file regions (see
     # protocol.fetch_codec); the connection writes them straight from the segment files.
-    return EncodedResponse(*encode_fetch_response(ctx.version, ctx.header.correlation_id, topics_out))
+    return EncodedResponse(*encode_fetch_response(ctx.version, ctx.header.correlation_id, topics_out,
+                                                  throttle_time_ms=throttle_ms))
 
 
-def _read_all(rm: Any, wanted: list[Any], isolation: int, max_bytes: int,
-              replica_id: int = -1) -> tuple[list[Any], int, bool, list[Any]]:
+def _unauthorized(ctx: RequestContext, req: Any, wanted: list[Any]) -> set[str]:
+    """Names of the topics this fetch may not read (all of them for an unauthorized follower)."""
+    replica_id = req.replica_state.replica_id if ctx.version >= 15 else req.replica_id
+    if replica_id >= 0:
+        if ctx.authorize(CLUSTER_ACTION, CLUSTER, CLUSTER_NAME):
+            return set()
+        return {name for name, _tid, _parts in wanted if name is not None}
+    return {name for name, _tid, _parts in wanted if name is not None and not ctx.authorize(READ, TOPIC, name)}
+
+
+def _read_all(rm: Any, wanted: list[Any], isolation: int, max_bytes: int, replica_id: int = -1,
+              denied: frozenset[str] | set[str] = frozenset()) -> tuple[list[Any], int, bool, list[Any]]:
     total = 0
     now_ms = time.time() * 1000 if replica_id >= 0 else 0.0
     has_error = False
@@ -95,6 +123,9 @@ def _read_all(rm: Any, wanted: list[Any], isolation: int, max_bytes: int,
             if name is None:
                 rows.append((fp.partition, ErrorCode.UNKNOWN_TOPIC_ID, -1, -1, -1, None, b""))
                 has_error = True
+                continue
+            if denied and name in denied:  # not has_error: the authorized partitions may long-poll
+                rows.append((fp.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1, -1, -1, None, b""))
                 continue
             try:
                 part = rm.get_partition(name, fp.partition)

@@ -31,12 +31,17 @@ from ..auto_topic_creation import (
     TRANSACTION_STATE_TOPIC_NAME,
     ensure_internal_topic,
 )
+from ..security.acl import DESCRIBE, GROUP, GROUP_DENIED, TRANSACTIONAL_ID, TXN_DENIED, Requires
 from . import RequestContext, api
 
 GROUP_KEY, TRANSACTION_KEY = 0, 1
 
 
-async def _lookup(ctx: RequestContext, key_type: int) -> tuple[ErrorCode, str | None]:
+async def _lookup(ctx: RequestContext, key_type: int, key: str) -> tuple[ErrorCode, str | None]:
+    if key_type == GROUP_KEY and not ctx.authorize(DESCRIBE, GROUP, key):
+        return GROUP_DENIED, "Group authorization failed."
+    if key_type == TRANSACTION_KEY and not ctx.authorize(DESCRIBE, TRANSACTIONAL_ID, key):
+        return TXN_DENIED, "Transactional Id authorization failed."
     if key_type == GROUP_KEY:
         coord, topic = ctx.broker.group_coordinator, GROUP_METADATA_TOPIC_NAME
     elif key_type == TRANSACTION_KEY:
@@ -52,7 +57,7 @@ async def _cluster_lookup(ctx: RequestContext, key_type: int, key: str) -> tuple
     """In a cluster: (code, message, node, host, port) of the leader of ``key``'s partition of the
     internal topic, as the metadata cache knows it."""
     broker = ctx.broker
-    code, message = await _lookup(ctx, key_type)
+    code, message = await _lookup(ctx, key_type, key)
     if code is not ErrorCode.NONE:
         return code, message, -1, "", -1
     coord = broker.group_coordinator if key_type == GROUP_KEY else broker.txn_coordinator
@@ -65,7 +70,9 @@ async def _cluster_lookup(ctx: RequestContext, key_type: int, key: str) -> tuple
     return ErrorCode.NONE, None, pm.leader, ep.host, ep.port
 
 
-@api(ApiKey.FIND_COORDINATOR, versions=(0, 6))
+@api(ApiKey.FIND_COORDINATOR, versions=(0, 6), authz=(
+    Requires(DESCRIBE, GROUP, GROUP_DENIED, "key, for key type GROUP"),
+    Requires(DESCRIBE, TRANSACTIONAL_ID, TXN_DENIED, "key, for key type TRANSACTION")))
 async def handle_find_coordinator(ctx: RequestContext, req: Any) -> Any:
     R = ctx.response_class
     adv = ctx.advertised
@@ -77,7 +84,7 @@ async def handle_find_coordinator(ctx: RequestContext, req: Any) -> Any:
         if ctx.broker.metadata_cache is not None and key_type in (GROUP_KEY, TRANSACTION_KEY):
             results.append(await _cluster_lookup(ctx, key_type, key))
             continue
-        code, message = await _lookup(ctx, key_type)
+        code, message = await _lookup(ctx, key_type, key)
         ok = code is ErrorCode.NONE
         results.append((code, message, node if ok else -1, adv.host if ok else "", adv.port if ok else -1))
     if ctx.version >= 4:

@@ -16,11 +16,14 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from ..security.acl import GROUP, GROUP_DENIED, READ, Requires
 from . import RequestContext, api
 
 
-@api(ApiKey.HEARTBEAT, versions=(0, 4))
+@api(ApiKey.HEARTBEAT, versions=(0, 4), authz=(Requires(READ, GROUP, GROUP_DENIED, "group_id"),))
 async def handle_heartbeat(ctx: RequestContext, req: Any) -> Any:
+    if not ctx.authorize(READ, GROUP, req.group_id):
+        return ctx.error_response(GROUP_DENIED)
     coord = ctx.broker.group_coordinator
     if coord is None:
         code = ErrorCode.COORDINATOR_NOT_AVAILABLE

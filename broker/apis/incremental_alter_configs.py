@@ -19,8 +19,9 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
 from .. import configs as cfgs
+from ..security.acl import ALTER_CONFIGS, CLUSTER, CLUSTER_DENIED, TOPIC, TOPIC_DENIED, Requires
 from . import RequestContext, api
-from .alter_configs import RESOURCE_TOPIC, apply_resource, current_overrides
+from .alter_configs import RESOURCE_TOPIC, apply_resource, config_resource_authorized, current_overrides
 
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
 
@@ -34,7 +35,9 @@ def _def(resource_type: int, name: str) -> cfgs.ConfigDef:
     return d
 
 
-@api(ApiKey.INCREMENTAL_ALTER_CONFIGS, versions=(0, 1))
+@api(ApiKey.INCREMENTAL_ALTER_CONFIGS, versions=(0, 1), authz=(
+    Requires(ALTER_CONFIGS, TOPIC, TOPIC_DENIED, "each TOPIC resource"),
+    Requires(ALTER_CONFIGS, CLUSTER, CLUSTER_DENIED, "each BROKER / BROKER_LOGGER resource")))
 async def handle_incremental_alter_configs(ctx: RequestContext, req: Any) -> Any:
     R = ctx.response_class
     Resp = R.AlterConfigsResourceResponse
@@ -42,6 +45,7 @@ async def handle_incremental_alter_configs(ctx: RequestContext, req: Any) -> Any
     for res in req.resources:
         code, message = ErrorCode.NONE, None
         try:
+            config_resource_authorized(ctx, ALTER_CONFIGS, res.resource_type, res.resource_name)
             current = current_overrides(ctx, res.resource_type, res.resource_name)
             seen: set[str] = set()
             for c in res.configs:

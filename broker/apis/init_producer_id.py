@@ -15,15 +15,31 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
+from ..security.acl import (
+    CLUSTER,
+    CLUSTER_DENIED,
+    CLUSTER_NAME,
+    IDEMPOTENT_WRITE,
+    TOPIC,
+    TRANSACTIONAL_ID,
+    TXN_DENIED,
+    WRITE,
+    Requires,
+)
 from . import RequestContext, api
 
 MAX_EPOCH = 32767
 
 
-@api(ApiKey.INIT_PRODUCER_ID, versions=(0, 5))
+@api(ApiKey.INIT_PRODUCER_ID, versions=(0, 5), authz=(
+    Requires(WRITE, TRANSACTIONAL_ID, TXN_DENIED, "transactional_id, when set"),
+    Requires(IDEMPOTENT_WRITE, CLUSTER, CLUSTER_DENIED, "without a transactional id: IDEMPOTENT_WRITE on the "
+             "cluster or WRITE on any topic (KIP-679)")))
 async def handle_init_producer_id(ctx: RequestContext, req: Any) -> Any:
     broker = ctx.broker
     if req.transactional_id is not None:
+        if not ctx.authorize(WRITE, TRANSACTIONAL_ID, req.transactional_id):
+            return ctx.response(throttle_time_ms=0, error_code=TXN_DENIED, producer_id=-1, producer_epoch=-1)
         coord = broker.txn_coordinator
         if coord is None:
             return ctx.response(throttle_time_ms=0, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
@@ -41,6 +57,10 @@ async def handle_init_producer_id(ctx: RequestContext, req: Any) -> Any:
                 code = ErrorCode.INVALID_PRODUCER_EPOCH
         return ctx.response(throttle_time_ms=0, error_code=code, producer_id=pid, producer_epoch=epoch)
 
+    authorizer = broker.authorizer
+    if authorizer is not None and not ctx.authorize(IDEMPOTENT_WRITE, CLUSTER, CLUSTER_NAME, log_denied=False) \
+            and not authorizer.authorize_by_resource_type(ctx.principal, ctx.client_host, WRITE, TOPIC):
+        return ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, producer_id=-1, producer_epoch=-1)
     pid_in = getattr(req, "producer_id", -1) if ctx.version >= 3 else -1
     epoch_in = getattr(req, "producer_epoch", -1) if ctx.version >= 3 else -1
     if pid_in >= 0 and epoch_in >= 0 and epoch_in < MAX_EPOCH - 1:

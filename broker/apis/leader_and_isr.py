@@ -16,12 +16,15 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
+from ..security.acl import CLUSTER, CLUSTER_ACTION, CLUSTER_DENIED, CLUSTER_NAME, Requires
 from . import RequestContext, api
 
 
 def check_from_controller(ctx: RequestContext, controller_id: int, controller_epoch: int) -> ErrorCode:
     """The checks every controller request passes before it is applied."""
     broker = ctx.broker
+    if not ctx.authorize(CLUSTER_ACTION, CLUSTER, CLUSTER_NAME):
+        return CLUSTER_DENIED
     if broker.cluster is None or not broker.is_cluster_broker(controller_id):
         return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     try:
@@ -31,7 +34,7 @@ def check_from_controller(ctx: RequestContext, controller_id: int, controller_ep
     return ErrorCode.NONE
 
 
-@api(ApiKey.LEADER_AND_ISR, versions=(5, 5))
+@api(ApiKey.LEADER_AND_ISR, versions=(5, 5), authz=(Requires(CLUSTER_ACTION, CLUSTER, CLUSTER_DENIED, "from the controller / a broker"),))
 async def handle_leader_and_isr(ctx: RequestContext, req: Any) -> Any:
     R = ctx.response_class
     PE = R.LeaderAndIsrPartitionError

@@ -18,11 +18,14 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from ..security.acl import GROUP, GROUP_DENIED, READ, Requires
 from . import RequestContext, api
 
 
-@api(ApiKey.LEAVE_GROUP, versions=(0, 5))
+@api(ApiKey.LEAVE_GROUP, versions=(0, 5), authz=(Requires(READ, GROUP, GROUP_DENIED, "group_id"),))
 async def handle_leave_group(ctx: RequestContext, req: Any) -> Any:
+    if not ctx.authorize(READ, GROUP, req.group_id):
+        return ctx.error_response(GROUP_DENIED)
     R = ctx.response_class
     v = ctx.version
     coord = ctx.broker.group_coordinator

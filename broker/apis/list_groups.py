@@ -15,10 +15,12 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from ..security.acl import CLUSTER, CLUSTER_NAME, DESCRIBE, GROUP, GROUP_DENIED, Requires
 from . import RequestContext, api
 
 
-@api(ApiKey.LIST_GROUPS, versions=(0, 5))
+@api(ApiKey.LIST_GROUPS, versions=(0, 5), authz=(
+    Requires(DESCRIBE, GROUP, GROUP_DENIED, "each group: without DESCRIBE on the cluster, only described groups"),))
 async def handle_list_groups(ctx: RequestContext, req: Any) -> Any:
     R = ctx.response_class
     v = ctx.version
@@ -28,6 +30,8 @@ async def handle_list_groups(ctx: RequestContext, req: Any) -> Any:
     states = req.states_filter if v >= 4 else None
     types = req.types_filter if v >= 5 else None
     code, groups = coord.list_groups(states or None, types or None)
+    if ctx.broker.authorizer is not None and not ctx.authorize(DESCRIBE, CLUSTER, CLUSTER_NAME, log_denied=False):
+        groups = [g for g in groups if ctx.authorize(DESCRIBE, GROUP, g.group_id, log_denied=False)]
     return R(throttle_time_ms=0, error_code=int(code), groups=[
         R.ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state,
                       group_type=g.group_type) for g in groups])

@@ -15,12 +15,13 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
+from ..security.acl import DESCRIBE, TOPIC, TOPIC_DENIED, Requires
 from . import RequestContext, api
 
 EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL, EARLIEST_PENDING_UPLOAD = -2, -1, -3, -4, -5
 
 
-@api(ApiKey.LIST_OFFSETS, versions=(1, 9))
+@api(ApiKey.LIST_OFFSETS, versions=(1, 9), authz=(Requires(DESCRIBE, TOPIC, TOPIC_DENIED, "each topic"),))
 async def handle_list_offsets(ctx: RequestContext, req: Any) -> Any:
     rm = ctx.broker.replica_manager
     R = ctx.response_class
@@ -30,9 +31,12 @@ async def handle_list_offsets(ctx: RequestContext, req: Any) -> Any:
     topics_out = []
     for t in req.topics:
         parts_out = []
+        topic_ok = ctx.authorize(DESCRIBE, TOPIC, t.name)
         for p in t.partitions:
             code, ts, offset, epoch = ErrorCode.NONE, -1, -1, -1
             try:
+                if not topic_ok:
+                    raise KafkaError(TOPIC_DENIED)
                 part = rm.get_partition(t.name, p.partition_index)
                 epoch = part.leader_epoch
                 target = p.timestamp

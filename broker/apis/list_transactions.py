@@ -16,10 +16,12 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
+from ..security.acl import DESCRIBE, TRANSACTIONAL_ID, TXN_DENIED, Requires
 from . import RequestContext, api
 
 
-@api(ApiKey.LIST_TRANSACTIONS, versions=(0, 2))
+@api(ApiKey.LIST_TRANSACTIONS, versions=(0, 2), authz=(
+    Requires(DESCRIBE, TRANSACTIONAL_ID, TXN_DENIED, "each transactional id: unauthorized ones left out"),))
 async def handle_list_transactions(ctx: RequestContext, req: Any) -> Any:
     R = ctx.response_class
     coord = ctx.broker.txn_coordinator
@@ -40,5 +42,6 @@ async def handle_list_transactions(ctx: RequestContext, req: Any) -> Any:
         return R(throttle_time_ms=0, error_code=int(e.code), unknown_state_filters=[], transaction_states=[])
     states = [R.TransactionState(transactional_id=m.transactional_id, producer_id=m.producer_id,
                                  transaction_state=m.state.wire_name)
-              for m in found if rx is None or rx.fullmatch(m.transactional_id)]
+              for m in found if (rx is None or rx.fullmatch(m.transactional_id))
+              and ctx.authorize(DESCRIBE, TRANSACTIONAL_ID, m.transactional_id, log_denied=False)]
     return R(throttle_time_ms=0, error_code=0, unknown_state_filters=unknown, transaction_states=states)

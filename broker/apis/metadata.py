@@ -1,7 +1,11 @@
 """Metadata (key 3), versions 0-12.
 
 Lists this broker and the topics asked for (all topics when the list is null; v0 uses an empty
-list for "all"). Unknown topics are created when ``allow_auto_topic_creation`` (v4+, always
+list for "all"). Authorization: a listing shows only the topics the principal may DESCRIBE; a
+topic asked for by name without DESCRIBE answers TOPIC_AUTHORIZATION_FAILED (whether or not it
+exists, so nothing leaks), and auto-creation needs CREATE on the cluster or the topic
+(TOPIC_AUTHORIZATION_FAILED otherwise). v8+ fills the KIP-430 authorized operations when asked.
+Unknown topics are created when ``allow_auto_topic_creation`` (v4+, always
 true before) and ``auto.create.topics.enable`` both allow it, with ``num.partitions``
 partitions (an internal topic's name with that topic's own spec, see
 ``broker/auto_topic_creation.py``); otherwise UNKNOWN_TOPIC_OR_PARTITION. Invalid names get
@@ -28,12 +32,15 @@ from protocol.errors import ErrorCode, KafkaError
 from ..auto_topic_creation import auto_create_topic
 from ..metadata import validate_topic_name
 from ..replica_manager import TopicPartition
+from ..security.acl import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, TOPIC, TOPIC_DENIED, Requires
 from . import RequestContext, api
 
 ZERO_UUID = uuid.UUID(int=0)
 
 
-@api(ApiKey.METADATA, versions=(0, 12))
+@api(ApiKey.METADATA, versions=(0, 12), authz=(
+    Requires(DESCRIBE, TOPIC, TOPIC_DENIED, "each topic: unauthorized ones left out of a listing"),
+    Requires(CREATE, CLUSTER, TOPIC_DENIED, "auto-creation: CREATE on the cluster or on the topic")))
 async def handle_metadata(ctx: RequestContext, req: Any) -> Any:
     broker = ctx.broker
     R = ctx.response_class
@@ -49,6 +56,10 @@ async def handle_metadata(ctx: RequestContext, req: Any) -> Any:
         wanted = [(t.name, getattr(t, "topic_id", None)) for t in requested]
     allow_create = (req.allow_auto_topic_creation if ctx.version >= 4 else True) and \
         bool(broker.config["auto.create.topics.enable"])
+    secured = broker.authorizer is not None
+    if secured and (requested is None or (ctx.version == 0 and not requested)):
+        wanted = [(n, t) for n, t in wanted if n is not None and ctx.authorize(DESCRIBE, TOPIC, n, log_denied=False)]
+    topic_ops = ctx.version >= 8 and req.include_topic_authorized_operations
 
     if ctx.version < 12 and any(n is None or (t and t != ZERO_UUID) for n, t in wanted):
         # Kafka serves topic ids here from v12 only; v10-11 with an id or a null name is an
@@ -66,10 +77,18 @@ async def handle_metadata(ctx: RequestContext, req: Any) -> Any:
                                         topic_id=tid or ZERO_UUID, is_internal=False, partitions=[]))
                 continue
             name = info.name
+        assert name is not None
+        if secured and not ctx.authorize(DESCRIBE, TOPIC, name):
+            topics_out.append(Topic(error_code=TOPIC_DENIED, name=name, topic_id=ZERO_UUID, is_internal=False,
+                                    partitions=[]))
+            continue
         info = broker.topics.get(name)
         if info is None:
             code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            if allow_create:
+            if allow_create and secured and not (ctx.authorize(CREATE, CLUSTER, CLUSTER_NAME, log_denied=False)
+                                                 or ctx.authorize(CREATE, TOPIC, name)):
+                code = TOPIC_DENIED
+            elif allow_create:
                 try:
                     info = await auto_create_topic(broker, name)
                 except KafkaError as e:
@@ -108,13 +127,15 @@ async def handle_metadata(ctx: RequestContext, req: Any) -> Any:
                                   leader_epoch=part.leader_epoch, replica_nodes=list(part.replicas),
                                   isr_nodes=list(part.isr), offline_replicas=[]))
         topics_out.append(Topic(error_code=0, name=name, topic_id=info.topic_id, is_internal=info.is_internal,
-                                partitions=parts, authorized_operations=None))
+                                partitions=parts,
+                                authorized_operations=ctx.authorized_operations(TOPIC, name) if topic_ops else None))
 
     brokers, controller_id = cluster_brokers(ctx)
     return R(throttle_time_ms=0,
              brokers=[R.MetadataResponseBroker(node_id=b, host=h, port=port, rack=rack) for b, h, port, rack in brokers],
              cluster_id=broker.cluster_id, controller_id=controller_id, topics=topics_out,
-             authorized_operations=None)
+             authorized_operations=ctx.authorized_operations(CLUSTER, CLUSTER_NAME)
+             if 8 <= ctx.version <= 10 and req.include_cluster_authorized_operations else None)
 
 
 def cluster_brokers(ctx: RequestContext) -> tuple[list[tuple[int, str, int, str | None]], int]:

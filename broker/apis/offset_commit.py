@@ -22,10 +22,13 @@ from groupcoord.group import OffsetAndMetadata
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from ..security.acl import GROUP, GROUP_DENIED, READ, TOPIC, TOPIC_DENIED, Requires
 from . import RequestContext, api
 
 
-@api(ApiKey.OFFSET_COMMIT, versions=(2, 9))
+@api(ApiKey.OFFSET_COMMIT, versions=(2, 9), authz=(
+    Requires(READ, GROUP, GROUP_DENIED, "group_id: every partition"),
+    Requires(READ, TOPIC, TOPIC_DENIED, "each topic")))
 async def handle_offset_commit(ctx: RequestContext, req: Any) -> Any:
     R = ctx.response_class
     TopicResp = R.OffsetCommitResponseTopic
@@ -34,7 +37,9 @@ async def handle_offset_commit(ctx: RequestContext, req: Any) -> Any:
     coord = ctx.broker.group_coordinator
     requested = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
     results: dict[tuple[str, int], ErrorCode] = {}
-    if coord is None:
+    if not ctx.authorize(READ, GROUP, req.group_id):
+        results = dict.fromkeys(requested, GROUP_DENIED)
+    elif coord is None:
         results = dict.fromkeys(requested, ErrorCode.COORDINATOR_NOT_AVAILABLE)
     else:
         offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
@@ -42,6 +47,9 @@ async def handle_offset_commit(ctx: RequestContext, req: Any) -> Any:
             info = ctx.broker.topics.get(t.name)
             for p in t.partitions:
                 tp = (t.name, p.partition_index)
+                if not ctx.authorize(READ, TOPIC, t.name):
+                    results[tp] = TOPIC_DENIED
+                    continue
                 if info is None or not 0 <= p.partition_index < info.num_partitions:
                     results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                     continue

@@ -14,15 +14,19 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from ..security.acl import DELETE, GROUP, GROUP_DENIED, READ, TOPIC, TOPIC_DENIED, Requires
 from . import RequestContext, api
 
 
-@api(ApiKey.OFFSET_DELETE, versions=(0, 0))
+@api(ApiKey.OFFSET_DELETE, versions=(0, 0), authz=(
+    Requires(DELETE, GROUP, GROUP_DENIED, "group_id"), Requires(READ, TOPIC, TOPIC_DENIED, "each topic")))
 async def handle_offset_delete(ctx: RequestContext, req: Any) -> Any:
     R = ctx.response_class
     T = R.OffsetDeleteResponseTopic
     P = T.OffsetDeleteResponsePartition
     coord = ctx.broker.group_coordinator
+    if not ctx.authorize(DELETE, GROUP, req.group_id):
+        return R(error_code=int(GROUP_DENIED), throttle_time_ms=0, topics=[])
     if coord is None:
         return R(error_code=int(ErrorCode.COORDINATOR_NOT_AVAILABLE), throttle_time_ms=0, topics=[])
     requested = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
@@ -30,7 +34,9 @@ async def handle_offset_delete(ctx: RequestContext, req: Any) -> Any:
     known = []
     for topic, partition in requested:
         info = ctx.broker.topics.get(topic)
-        if info is None or not 0 <= partition < info.num_partitions:
+        if not ctx.authorize(READ, TOPIC, topic):
+            results[(topic, partition)] = TOPIC_DENIED
+        elif info is None or not 0 <= partition < info.num_partitions:
             results[(topic, partition)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         else:
             known.append((topic, partition))

@@ -20,6 +20,7 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from ..security.acl import DESCRIBE, GROUP, GROUP_DENIED, TOPIC, TOPIC_DENIED, Requires
 from . import RequestContext, api
 
 TopicPartition = tuple[str, int]
@@ -35,6 +36,11 @@ def _fetch(ctx: RequestContext, group_id: str, topics: Any, require_stable: bool
     wanted: list[TopicPartition] | None = None
     if topics is not None:
         wanted = [(t.name, p) for t in topics for p in t.partition_indexes]
+    if not ctx.authorize(DESCRIBE, GROUP, group_id):
+        refused: dict[str, list[tuple[int, Any]]] = {}
+        for topic, p in wanted or ():
+            refused.setdefault(topic, []).append((p, PartitionOffset(error=GROUP_DENIED)))
+        return GROUP_DENIED, list(refused.items())
     if coord is None:
         code, offsets = ErrorCode.COORDINATOR_NOT_AVAILABLE, {}
     else:
@@ -42,13 +48,23 @@ def _fetch(ctx: RequestContext, group_id: str, topics: Any, require_stable: bool
                                             member_id=member_id, member_epoch=member_epoch)
     if wanted is None:
         wanted = list(offsets)
+        if ctx.broker.authorizer is not None:
+            wanted = [tp for tp in wanted if ctx.authorize(DESCRIBE, TOPIC, tp[0], log_denied=False)]
+    elif ctx.broker.authorizer is not None:
+        denied = {t for t, _ in wanted if not ctx.authorize(DESCRIBE, TOPIC, t)}
+        offsets = dict(offsets)
+        for tp in wanted:
+            if tp[0] in denied:
+                offsets[tp] = PartitionOffset(error=TOPIC_DENIED)
     by_topic: dict[str, list[tuple[int, Any]]] = {}
     for tp in wanted:
         by_topic.setdefault(tp[0], []).append((tp[1], offsets.get(tp, PartitionOffset())))
     return code, list(by_topic.items())
 
 
-@api(ApiKey.OFFSET_FETCH, versions=(1, 9))
+@api(ApiKey.OFFSET_FETCH, versions=(1, 9), authz=(
+    Requires(DESCRIBE, GROUP, GROUP_DENIED, "each group_id"),
+    Requires(DESCRIBE, TOPIC, TOPIC_DENIED, "each topic; unauthorized ones left out of an all-topics fetch")))
 async def handle_offset_fetch(ctx: RequestContext, req: Any) -> Any:
     R = ctx.response_class
     v = ctx.version

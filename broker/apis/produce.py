@@ -17,6 +17,10 @@ unless the topic's ``compression.type`` asks for a codec the producer did not us
 * Transactional batches are verified against the transaction coordinator (KIP-890 part 1):
   a partition not in the producer's ongoing transaction is refused, so no late or zombie write
   can open a transaction that no marker will close.
+* Authorization: WRITE on the transactional id when the request carries one (else every
+  partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED), WRITE on each topic (else
+  TOPIC_AUTHORIZATION_FAILED, decided before the topic's existence so nothing leaks).
+  Quotas: the records' bytes count against ``producer_byte_rate`` (KIP-219 throttling).
 * Errors are per partition; v8+ adds ``error_message`` (KIP-467). Clients may not write to the
   internal topics (INVALID_TOPIC_EXCEPTION); only the coordinators append there.
 * v3 is the first version with v2 record batches; v9 is flexible (KIP-482); v10-11 add the
@@ -35,12 +39,15 @@ from protocol.records import COMPRESSION_CODES, validate_batches
 from txn.plugin import verify_transactional_produce
 
 from ..metadata import INTERNAL_TOPICS
+from ..security.acl import TOPIC, TOPIC_DENIED, TRANSACTIONAL_ID, TXN_DENIED, WRITE, Requires
 from . import RequestContext, api
 
 log = logging.getLogger("samsa.produce")
 
 
-@api(ApiKey.PRODUCE, versions=(3, 11))
+@api(ApiKey.PRODUCE, versions=(3, 11), authz=(
+    Requires(WRITE, TRANSACTIONAL_ID, TXN_DENIED, "transactional_id, when set: every partition"),
+    Requires(WRITE, TOPIC, TOPIC_DENIED, "each topic")))
 async def handle_produce(ctx: RequestContext, req: Any) -> Any:
     broker = ctx.broker
     rm = broker.replica_manager
@@ -52,6 +59,9 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
     topics_out = []
     pending: list[tuple[Any, Any, int]] = []  # (partition response, partition, required offset)
     info: Any = None
+    denied: dict[str, ErrorCode] = {}
+    if broker.authorizer is not None:
+        denied = _unauthorized(ctx, req)
     for topic in req.topic_data:
         name = topic.name
         parts_out = []
@@ -59,6 +69,8 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
             base_offset, append_time, start_offset = -1, -1, -1
             code, message = ErrorCode.NONE, None
             try:
+                if denied and name in denied:
+                    raise KafkaError(denied[name])
                 if acks not in (-1, 0, 1):
                     raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks} is not -1, 0 or 1")
                 part = rm.get_partition(name, pdata.index)
@@ -104,6 +116,10 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
                 pending.append((presp, part, info.last_offset + 1))
             info = None
         topics_out.append(TopicResp(name=name, partition_responses=parts_out))
+    quotas = broker.quotas
+    if quotas is not None and quotas.enabled:
+        size = sum(len(p.records or b"") for t in req.topic_data for p in t.partition_data)
+        ctx.throttle_ms = quotas.record("producer_byte_rate", ctx.principal, ctx.header.client_id, size)
     if acks == 0:
         return None
     if pending:  # delayed produce: wait for the ISR
@@ -114,4 +130,13 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
                 presp.error_code, presp.error_message = int(res.code), res.message
             elif isinstance(res, BaseException):
                 raise res
-    return R(responses=topics_out, throttle_time_ms=0)
+    return R(responses=topics_out, throttle_time_ms=ctx.throttle_ms)
+
+
+def _unauthorized(ctx: RequestContext, req: Any) -> dict[str, ErrorCode]:
+    """Topic -> the authorization error its partitions answer (Kafka's order of checks)."""
+    tid = req.transactional_id
+    if tid is not None and not ctx.authorize(WRITE, TRANSACTIONAL_ID, tid):
+        return {t.name: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED for t in req.topic_data}
+    return {t.name: ErrorCode.TOPIC_AUTHORIZATION_FAILED for t in req.topic_data
+            if not ctx.authorize(WRITE, TOPIC, t.name)}

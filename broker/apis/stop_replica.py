@@ -11,11 +11,12 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 from ..replica_manager import TopicPartition
+from ..security.acl import CLUSTER, CLUSTER_ACTION, CLUSTER_DENIED, Requires
 from . import RequestContext, api
 from .leader_and_isr import check_from_controller
 
 
-@api(ApiKey.STOP_REPLICA, versions=(3, 3))
+@api(ApiKey.STOP_REPLICA, versions=(3, 3), authz=(Requires(CLUSTER_ACTION, CLUSTER, CLUSTER_DENIED, "from the controller / a broker"),))  # checked in check_from_controller
 async def handle_stop_replica(ctx: RequestContext, req: Any) -> Any:
     R = ctx.response_class
     code = check_from_controller(ctx, req.controller_id, req.controller_epoch)

@@ -28,10 +28,23 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
+from ..security.acl import (
+    GROUP,
+    GROUP_DENIED,
+    READ,
+    TOPIC,
+    TOPIC_DENIED,
+    TRANSACTIONAL_ID,
+    TXN_DENIED,
+    WRITE,
+    Requires,
+)
 from . import RequestContext, api
 
 
-@api(ApiKey.TXN_OFFSET_COMMIT, versions=(0, 4))
+@api(ApiKey.TXN_OFFSET_COMMIT, versions=(0, 4), authz=(
+    Requires(WRITE, TRANSACTIONAL_ID, TXN_DENIED, "transactional_id: every partition"),
+    Requires(READ, GROUP, GROUP_DENIED, "group_id: every partition"), Requires(READ, TOPIC, TOPIC_DENIED, "each topic")))
 async def handle_txn_offset_commit(ctx: RequestContext, req: Any) -> Any:
     R = ctx.response_class
     TopicResp = R.TxnOffsetCommitResponseTopic
@@ -47,7 +60,11 @@ async def handle_txn_offset_commit(ctx: RequestContext, req: Any) -> Any:
     requested = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
     results: dict[tuple[str, int], ErrorCode] = {}
     code = ErrorCode.NONE
-    if coord is None or gc is None:
+    if not ctx.authorize(WRITE, TRANSACTIONAL_ID, req.transactional_id):
+        code = TXN_DENIED
+    elif not ctx.authorize(READ, GROUP, req.group_id):
+        code = GROUP_DENIED
+    elif coord is None or gc is None:
         code = ErrorCode.COORDINATOR_NOT_AVAILABLE
     elif not req.group_id:
         code = ErrorCode.INVALID_GROUP_ID
@@ -66,7 +83,11 @@ async def handle_txn_offset_commit(ctx: RequestContext, req: Any) -> Any:
 
         offsets: dict[tuple[str, int], Any] = {}
         for t in req.topics:
+            topic_ok = ctx.authorize(READ, TOPIC, t.name)
             for p in t.partitions:
+                if not topic_ok:
+                    results[(t.name, p.partition_index)] = TOPIC_DENIED
+                    continue
                 try:
                     broker.replica_manager.get_partition(t.name, p.partition_index)
                 except KafkaError:

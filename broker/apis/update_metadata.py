@@ -11,11 +11,12 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from ..security.acl import CLUSTER, CLUSTER_ACTION, CLUSTER_DENIED, Requires
 from . import RequestContext, api
 from .leader_and_isr import check_from_controller
 
 
-@api(ApiKey.UPDATE_METADATA, versions=(7, 7))
+@api(ApiKey.UPDATE_METADATA, versions=(7, 7), authz=(Requires(CLUSTER_ACTION, CLUSTER, CLUSTER_DENIED, "from the controller / a broker"),))  # checked in check_from_controller
 async def handle_update_metadata(ctx: RequestContext, req: Any) -> Any:
     code = check_from_controller(ctx, req.controller_id, req.controller_epoch)
     if code == ErrorCode.NONE:

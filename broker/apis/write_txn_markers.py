@@ -22,17 +22,25 @@ from protocol.api_keys import ApiKey
 from txn.markers import TxnMarker
 from txn.plugin import write_marker
 
+from ..security.acl import CLUSTER, CLUSTER_ACTION, CLUSTER_DENIED, CLUSTER_NAME, Requires
 from . import RequestContext, api
 
 
-@api(ApiKey.WRITE_TXN_MARKERS, versions=(1, 2))
+@api(ApiKey.WRITE_TXN_MARKERS, versions=(1, 2), authz=(
+    Requires(CLUSTER_ACTION, CLUSTER, CLUSTER_DENIED, "every partition"),))
 async def handle_write_txn_markers(ctx: RequestContext, req: Any) -> Any:
     R = ctx.response_class
     MarkerResult = R.WritableTxnMarkerResult
     TopicResult = MarkerResult.WritableTxnMarkerTopicResult
     PartResult = TopicResult.WritableTxnMarkerPartitionResult
     out = []
+    allowed = ctx.authorize(CLUSTER_ACTION, CLUSTER, CLUSTER_NAME)
     for m in req.markers:
+        if not allowed:
+            out.append(MarkerResult(producer_id=m.producer_id, topics=[
+                TopicResult(name=t.name, partitions=[PartResult(partition_index=p, error_code=int(CLUSTER_DENIED))
+                                                     for p in t.partition_indexes]) for t in m.topics]))
+            continue
         marker = TxnMarker(m.producer_id, m.producer_epoch, m.coordinator_epoch, bool(m.transaction_result))
         topics = []
         for t in m.topics:

@@ -1,4 +1,4 @@
-"""Authentication: listeners and their security protocols, TLS, SASL (PLAIN, SCRAM) (issue 10).
+"""Security (issue 10): authentication (listeners, TLS, SASL PLAIN/SCRAM), authorization, quotas.
 
 Theory of operation. Every listener in ``listeners`` maps to one of Kafka's four security
 protocols through ``listener.security.protocol.map`` (:mod:`.listeners`). A listener whose
@@ -19,9 +19,19 @@ reads through ``RequestContext.principal``.
 Invariants: a PLAINTEXT listener's connections carry no authenticator, so the request hot
 path pays one ``is None`` test; no password, salted password, key or SASL token is ever
 logged (messages name the user and the mechanism only).
+
+Authorization and quotas. What a principal may do is decided by the ACL authorizer
+(:mod:`.authorizer`, enabled by ``authorizer.class.name``; ``super.users``,
+``allow.everyone.if.no.acl.found``) over Kafka's ACL model (:mod:`.acl`, which also holds the
+:class:`~.acl.Requires` declarations each API handler carries, convention 14), persisted behind
+a small store interface in Kafka's ZooKeeper layout (:mod:`.acl_store`). Client quotas
+(:mod:`.quotas`: byte rates and request percentage per user / client id) throttle as KIP-219
+does. Without an authorizer ``Broker.authorizer`` is None and every check is one attribute test.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 
 class SecurityConfigError(Exception):
@@ -30,3 +40,12 @@ class SecurityConfigError(Exception):
     The message is complete and meant for the operator: the broker prints it and exits
     without a stack trace.
     """
+
+
+def configure(broker: Any) -> None:
+    """Set ``broker.authorizer`` and ``broker.quotas`` from the config (called once at start)."""
+    from .authorizer import configure_authorizer  # noqa: PLC0415
+    from .quotas import configure_quotas  # noqa: PLC0415
+
+    broker.authorizer = configure_authorizer(broker.config)
+    broker.quotas = configure_quotas(broker.config)

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import (
+    acls,
     cluster,
     configs,
     console_consumer,
@@ -31,7 +32,7 @@ from . import (
 )
 
 COMMANDS = (topics, configs, consumer_groups, console_producer, console_consumer, dump_log, get_offsets,
-            reassign_partitions, leader_election, cluster)
+            reassign_partitions, leader_election, cluster, acls)
 
 
 def register(subparsers: Any) -> None:

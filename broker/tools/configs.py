@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from . import client_quotas
 from ._common import (
     ToolError,
     add_bootstrap,
@@ -52,11 +53,11 @@ def register(subparsers: Any) -> None:
     verbs = p.add_mutually_exclusive_group(required=True)
     verbs.add_argument("--describe", dest="verb", action="store_const", const="describe")
     verbs.add_argument("--alter", dest="verb", action="store_const", const="alter")
-    p.add_argument("--entity-type", choices=sorted([*RESOURCE_TYPES, "users"]),
-                   help="topics, brokers or users (SCRAM credentials).")
-    p.add_argument("--entity-name", help="Topic name or broker id.")
-    p.add_argument("--entity-default", action="store_true",
-                   help="The cluster-wide dynamic default (brokers only).")
+    p.add_argument("--entity-type", choices=sorted([*RESOURCE_TYPES, *client_quotas.ENTITY_TYPES]),
+                   action=client_quotas.EntityChain, help="topics, brokers, users (quotas, SCRAM credentials) or clients (quotas).")
+    p.add_argument("--entity-name", action=client_quotas.EntityChain, help="Topic name, broker id, user or client id.")
+    p.add_argument("--entity-default", action=client_quotas.EntityChain, nargs=0, default=False,
+                   help="The cluster-wide dynamic default (brokers), or the default user / client id.")
     p.add_argument("--topic", help="Shortcut for --entity-type topics --entity-name TOPIC.")
     p.add_argument("--broker", help="Shortcut for --entity-type brokers --entity-name ID.")
     p.add_argument("--broker-defaults", action="store_true",
@@ -122,10 +123,14 @@ def _entity(args: argparse.Namespace) -> tuple[str, str | None]:
 
 
 def main(args: argparse.Namespace) -> int | None:
+    if client_quotas.is_quota_entity(args):
+        return client_quotas.main(args)
     etype, name = _entity(args)
     admin = admin_client(args)
     try:
         if etype == "users":
+            if args.verb == "describe" and not args.json:
+                client_quotas.print_user_quotas(admin, name)
             return _users(admin, args, name)
         if args.verb == "describe":
             return _describe(admin, args, etype, name)

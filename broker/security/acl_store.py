@@ -1,0 +1,116 @@
+"""Where ACLs are kept: a small storage interface with Kafka's ZooKeeper layout.
+
+Kafka (ZooKeeper mode) stores the ACLs of one resource pattern in one znode:
+``/kafka-acl/<ResourceType>/<name>`` for LITERAL patterns and
+``/kafka-acl-extended/prefixed/<ResourceType>/<name>`` for PREFIXED ones, each holding
+``{"version":1,"acls":[{"principal":"User:alice","permissionType":"Allow","operation":"Read",
+"host":"*"}]}``. :func:`znode_path` and :func:`encode_acls`/:func:`decode_acls` are that
+layout, so a ZooKeeper-backed store only has to read and write those nodes (and watch
+``/kafka-acl-changes``) behind the same :class:`AclStore` interface.
+
+:class:`FileAclStore` serves the single broker: one JSON file mapping znode path -> znode
+JSON, replaced atomically (write + fsync + rename) on every change, so a crash leaves the
+old or the new set, never half of one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Protocol
+
+from .acl import (
+    OPERATION_NAMES,
+    PERMISSION_NAMES,
+    RESOURCE_TYPE_NAMES,
+    AccessControlEntry,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+)
+
+LITERAL_ROOT = "/kafka-acl"
+PREFIXED_ROOT = "/kafka-acl-extended/prefixed"
+_TYPES_BY_NAME = {v: k for k, v in RESOURCE_TYPE_NAMES.items()}
+_OPS_BY_NAME = {v: k for k, v in OPERATION_NAMES.items()}
+_PERMS_BY_NAME = {v: k for k, v in PERMISSION_NAMES.items()}
+
+
+def znode_path(p: ResourcePattern) -> str:
+    root = PREFIXED_ROOT if p.pattern_type == PatternType.PREFIXED else LITERAL_ROOT
+    return f"{root}/{RESOURCE_TYPE_NAMES[p.resource_type]}/{p.name}"
+
+
+def pattern_from_path(path: str) -> ResourcePattern:
+    if path.startswith(PREFIXED_ROOT + "/"):
+        rest, pt = path[len(PREFIXED_ROOT) + 1:], PatternType.PREFIXED
+    elif path.startswith(LITERAL_ROOT + "/"):
+        rest, pt = path[len(LITERAL_ROOT) + 1:], PatternType.LITERAL
+    else:
+        raise ValueError(f"not an ACL znode: {path}")
+    type_name, _, name = rest.partition("/")
+    return ResourcePattern(_TYPES_BY_NAME[type_name], name, pt)
+
+
+def encode_acls(entries: set[AccessControlEntry]) -> dict[str, Any]:
+    return {"version": 1, "acls": [
+        {"principal": e.principal, "permissionType": PERMISSION_NAMES[e.permission_type],
+         "operation": OPERATION_NAMES[e.operation], "host": e.host} for e in sorted(entries)]}
+
+
+def decode_acls(doc: dict[str, Any]) -> set[AccessControlEntry]:
+    return {AccessControlEntry(a["principal"], a["host"], AclOperation(_OPS_BY_NAME[a["operation"]]),
+                               AclPermissionType(_PERMS_BY_NAME[a["permissionType"]]))
+            for a in doc.get("acls", [])}
+
+
+class AclStore(Protocol):
+    """Persistence for the authorizer; it keeps its own in-memory view and calls these."""
+
+    def load(self) -> dict[ResourcePattern, set[AccessControlEntry]]:
+        """Every stored pattern with its entries."""
+        ...
+
+    def write(self, changed: dict[ResourcePattern, set[AccessControlEntry]]) -> None:
+        """Replace the entries of each pattern in ``changed`` (an empty set deletes the pattern)."""
+        ...
+
+
+class FileAclStore:
+    """One JSON file: ``{"<znode path>": <znode JSON>, ...}``."""
+
+    FILE = "samsa-acls.json"
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._nodes: dict[str, dict[str, Any]] = {}
+
+    def load(self) -> dict[ResourcePattern, set[AccessControlEntry]]:
+        if not self.path.exists():
+            self._nodes = {}
+            return {}
+        self._nodes = json.loads(self.path.read_text() or "{}")
+        out: dict[ResourcePattern, set[AccessControlEntry]] = {}
+        for path, doc in self._nodes.items():
+            out[pattern_from_path(path)] = decode_acls(doc)
+        return out
+
+    def write(self, changed: dict[ResourcePattern, set[AccessControlEntry]]) -> None:
+        for pattern, entries in changed.items():
+            key = znode_path(pattern)
+            if entries:
+                self._nodes[key] = encode_acls(entries)
+            else:
+                self._nodes.pop(key, None)
+        tmp = self.path.with_suffix(".tmp")
+        with open(tmp, "w") as f:
+            json.dump(self._nodes, f, indent=1, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+
+
+__all__ = ["AclStore", "FileAclStore", "ResourceType", "decode_acls", "encode_acls", "znode_path"]

@@ -1,0 +1,310 @@
+"""Client quotas: produce/fetch byte rates and request percentage per user / client id.
+
+Kafka's model (KIP-13, KIP-55, KIP-124, KIP-219, KIP-546):
+
+* Quotas are configs on entities: a user, a client id, or a user + client id, each of which
+  may be the default (``<default>``) instead of a name. For a connection with user ``u`` and
+  client id ``c`` the first entity that defines the quota key wins, in Kafka's order::
+
+      (u, c)  (u, <default>)  (u)  (<default>, c)  (<default>, <default>)  (<default>)  (c)  (<default> client)
+
+  Each key (``producer_byte_rate``, ``consumer_byte_rate``, ``request_percentage``) is
+  resolved on its own. The usage is metered per *matched* entity with the connection's
+  names filled in for defaults, so a user quota is shared by all that user's clients, and
+  a default quota gives each user (or client) its own allowance.
+* Usage is Kafka's sampled ``Rate``: ``quota.window.num`` (11) samples of
+  ``quota.window.size.seconds`` (1 s); the rate divides by at least ``num - 1`` full windows,
+  which is why a fresh client can burst before being held.
+* A request that takes the rate over the bound gets
+  ``throttle_time_ms = (rate - bound) / bound * window`` in its response, and the broker
+  mutes the connection for that time after sending it (KIP-219): no further request from
+  that socket is read or served until the time is up. Produce records the request size;
+  Fetch the response size (a fetch that would be throttled returns no records instead, and
+  its bytes are not counted, as Kafka does); request_percentage the handler's wall time
+  as a percentage of one thread.
+
+Quota configs are persisted with the broker's metadata (:class:`FileQuotaStore`, in Kafka's
+ZooKeeper layout ``/config/users/<u>/clients/<c>`` -> ``{"version":1,"config":{...}}``).
+``ClientQuotaManager.enabled`` is false until some quota exists: the hot paths then pay one
+attribute test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote
+
+USER, CLIENT_ID, IP = "user", "client-id", "ip"
+PRODUCER_BYTE_RATE = "producer_byte_rate"
+CONSUMER_BYTE_RATE = "consumer_byte_rate"
+REQUEST_PERCENTAGE = "request_percentage"
+CONTROLLER_MUTATION_RATE = "controller_mutation_rate"
+QUOTA_KEYS = frozenset({PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE, CONTROLLER_MUTATION_RATE})
+DEFAULT = "<default>"  # Kafka's ZooKeeper name for a default entity; real names are URL-encoded
+
+# An entity: (user, client_id); each None (not part of the entity), DEFAULT, or a name.
+Entity = tuple[str | None, str | None]
+
+
+class QuotaError(ValueError):
+    """An invalid entity or quota: answered as INVALID_REQUEST with this message."""
+
+
+def entity_path(e: Entity) -> str:
+    parts = []
+    if e[0] is not None:
+        parts.append("users/" + (DEFAULT if e[0] == DEFAULT else quote(e[0], safe="")))
+    if e[1] is not None:
+        parts.append("clients/" + (DEFAULT if e[1] == DEFAULT else quote(e[1], safe="")))
+    return "/config/" + "/".join(parts)
+
+
+def entity_from_path(path: str) -> Entity:
+    bits = path.removeprefix("/config/").split("/")
+    user = client = None
+    for kind, name in zip(bits[::2], bits[1::2], strict=True):
+        value = DEFAULT if name == DEFAULT else unquote(name)
+        if kind == "users":
+            user = value
+        elif kind == "clients":
+            client = value
+        else:
+            raise ValueError(f"not a quota entity path: {path}")
+    return (user, client)
+
+
+def resolution_order(user: str, client: str) -> list[tuple[Entity, Entity]]:
+    """(configured entity, metered entity) pairs in Kafka's precedence order."""
+    return [((user, client), (user, client)), ((user, DEFAULT), (user, client)), ((user, None), (user, None)),
+            ((DEFAULT, client), (user, client)), ((DEFAULT, DEFAULT), (user, client)),
+            ((DEFAULT, None), (user, None)), ((None, client), (None, client)), ((None, DEFAULT), (None, client))]
+
+
+class Rate:
+    """Kafka's sampled Rate (``SampledStat`` + ``Rate``): per-second over the live samples."""
+
+    __slots__ = ("num", "window_ms", "samples")
+
+    def __init__(self, num: int, window_ms: int) -> None:
+        self.num, self.window_ms = num, window_ms
+        self.samples: list[list[float]] = []  # [start_ms, value], oldest first
+
+    def record(self, value: float, now_ms: float) -> None:
+        self._purge(now_ms)
+        if not self.samples or now_ms - self.samples[-1][0] >= self.window_ms:
+            self.samples.append([now_ms, 0.0])
+            if len(self.samples) > self.num:
+                del self.samples[0]
+        self.samples[-1][1] += value
+
+    def _purge(self, now_ms: float) -> None:
+        horizon = now_ms - self.num * self.window_ms
+        while self.samples and self.samples[0][0] <= horizon:
+            del self.samples[0]
+
+    def window_size_ms(self, now_ms: float) -> float:
+        elapsed = now_ms - self.samples[0][0] if self.samples else 0.0
+        full = int(elapsed // self.window_ms)
+        if full < self.num - 1:
+            elapsed += (self.num - 1 - full) * self.window_ms
+        return elapsed
+
+    def measure(self, now_ms: float) -> float:
+        self._purge(now_ms)
+        total = sum(s[1] for s in self.samples)
+        return total / (self.window_size_ms(now_ms) / 1000.0)
+
+
+class FileQuotaStore:
+    """``{"/config/users/alice": {"version": 1, "config": {"producer_byte_rate": "1024"}}, ...}``."""
+
+    FILE = "samsa-quotas.json"
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def load(self) -> dict[Entity, dict[str, float]]:
+        if not self.path.exists():
+            return {}
+        doc = json.loads(self.path.read_text() or "{}")
+        return {entity_from_path(p): {k: float(v) for k, v in node.get("config", {}).items()}
+                for p, node in doc.items()}
+
+    def save(self, quotas: dict[Entity, dict[str, float]]) -> None:
+        doc = {entity_path(e): {"version": 1, "config": {k: _fmt(v) for k, v in sorted(cfg.items())}}
+               for e, cfg in quotas.items() if cfg}
+        tmp = self.path.with_suffix(".tmp")
+        with open(tmp, "w") as f:
+            json.dump(doc, f, indent=1, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+
+
+def _fmt(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() else repr(v)
+
+
+@dataclass(slots=True)
+class _Resolved:
+    bound: float
+    sensor: Rate
+
+
+class ClientQuotaManager:
+    """All client quotas of the broker: configs, resolution, sensors, throttle times."""
+
+    def __init__(self, store: FileQuotaStore, window_num: int = 11, window_size_s: int = 1) -> None:
+        self.store = store
+        self.window_num, self.window_ms = window_num, window_size_s * 1000
+        self.max_throttle_ms = window_num * window_size_s * 1000
+        self.configs: dict[Entity, dict[str, float]] = {}
+        self.enabled = False
+        self._sensors: dict[tuple[str, Entity], Rate] = {}
+        self._resolved: dict[tuple[str, str, str], _Resolved | None] = {}
+
+    def load(self) -> None:
+        self.configs = self.store.load()
+        self._changed()
+
+    def _changed(self) -> None:
+        self.configs = {e: c for e, c in self.configs.items() if c}
+        self.enabled = bool(self.configs)
+        self._resolved.clear()
+
+    # --- enforcement ----------------------------------------------------------------------
+
+    def _resolve(self, key: str, principal: str, client_id: str) -> _Resolved | None:
+        ck = (key, principal, client_id)
+        try:
+            return self._resolved[ck]
+        except KeyError:
+            pass
+        user = principal.partition(":")[2] or principal
+        found: _Resolved | None = None
+        for configured, metered in resolution_order(user, client_id):
+            cfg = self.configs.get(configured)
+            if cfg is not None and key in cfg:
+                sk = (key, metered)
+                sensor = self._sensors.get(sk)
+                if sensor is None:
+                    sensor = self._sensors[sk] = Rate(self.window_num, self.window_ms)
+                found = _Resolved(cfg[key], sensor)
+                break
+        self._resolved[ck] = found
+        return found
+
+    def record(self, key: str, principal: str, client_id: str | None, value: float,
+               now_ms: float | None = None) -> int:
+        """Record ``value`` against the client's ``key`` quota; the throttle time in ms (0 if none)."""
+        r = self._resolve(key, principal, client_id or "")
+        if r is None:
+            return 0
+        now = time.monotonic() * 1000 if now_ms is None else now_ms
+        r.sensor.record(value, now)
+        return self._throttle(r, now)
+
+    def throttle_time(self, key: str, principal: str, client_id: str | None, value: float = 0.0,
+                      now_ms: float | None = None) -> int:
+        """What recording ``value`` would cost, without recording it (Fetch decides before reading)."""
+        r = self._resolve(key, principal, client_id or "")
+        if r is None:
+            return 0
+        now = time.monotonic() * 1000 if now_ms is None else now_ms
+        r.sensor._purge(now)
+        total = sum(s[1] for s in r.sensor.samples) + value
+        rate = total / (r.sensor.window_size_ms(now) / 1000.0)
+        return self._throttle_for(rate, r.bound, r.sensor.window_size_ms(now))
+
+    def _throttle(self, r: _Resolved, now: float) -> int:
+        return self._throttle_for(r.sensor.measure(now), r.bound, r.sensor.window_size_ms(now))
+
+    def _throttle_for(self, rate: float, bound: float, window_ms: float) -> int:
+        if rate <= bound:
+            return 0
+        if bound <= 0:
+            return self.max_throttle_ms
+        return min(int(round((rate - bound) / bound * window_ms)), self.max_throttle_ms)
+
+    # --- administration (DescribeClientQuotas / AlterClientQuotas) -------------------------
+
+    def describe(self, components: list[tuple[str, int, str | None]], strict: bool) -> list[tuple[Entity, dict[str, float]]]:
+        """Entities matching the filter. ``components``: (entity type, match type, match) with
+        match type 0 = exact name, 1 = the default, 2 = any entity of that type."""
+        want: dict[str, tuple[int, str | None]] = {}
+        for etype, mtype, match in components:
+            if etype not in (USER, CLIENT_ID):
+                raise QuotaError(f"Unsupported entity type {etype!r}" if etype != IP else
+                                 "IP quotas are not supported by this broker")
+            if etype in want:
+                raise QuotaError(f"Duplicate filter component for entity type {etype}")
+            if mtype not in (0, 1, 2):
+                raise QuotaError(f"Unknown match type {mtype}")
+            if mtype == 0 and match is None:
+                raise QuotaError("An exact match needs an entity name")
+            want[etype] = (mtype, match)
+        out = []
+        for e, cfg in sorted(self.configs.items(), key=lambda x: entity_path(x[0])):
+            present = {USER: e[0], CLIENT_ID: e[1]}
+            ok = True
+            for etype, (mtype, match) in want.items():
+                v = present[etype]
+                if v is None or (mtype == 0 and v != match) or (mtype == 1 and v != DEFAULT):
+                    ok = False
+            if ok and strict and any(present[t] is not None and t not in want for t in (USER, CLIENT_ID)):
+                ok = False
+            if ok:
+                out.append((e, dict(cfg)))
+        return out
+
+    @staticmethod
+    def entity_from_wire(pairs: list[tuple[str, str | None]]) -> Entity:
+        user = client = None
+        seen = set()
+        for etype, name in pairs:
+            if etype in seen:
+                raise QuotaError(f"Duplicate entity type {etype}")
+            seen.add(etype)
+            value = DEFAULT if name is None else name
+            if etype == USER:
+                user = value
+            elif etype == CLIENT_ID:
+                client = value
+            elif etype == IP:
+                raise QuotaError("IP quotas are not supported by this broker")
+            else:
+                raise QuotaError(f"Unsupported entity type {etype!r}")
+        if not seen:
+            raise QuotaError("Empty quota entity")
+        return (user, client)
+
+    def validate(self, ops: list[tuple[str, float, bool]]) -> None:
+        for key, value, remove in ops:
+            if key not in QUOTA_KEYS:
+                raise QuotaError(f"Invalid quota configuration key {key!r}; valid keys are "
+                                 f"{', '.join(sorted(QUOTA_KEYS))}")
+            if not remove and not value > 0:
+                raise QuotaError(f"Quota {key} must be positive, not {value}")
+
+    def alter(self, changes: list[tuple[Entity, list[tuple[str, float, bool]]]]) -> None:
+        for entity, ops in changes:
+            cfg = self.configs.setdefault(entity, {})
+            for key, value, remove in ops:
+                if remove:
+                    cfg.pop(key, None)
+                else:
+                    cfg[key] = value
+        self._changed()
+        self.store.save(self.configs)
+
+
+def configure_quotas(config: Any) -> ClientQuotaManager:
+    q = ClientQuotaManager(FileQuotaStore(config.log_dirs[0] / FileQuotaStore.FILE),
+                           config.int("quota.window.num"), config.int("quota.window.size.seconds"))
+    q.load()
+    return q
