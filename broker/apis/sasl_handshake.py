@@ -14,15 +14,16 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from ..security.acl import NO_AUTHZ
 from . import RequestContext, api
 
 
-@api(ApiKey.SASL_HANDSHAKE, versions=(0, 1))
+@api(ApiKey.SASL_HANDSHAKE, versions=(0, 1), authz=NO_AUTHZ)  # before authentication
 async def handle_sasl_handshake(ctx: RequestContext, req: Any) -> Any:
     return ctx.response(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=[])
 
 
-@api(ApiKey.SASL_AUTHENTICATE, versions=(0, 2))
+@api(ApiKey.SASL_AUTHENTICATE, versions=(0, 2), authz=NO_AUTHZ)
 async def handle_sasl_authenticate(ctx: RequestContext, req: Any) -> Any:
     kw: dict[str, Any] = {"error_code": ErrorCode.ILLEGAL_SASL_STATE, "auth_bytes": b"",
                           "error_message": f"SaslAuthenticate on listener {ctx.listener_name} "

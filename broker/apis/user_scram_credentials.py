@@ -28,12 +28,17 @@ from broker.security.scram import (
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from ..security.acl import ALTER, CLUSTER, CLUSTER_DENIED, CLUSTER_NAME, DESCRIBE, Requires
 from . import RequestContext, api
 
 
-@api(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, versions=(0, 0))
+@api(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, versions=(0, 0),
+     authz=(Requires(DESCRIBE, CLUSTER, CLUSTER_DENIED, "top-level error"),))
 async def handle_describe_user_scram_credentials(ctx: RequestContext, req: Any) -> Any:
     R = ctx.response_class
+    if not ctx.authorize(DESCRIBE, CLUSTER, CLUSTER_NAME):
+        return R(throttle_time_ms=0, error_code=int(CLUSTER_DENIED), error_message="Cluster authorization failed.",
+                 results=[])
     store = ctx.broker.security.credentials
     users = store.users()
     names = sorted(users) if req.users is None else [u.name for u in req.users]
@@ -57,10 +62,15 @@ async def handle_describe_user_scram_credentials(ctx: RequestContext, req: Any) 
     return R(throttle_time_ms=0, error_code=0, error_message=None, results=results)
 
 
-@api(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, versions=(0, 0))
+@api(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, versions=(0, 0),
+     authz=(Requires(ALTER, CLUSTER, CLUSTER_DENIED, "every user"),))
 async def handle_alter_user_scram_credentials(ctx: RequestContext, req: Any) -> Any:
     R = ctx.response_class
     store = ctx.broker.security.credentials
+    if not ctx.authorize(ALTER, CLUSTER, CLUSTER_NAME):
+        names = dict.fromkeys([d.name for d in req.deletions] + [u.name for u in req.upsertions])
+        return R(throttle_time_ms=0, results=[R.AlterUserScramCredentialsResult(
+            user=n, error_code=int(CLUSTER_DENIED), error_message="Cluster authorization failed.") for n in names])
     seen = Counter([(d.name, d.mechanism) for d in req.deletions] + [(u.name, u.mechanism) for u in req.upsertions])
     errors: dict[str, tuple[ErrorCode, str]] = {}
 
