@@ -77,6 +77,7 @@ class EmbeddedBroker:
         self.host = "127.0.0.1"
         self._own_dir = data_dir is None
         self.data_dir = data_dir or tempfile.mkdtemp(prefix=f"{kind}-data-")
+        os.makedirs(self.data_dir, exist_ok=True)
         self.overrides = dict(overrides or {})
         self.log_path = log_path or os.path.join(self.data_dir, f"{kind}.log")
         self.proc: subprocess.Popen[bytes] | None = None

@@ -8,7 +8,13 @@ What it does, in order:
 3. runs the Spark pipeline (spark/pipeline.py) in this process, with short windows so
    results show up quickly (10-second windows, 5-second watermark by default);
 4. reads the pipeline's output topic back from the broker and redraws a small table of the
-   latest windows every two seconds, until ``--duration`` seconds have passed or Ctrl-C.
+   latest windows every two seconds, until ``--duration`` seconds have passed since the
+   command started (Spark's start-up included) or Ctrl-C;
+5. stops what it started and removes its ``samsa-demo-*`` folder in the temporary directory
+   (the embedded broker's data, Parquet results and checkpoints) unless ``--keep``.
+
+Windows are emitted once the watermark passes their end, so the events of the last window
+and watermark are still open when the demo stops; it says so.
 
 Subcommands for the lead's ``samsa`` CLI (broker/cli.py) — call
 ``spark.demo.add_demo_subcommands(subparsers)`` to get ``samsa demo``,
@@ -20,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -42,8 +49,10 @@ def _default_source() -> str:
     return pipeline.FALLBACK_SOURCE
 
 
-def _render(windows: dict[str, dict[str, Any]], produced: int, source: str, bootstrap: str, last: int = 10) -> str:
-    lines = [f"Samsa demo — broker {bootstrap}, source {source}, events produced: {produced:,}", ""]
+def _render(windows: dict[str, dict[str, Any]], produced: int, source: str, bootstrap: str, last: int = 10,
+            read: int | None = None) -> str:
+    read_note = "" if read is None else f", read by Spark: {read:,}"
+    lines = [f"Samsa demo — broker {bootstrap}, source {source}, events produced: {produced:,}{read_note}", ""]
     header = (f"{'window (UTC)':<20} {'reqs':>6} {'2xx':>6} {'3xx':>5} {'4xx':>5} {'5xx':>5} "
               f"{'p50 ms':>7} {'p95 ms':>7}  top path")
     lines += [header, "-" * len(header)]
@@ -57,6 +66,14 @@ def _render(windows: dict[str, dict[str, Any]], produced: int, source: str, boot
     if not windows:
         lines.append("(waiting for the first window to close: window length + watermark)")
     return "\n".join(lines)
+
+
+def _rows_read(queries: list[Any], seen: dict[int, int]) -> int:
+    """Input rows the first query (both read the same topic) has processed so far; ``seen``
+    keeps each batch's count, since Spark only remembers the recent batches' progress."""
+    for p in (queries[0].recentProgress or []) if queries else []:
+        seen[int(p.get("batchId", -1))] = int(p.get("numInputRows", 0))
+    return sum(seen.values())
 
 
 class _ResultReader:
@@ -88,85 +105,118 @@ class _ResultReader:
         self.consumer.close()
 
 
+def _closing_note(windows: dict[str, dict[str, Any]], args: argparse.Namespace, elapsed: float) -> str:
+    """What the user should know when the demo stops: how long it ran, and the open windows."""
+    note = f"stopped after {elapsed:.0f} s (--duration {args.duration:g})."
+    if not windows:
+        return (note + f" No window closed in that time: a window is emitted {args.window} + "
+                f"{args.watermark} (the watermark) after it starts, once Spark is up; run longer, "
+                f"e.g. --duration {max(60, int(args.duration) * 2)}.")
+    return (note + f" The last {args.window} + {args.watermark} of events were in windows still open "
+            "(a window is emitted once the watermark passes its end); run longer to see them.")
+
+
 def run_demo(args: argparse.Namespace) -> int:
+    """Run for ``--duration`` seconds from the moment the command starts (Spark's start-up
+    included), then stop everything it started and remove what it wrote unless ``--keep``."""
     from .brokers import EmbeddedBroker
 
+    t0 = time.monotonic()
+    deadline = t0 + args.duration
     source = args.source or _default_source()
     embedded = None
     workdir = tempfile.mkdtemp(prefix="samsa-demo-")
-    if args.bootstrap:
-        bootstrap = args.bootstrap
-    else:
-        print("starting an embedded Samsa broker ...", file=sys.stderr)
-        overrides = {"console.listener": args.console} if args.console else {}
-        embedded = EmbeddedBroker("samsa", overrides=overrides).start()
-        bootstrap = embedded.bootstrap
-        print(f"broker listening on {bootstrap} (data in {embedded.data_dir})", file=sys.stderr)
-        if args.console:
-            print(f"web console at {args.console.rstrip('/')}/ (read-only)", file=sys.stderr)
     stop = threading.Event()
     produced = [0]
     producer_error: list[BaseException] = []
-
-    def produce_loop() -> None:
-        try:
-            generate.produce(bootstrap, args.topic, rate=args.rate, generator=generate.EventGenerator(seed=args.seed),
-                             progress=False, on_event=lambda _e: produced.__setitem__(0, produced[0] + 1),
-                             stop=stop.is_set)
-        except BaseException as e:  # noqa: BLE001 - reported by the main thread
-            producer_error.append(e)
-
+    thread: threading.Thread | None = None
     spark = None
     queries: list[Any] = []
     reader = None
+    windows: dict[str, dict[str, Any]] = {}
+    batches: dict[int, int] = {}
+    status = 0
     try:
-        generate.ensure_topic(bootstrap, args.topic, args.partitions)
-        generate.ensure_topic(bootstrap, args.output_topic, 1)
-        thread = threading.Thread(target=produce_loop, name="demo-producer", daemon=True)
-        thread.start()
+        if args.bootstrap:
+            bootstrap = args.bootstrap
+        else:
+            print("starting an embedded Samsa broker ...", file=sys.stderr)
+            overrides = {"console.listener": args.console} if args.console else {}
+            embedded = EmbeddedBroker("samsa", overrides=overrides, data_dir=os.path.join(workdir, "broker")).start()
+            bootstrap = embedded.bootstrap
+            print(f"broker listening on {bootstrap} (data in {embedded.data_dir})", file=sys.stderr)
+            if args.console:
+                print(f"web console at {args.console.rstrip('/')}/ (read-only)", file=sys.stderr)
+
+        def produce_loop() -> None:
+            try:
+                generate.produce(bootstrap, args.topic, rate=args.rate,
+                                 generator=generate.EventGenerator(seed=args.seed), progress=False,
+                                 on_event=lambda _e: produced.__setitem__(0, produced[0] + 1), stop=stop.is_set)
+            except BaseException as e:  # noqa: BLE001 - reported by the main thread
+                producer_error.append(e)
+
         cfg = pipeline.PipelineConfig(
             bootstrap=bootstrap, topics=args.topic, output_topic=args.output_topic,
             output_dir=os.path.join(workdir, "parquet"), checkpoint=os.path.join(workdir, "checkpoints"),
             source=source, trigger=args.trigger, starting_offsets="earliest", window=args.window,
             watermark=args.watermark, kafka_jars=args.kafka_jars)
+        # Spark first: if it cannot start (no connector offline), nothing else has begun.
         print(f"starting Spark (source {source}) ...", file=sys.stderr)
         spark = pipeline.build_session(cfg, app_name="samsa-demo")
+        print(f"Spark is up after {time.monotonic() - t0:.0f} s", file=sys.stderr)
         # FATAL: stopping the queries at the end interrupts a batch, which Spark logs at ERROR;
         # real failures still surface through query.exception() below.
         spark.sparkContext.setLogLevel("FATAL")
+        generate.ensure_topic(bootstrap, args.topic, args.partitions)
+        generate.ensure_topic(bootstrap, args.output_topic, 1)
+        thread = threading.Thread(target=produce_loop, name="demo-producer", daemon=True)
+        thread.start()
         queries = pipeline.start_queries(spark, cfg)
         reader = _ResultReader(bootstrap, args.output_topic)
-        started = time.monotonic()
         tty = sys.stdout.isatty()
-        while time.monotonic() - started < args.duration:
+        while time.monotonic() < deadline:
             for q in queries:
                 if q.exception() is not None:
                     raise RuntimeError(f"query {q.name} failed: {q.exception()}")
             if producer_error:
                 raise RuntimeError(f"producer failed: {producer_error[0]!r}")
             reader.poll()
-            table = _render(reader.windows, produced[0], source, bootstrap)
+            windows = reader.windows
+            table = _render(windows, produced[0], source, bootstrap, read=_rows_read(queries, batches))
             if tty:
                 sys.stdout.write("\x1b[2J\x1b[H" + table + "\n")
             else:
                 sys.stdout.write(table + "\n\n")
             sys.stdout.flush()
-            time.sleep(2.0)
-        print(f"\nParquet results: {cfg.output_dir}", file=sys.stderr)
+            time.sleep(max(0.0, min(2.0, deadline - time.monotonic())))
+        print(_closing_note(windows, args, time.monotonic() - t0), file=sys.stderr)
     except KeyboardInterrupt:
         pass
+    except pipeline.ConnectorUnavailable as e:
+        print(e.code, file=sys.stderr)
+        status = 2
+    except RuntimeError as e:
+        print(f"Error: {e}", file=sys.stderr)
+        status = 1
     finally:
         stop.set()
         for q in queries:
             if q.isActive:
                 q.stop()
+        if thread is not None:
+            thread.join(10)
         if reader is not None:
             reader.close()
         if spark is not None:
             spark.stop()
         if embedded is not None:
-            embedded.cleanup()
-    return 0
+            embedded.stop()
+        if args.keep:
+            print(f"kept {workdir} (broker data, Parquet results, checkpoints)", file=sys.stderr)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    return status
 
 
 def _add_demo_args(p: argparse.ArgumentParser) -> None:
@@ -178,7 +228,10 @@ def _add_demo_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--partitions", type=int, default=2)
     p.add_argument("--rate", type=float, default=200.0, help="events per second")
     p.add_argument("--seed", type=int, default=None)
-    p.add_argument("--duration", type=float, default=90.0, help="seconds to run")
+    p.add_argument("--duration", type=float, default=90.0,
+                   help="seconds to run, counted from the start (Spark's start-up included)")
+    p.add_argument("--keep", action="store_true",
+                   help="keep the demo's folder (broker data, Parquet results, checkpoints) at the end")
     p.add_argument("--source", choices=pipeline.SOURCES, default=None,
                    help="default: 'kafka' if the connector jars are found locally, else the fallback")
     p.add_argument("--kafka-jars", default=None)

@@ -22,7 +22,17 @@ keeps the last value per key (or a compacted topic) sees each window exactly onc
 Connector jars: with ``--source kafka`` the session gets the connector either from a local
 folder of jars (``--kafka-jars DIR`` or ``$SAMSA_SPARK_KAFKA_JARS``, for offline clusters)
 or, by default, from Maven via ``spark.jars.packages =
-org.apache.spark:spark-sql-kafka-0-10_2.13:<installed pyspark version>``.
+org.apache.spark:spark-sql-kafka-0-10_2.13:<installed pyspark version>``. Before asking Spark
+to resolve the package, :func:`check_connector_reachable` looks for it in the local Ivy/Maven
+caches and for a reachable repository; offline, the run stops with one line saying what to do
+(:class:`ConnectorUnavailable`) instead of Ivy's resolution report and a JVM start failure.
+
+Python workers: Spark starts its Python workers (UDFs, and the planner and readers of the
+``samsa-kafka`` data source) with ``PYSPARK_PYTHON``, else ``python3`` from PATH -- not the
+interpreter that runs this pipeline, which may be a virtualenv's that nobody activated.
+:func:`pin_python_workers` makes them use ``sys.executable`` unless the user chose an
+interpreter (``PYSPARK_PYTHON``, or ``spark.pyspark.python`` given to spark-submit or with
+``--conf``); every SparkSession started here goes through it.
 """
 
 from __future__ import annotations
@@ -30,11 +40,13 @@ from __future__ import annotations
 import argparse
 import glob
 import os
+import socket
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlparse
 
 FALLBACK_SOURCE = "samsa-kafka"
 SOURCES = ("kafka", FALLBACK_SOURCE)
@@ -87,8 +99,75 @@ def connector_jars(folder: str | None) -> list[str]:
         return []
     jars = sorted(glob.glob(os.path.join(folder, "*.jar")))
     if not any("spark-sql-kafka-0-10" in os.path.basename(j) for j in jars):
-        raise SystemExit(f"no spark-sql-kafka-0-10 jar in {folder}")
+        raise ConnectorUnavailable(f"no spark-sql-kafka-0-10 jar in {folder}")
     return jars
+
+
+PYTHON_CONF = "spark.pyspark.python"
+PYTHON_ENV = "PYSPARK_PYTHON"
+
+
+def pin_python_workers(conf: Mapping[str, str], environ: MutableMapping[str, str] | None = None) -> str:
+    """Make Spark's Python workers run this interpreter unless the user chose one; return theirs.
+
+    pyspark's SparkContext takes the workers' interpreter from ``$PYSPARK_PYTHON`` when it is
+    created (spark-submit sets that variable from ``spark.pyspark.python``), so the variable
+    is what counts, in this process, before the session exists. Precedence: an existing
+    ``$PYSPARK_PYTHON`` (the user's, or spark-submit's from its conf), then
+    ``spark.pyspark.python`` in ``conf`` (``--conf``), then ``sys.executable``.
+    """
+    env = os.environ if environ is None else environ
+    chosen = env.get(PYTHON_ENV) or conf.get(PYTHON_CONF) or sys.executable
+    env[PYTHON_ENV] = chosen
+    return chosen
+
+
+class ConnectorUnavailable(SystemExit):
+    """Spark's Kafka connector cannot be had here; the message is one line saying what to do."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(
+            f"Error: {why}. Offline, put the connector jars in a folder and pass --kafka-jars DIR "
+            f"(or set {JARS_ENV}=DIR), or use the Python fallback source: --source {FALLBACK_SOURCE}")
+
+
+MAVEN_CENTRAL = "https://repo1.maven.org/maven2/"
+
+
+def _cached_connector(package: str, conf: Mapping[str, str]) -> str | None:
+    """A local Ivy or Maven copy of ``package`` (group:artifact:version), if any."""
+    group, artifact, version = package.split(":")
+    jar = f"{group}_{artifact}-{version}.jar"
+    ivy_dirs = [conf["spark.jars.ivy"]] if conf.get("spark.jars.ivy") else []
+    ivy_dirs += [os.path.expanduser(d) for d in ("~/.ivy2.5.2", "~/.ivy2")]
+    candidates = [os.path.join(d, "jars", jar) for d in ivy_dirs]
+    candidates.append(os.path.expanduser(os.path.join(
+        "~/.m2/repository", *group.split("."), artifact, version, f"{artifact}-{version}.jar")))
+    return next((c for c in candidates if os.path.exists(c)), None)
+
+
+def check_connector_reachable(package: str, conf: Mapping[str, str], timeout: float = 3.0) -> None:
+    """Raise :class:`ConnectorUnavailable` if Spark could neither find ``package`` in a local
+    cache nor reach a repository to download it from (Maven Central, ``spark.jars.repositories``)."""
+    if _cached_connector(package, conf):
+        return
+    repos = [r.strip() for r in conf.get("spark.jars.repositories", "").split(",") if r.strip()]
+    repos.append(MAVEN_CENTRAL)
+    for repo in repos:
+        url = urlparse(repo)
+        if url.scheme == "file":
+            return  # a local repository: let Ivy look
+        host = url.hostname
+        if not host:
+            continue
+        try:
+            with socket.create_connection((host, url.port or (443 if url.scheme == "https" else 80)), timeout):
+                return
+        except OSError:
+            continue
+    raise ConnectorUnavailable(
+        f"Spark's Kafka connector ({package}) is not in the local Ivy/Maven cache and no repository "
+        f"is reachable to download it from ({', '.join(repos)})")
 
 
 def build_session(cfg: PipelineConfig, app_name: str = "samsa-access-log-pipeline") -> Any:
@@ -108,15 +187,25 @@ def build_session(cfg: PipelineConfig, app_name: str = "samsa-access-log-pipelin
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.sql.streaming.stopGracefullyOnShutdown", "true"))
+    package = None
     if cfg.source == "kafka":
         jars = connector_jars(cfg.kafka_jars)
         if jars:
             builder = builder.config("spark.jars", ",".join(jars))
         else:
-            builder = builder.config("spark.jars.packages", connector_package())
+            package = connector_package()
+            check_connector_reachable(package, cfg.extra_conf)
+            builder = builder.config("spark.jars.packages", package)
+    builder = builder.config(PYTHON_CONF, pin_python_workers(cfg.extra_conf))
     for k, v in cfg.extra_conf.items():
         builder = builder.config(k, v)
-    spark = builder.getOrCreate()
+    try:
+        spark = builder.getOrCreate()
+    except Exception as e:
+        if package is not None and "JAVA_GATEWAY_EXITED" in str(e):
+            # The JVM died resolving spark.jars.packages (Ivy printed why, above).
+            raise ConnectorUnavailable(f"Spark could not start with its Kafka connector ({package})") from None
+        raise
     from .datasource import register
 
     register(spark)
