@@ -10,4 +10,6 @@
 * :mod:`.regex` -- topic regular expressions in the RE2/J syntax Kafka accepts.
 * :mod:`.manager` -- :class:`ConsumerGroupManager`: ConsumerGroupHeartbeat,
   ConsumerGroupDescribe, timers, and ``replay`` of the records above.
+* :mod:`.migration` -- KIP-848 online migration: classic members inside consumer groups and
+  conversions between classic and consumer groups (``group.consumer.migration.policy``).
 """
