@@ -5,7 +5,8 @@ assignment epochs, the assignor in use, and each member with its subscription, e
 assignment and target assignment (topic ids with their names). A classic group or an unknown id
 answers GROUP_ID_NOT_FOUND, which is how the admin client knows to fall back to DescribeGroups.
 
-Version notes: v1 (KIP-1099) adds each member's ``MemberType`` (1: consumer protocol).
+Version notes: v1 (KIP-1099) adds each member's ``MemberType`` (0: a classic member of the
+group during a KIP-848 migration, 1: consumer protocol).
 ``include_authorized_operations``: without ACLs every group operation is allowed (READ, DELETE,
 DESCRIBE), as in DescribeGroups.
 """
@@ -22,7 +23,7 @@ from . import RequestContext, api
 
 GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)  # READ, DELETE, DESCRIBE (AclOperation bits)
 OPERATIONS_OMITTED = -(2**31)  # INT32_MIN: not requested
-MEMBER_TYPE_CONSUMER = 1
+MEMBER_TYPE_CLASSIC, MEMBER_TYPE_CONSUMER = 0, 1
 
 
 @api(ApiKey.CONSUMER_GROUP_DESCRIBE, versions=(0, 1), authz=(Requires(DESCRIBE, GROUP, GROUP_DENIED, "each group"),))
@@ -43,7 +44,6 @@ async def handle_consumer_group_describe(ctx: RequestContext, req: Any) -> Any:
         return A(topic_partitions=[
             A.TopicPartitions(topic_id=t, topic_name=name, partitions=ps) for t, name, ps in items])
 
-    extra = {"member_type": MEMBER_TYPE_CONSUMER} if ctx.version >= 1 else {}
     out = []
     denied = [g for g in req.group_ids if not ctx.authorize(DESCRIBE, GROUP, g)]
     for g in denied:
@@ -63,6 +63,8 @@ async def handle_consumer_group_describe(ctx: RequestContext, req: Any) -> Any:
                               subscribed_topic_names=m.subscribed_topic_names,
                               subscribed_topic_regex=m.subscribed_topic_regex,
                               assignment=assignment(m.assignment),
-                              target_assignment=assignment(m.target_assignment), **extra)
+                              target_assignment=assignment(m.target_assignment),
+                              **({"member_type": MEMBER_TYPE_CLASSIC if m.uses_classic_protocol
+                                  else MEMBER_TYPE_CONSUMER} if ctx.version >= 1 else {}))
                      for m in d.members]))
     return R(throttle_time_ms=0, groups=out)

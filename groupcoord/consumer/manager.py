@@ -123,6 +123,7 @@ class ConsumerMemberDescription:
     subscribed_topic_regex: str | None
     assignment: list[tuple[uuid.UUID, str, list[int]]]
     target_assignment: list[tuple[uuid.UUID, str, list[int]]]
+    uses_classic_protocol: bool = False
 
 
 @dataclass(slots=True)
@@ -615,7 +616,8 @@ class ConsumerGroupManager(CoordinatorShard):
                 [ConsumerMemberDescription(
                     m.member_id, m.instance_id, m.rack_id, m.member_epoch, m.client_id,
                     m.client_host, list(m.subscribed_topic_names), m.subscribed_topic_regex,
-                    listing(m.assigned), listing(group.target_assignment.get(m.member_id, {})))
+                    listing(m.assigned), listing(group.target_assignment.get(m.member_id, {})),
+                    m.classic is not None)
                  for m in group.members.values()]))
         return out
 
