@@ -75,11 +75,43 @@ def admin_client(args: argparse.Namespace) -> Any:
     from kafka.admin import KafkaAdminClient
 
     try:
-        return KafkaAdminClient(bootstrap_servers=bootstrap_list(args), client_id=CLIENT_ID,
-                                request_timeout_ms=args.request_timeout_ms,
-                                bootstrap_timeout_ms=min(args.request_timeout_ms, 15000))
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap_list(args), client_id=CLIENT_ID,
+                                 request_timeout_ms=args.request_timeout_ms,
+                                 bootstrap_timeout_ms=min(args.request_timeout_ms, 15000))
     except Exception as e:  # KafkaTimeoutError / NoBrokersAvailable: say which broker
         raise ToolError(f"cannot reach broker at {args.bootstrap_server}: {e}") from e
+    _fail_over_any_node_requests(admin)
+    return admin
+
+
+def _fail_over_any_node_requests(admin: Any) -> None:
+    """Requests for "any broker" try the next broker when the chosen one cannot be reached.
+
+    kafka-python sends them (Metadata, DescribeCluster, ...) to a random broker of the last
+    Metadata and gives up if it is down. In a cluster that is exactly when an operator runs
+    ``topics --describe --under-replicated-partitions``: a crashed broker stays in Metadata
+    until its ZooKeeper session expires. Kafka's AdminClient retries on another node; so do we,
+    once per broker. Requests to a given node (the controller, a coordinator) are unchanged.
+    """
+    from kafka.errors import KafkaConnectionError, NodeNotReadyError
+
+    manager = admin._manager
+    send_to = manager.send
+
+    async def send(request: Any, node_id: int | None = None, request_timeout_ms: int | None = None) -> Any:
+        if node_id is not None:
+            return await send_to(request, node_id=node_id, request_timeout_ms=request_timeout_ms)
+        attempts = max(1, len(manager.cluster.brokers()))
+        for attempt in range(attempts):
+            node = manager.least_loaded_node()
+            try:
+                return await send_to(request, node_id=node, request_timeout_ms=request_timeout_ms)
+            except (KafkaConnectionError, NodeNotReadyError):
+                if attempt + 1 >= attempts:
+                    raise
+        raise AssertionError("unreachable")
+
+    manager.send = send
 
 
 def configure_logging(args: argparse.Namespace) -> None:

@@ -138,3 +138,19 @@ def test_reassign_one_replica_to_three(cluster3: SamsaCluster, tmp_path: Path) -
         partitions_of(describe(cluster3, "--topic", topic), topic)))
     assert parts[0]["replicas"] == [0, 1, 2] and parts[1]["replicas"] == [1, 2, 0]
     producer.close()
+
+
+def test_tools_work_while_a_crashed_broker_is_still_listed(cluster_factory: Any) -> None:
+    # A long session timeout keeps the SIGKILLed broker in Metadata for the whole test: every
+    # "any broker" request the tools send must fail over to a live one instead of failing.
+    cluster = cluster_factory(3, overrides={"zookeeper.session.timeout.ms": 45000})
+    cluster.wait_for_brokers(3)
+    topic = f"crash-{uuid.uuid4().hex[:6]}"
+    create(cluster, topic, "0:1:2,1:2:0,2:0:1")
+    cluster.kill(2)
+    started = time.monotonic()
+    for _ in range(6):
+        doc = describe(cluster, "--topic", topic)
+        assert sorted(partitions_of(doc, topic)) == [0, 1, 2]
+    assert time.monotonic() - started < 40, "the runs outlasted the window this test is about"
+    assert 2 in cluster.broker_ids(0), "broker 2 was meant to be still listed"
