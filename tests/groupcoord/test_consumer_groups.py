@@ -498,3 +498,22 @@ async def test_upgrade_refused_when_policy_disabled() -> None:
         await asyncio.sleep(0)
     assert (await t).error == E.NONE
     assert (await h.hb("m1")).error == E.GROUP_ID_NOT_FOUND
+
+
+@async_test
+async def test_unload_and_reload_partition_rebuilds_consumer_groups() -> None:
+    """When __consumer_offsets leadership moves away and back (cluster mode), replay() rebuilds
+    the consumer group exactly, and its members get fresh session timers."""
+    h = await Harness().start()
+    await h.hb("m1")
+    await h.hb("m2")
+    await h.converge(["m1", "m2"])
+    before = snapshot(h.coord)
+    p = h.coord.partition_for("g")
+    h.coord.unload_partition(p)
+    assert "g" not in h.coord.consumer_groups
+    assert (await h.hb("m1")).error == E.NOT_COORDINATOR
+    await h.coord.on_election(p)
+    assert snapshot(h.coord) == before
+    assert all(m.session_timer is not None for m in h.group().members.values())
+    assert (await h.hb("m1")).error == E.NONE
