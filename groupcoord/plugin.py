@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterator
+import uuid
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from protocol.errors import KafkaError
@@ -48,6 +49,27 @@ class BrokerOffsetsStorage:
             yield from iter_batch_records(raw)
 
 
+class BrokerTopicsView(Mapping[str, tuple[uuid.UUID, int, bool]]):
+    """The broker's topics as consumer groups (KIP-848) see them: ``name -> (topic id,
+    partitions, internal)``. A live view: a lookup by name is one registry lookup, so a heartbeat
+    does not copy the topic list; only regex subscriptions iterate it."""
+
+    def __init__(self, broker: Any) -> None:
+        self.broker = broker
+
+    def __getitem__(self, name: str) -> tuple[uuid.UUID, int, bool]:
+        info = self.broker.topics.get(name)
+        if info is None:
+            raise KeyError(name)
+        return info.topic_id, info.num_partitions, info.is_internal
+
+    def __iter__(self) -> Iterator[str]:
+        return (t.name for t in self.broker.topics)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self.broker.topics)
+
+
 def _config(broker: Any) -> GroupConfig:
     return GroupConfig.from_properties({name: broker.config.get(name)
                                         for name in GroupConfig.property_names()})
@@ -59,11 +81,8 @@ async def start(broker: Any) -> None:
     if existing is not None:
         config.offsets_topic_num_partitions = existing.num_partitions
 
-    def topics() -> dict[str, Any]:
-        # Consumer groups (KIP-848) subscribe to and are assigned these: (id, partitions, internal).
-        return {t.name: (t.topic_id, t.num_partitions, t.is_internal) for t in broker.topics}
-
-    coord = GroupCoordinator(BrokerOffsetsStorage(broker), config, topics=topics)
+    view = BrokerTopicsView(broker)
+    coord = GroupCoordinator(BrokerOffsetsStorage(broker), config, topics=lambda: view)
     broker.group_coordinator = coord
     if getattr(broker, "cluster", None) is not None:
         # In a cluster this broker coordinates the groups of the __consumer_offsets partitions it

@@ -93,8 +93,9 @@ class ConsumerGroupMigration(ConsumerGroupManager):
     def _policy(self) -> str:
         return self.config.group_consumer_migration_policy
 
-    def _names(self) -> dict[uuid.UUID, str]:
-        return {v[0]: n for n, v in self.topics().items()}
+    def _names(self, group: ConsumerGroup) -> dict[uuid.UUID, str]:
+        """Topic id -> name for the group's subscribed topics (all a member can be assigned)."""
+        return {t.topic_id: n for n, t in group.subscription_metadata.items()}
 
     # --- classic requests for a consumer group ----------------------------------------------
 
@@ -184,7 +185,7 @@ class ConsumerGroupMigration(ConsumerGroupManager):
                 (protocol_name is not None and protocol_name not in names):
             return ErrorCode.INCONSISTENT_GROUP_PROTOCOL, b"", None
         self._schedule_session_timeout(group, m)
-        return ErrorCode.NONE, encode_assignment(m.assigned, self._names()), \
+        return ErrorCode.NONE, encode_assignment(m.assigned, self._names(group)), \
             protocol_name or (names[0] if names else None)
 
     def classic_heartbeat_consumer_group(self, group_id: str, member_id: str, generation_id: int,
@@ -304,7 +305,7 @@ class ConsumerGroupMigration(ConsumerGroupManager):
         if not common:
             return None
         protocol = common[0]
-        topic_names = self._names()
+        topic_names = self._names(group)
         gid = group.group_id
         records = self.consumer_group_tombstones(group)
         value = GroupMetadataValue(
