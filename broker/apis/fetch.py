@@ -102,7 +102,11 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
 
 def _unauthorized(ctx: RequestContext, req: Any, wanted: list[Any]) -> set[str]:
     """Names of the topics this fetch may not read (all of them for an unauthorized follower)."""
-    replica_id = req.replica_state.replica_id if ctx.version >= 15 else req.replica_id
+    if ctx.version >= 15:  # KIP-903: a tagged ReplicaState, absent for consumers
+        state = req.replica_state
+        replica_id = state.replica_id if state is not None else -1
+    else:
+        replica_id = req.replica_id
     if replica_id >= 0:
         if ctx.authorize(CLUSTER_ACTION, CLUSTER, CLUSTER_NAME):
             return set()
