@@ -27,6 +27,7 @@ from kafka.admin import (
 )
 from kafka.errors import (
     GroupAuthorizationFailedError,
+    KafkaTimeoutError,
     SecurityDisabledError,
     TopicAuthorizationFailedError,
 )
@@ -255,3 +256,25 @@ def test_samsa_acls_tool(secured: Any) -> None:
                   check=False).returncode == 1  # removing everything needs --force
     _samsa("acls", *bs, "--remove", "--topic", "tool-", "--resource-pattern-type", "prefixed", "--force")
     assert "tool-" not in _samsa("acls", *bs, "--list").stdout
+
+
+def test_denials_go_to_the_authorizer_log_file(broker_factory: Any, tmp_path: Any) -> None:
+    log_file = tmp_path / "kafka-authorizer.log"
+    b = broker_factory({**AUTHORIZER, "authorizer.log.file": str(log_file)})
+    c = KafkaConsumer(bootstrap_servers=b.bootstrap, request_timeout_ms=10000)
+    try:
+        assert c.topics() == set()  # nothing is DESCRIBE-able without ACLs
+    finally:
+        c.close()
+    p = KafkaProducer(bootstrap_servers=b.bootstrap, retries=0, max_block_ms=5000)
+    try:
+        with pytest.raises((TopicAuthorizationFailedError, KafkaTimeoutError)):  # no metadata for "secret"
+            p.send("secret", b"x").get(timeout=10)
+    finally:
+        p.close()
+    deadline = time.monotonic() + 10
+    while "secret" not in (log_file.read_text() if log_file.exists() else "") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    text = log_file.read_text()
+    assert "Principal = User:ANONYMOUS is Denied operation = DESCRIBE" in text and "TOPIC:LITERAL:secret" in text
+    assert "is Denied" not in b.log_text()  # not in the server log

@@ -214,6 +214,12 @@ def configure_authorizer(config: Any) -> AclAuthorizer | None:
     authorizer = AclAuthorizer(store, parse_super_users(str(config.get("super.users") or "")),
                                bool(config.get("allow.everyone.if.no.acl.found")))
     authorizer.load()
+    log_file = str(config.get("authorizer.log.file") or "")
+    if log_file:  # Kafka's kafka-authorizer.log: the decisions in their own file, not the server log
+        handler = logging.FileHandler(log_file)
+        handler.setFormatter(logging.Formatter("[%(asctime)s] %(levelname)s %(message)s (%(name)s)"))
+        log.addHandler(handler)
+        log.propagate = False
     log.info("ACL authorizer %s enabled: %d resource patterns, super.users=%s, "
              "allow.everyone.if.no.acl.found=%s", name, len(authorizer._acls),
              ",".join(sorted(authorizer.super_users)) or "-", authorizer.allow_everyone)
