@@ -87,7 +87,7 @@ class Console:
                     log.warning("Console: sampling the cluster failed (%d in a row): %s", failures, e)
             elapsed = loop.time() - t0
             # A slow sample (many partitions) backs off so the console never loads the cluster much.
-            await asyncio.sleep(max(SAMPLE_INTERVAL_S, 3 * elapsed))
+            await asyncio.sleep(max(SAMPLE_INTERVAL_S, min(3 * elapsed, 30.0)))
 
     async def stop(self) -> None:
         if self._sampler is not None:

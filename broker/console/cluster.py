@@ -377,9 +377,13 @@ class ClusterView:
         leaders = {(t["name"], p["partition_index"]): p["leader_id"] for t in topics for p in t["partitions"]}
         tps = [TopicPartition(n, p) for (n, p), leader in leaders.items() if leader >= 0]
         ends = {(tp.topic, tp.partition): o for tp, o in self._offsets(tps, OffsetSpec.LATEST).items()}
-        starts = {(tp.topic, tp.partition): o for tp, o in self._offsets(tps, OffsetSpec.EARLIEST).items()}
-        all_sizes = self._sizes()
-        sizes = {k: all_sizes.get((k[0], k[1], leader), 0) for k, leader in leaders.items()}
+        metrics = self._scrape()
+        starts: dict[tuple[str, int], int] = {}
+        sizes: dict[tuple[str, int], int] = {}
+        if metrics is None:  # only the protocol estimate of bytes in/out needs sizes and log starts
+            starts = {(tp.topic, tp.partition): o for tp, o in self._offsets(tps, OffsetSpec.EARLIEST).items()}
+            all_sizes = self._sizes()
+            sizes = {k: all_sizes.get((k[0], k[1], leader), 0) for k, leader in leaders.items()}
         committed: dict[str, dict[tuple[str, int], int]] = {}
         for g in self.admin.list_groups()[:MAX_SAMPLED_GROUPS]:
             gid = g["group_id"]
@@ -392,7 +396,7 @@ class ClusterView:
             if g not in group_lag:
                 del self.group_history[g]
         raw: dict[str, Any] = {"t": now, "ends": ends, "starts": starts, "sizes": sizes, "committed": committed,
-               "metrics": self._scrape()}
+               "metrics": metrics}
         prev, self._last = self._last, raw
         point: dict[str, Any] = {"t": now, "bytes_in": 0.0, "bytes_out": 0.0, "messages_in": 0.0,
                                  "group_lag": group_lag}
