@@ -102,6 +102,12 @@ def test_server_assignor_and_describe(kip848_broker, assignor: str) -> None:
                               bootstrap, "--describe", "--group", group, "--members"],
                              capture_output=True, text=True, timeout=60, cwd=ROOT)
         assert out.returncode == 0 and all(w.name in out.stdout for w in ws), out.stdout + out.stderr
+        for kind, listed in (("", True), ("consumer", True), ("classic", False)):
+            out = subprocess.run([sys.executable, "-m", "broker.cli", "consumer-groups", "--bootstrap-server",
+                                  bootstrap, "--list", "--type", *([kind] if kind else [])],
+                                 capture_output=True, text=True, timeout=60, cwd=ROOT)
+            rows = [line.split() for line in out.stdout.splitlines()]
+            assert out.returncode == 0 and ([group, "consumer"] in rows) == listed, (kind, out.stdout)
         for w in ws:
             w.close()
 

@@ -2,7 +2,8 @@
 
 Mirrors ``kafka-consumer-groups.sh``:
 
-* ``--list [--state]``: ListGroups (with each group's state from v4, KIP-518).
+* ``--list [--state] [--type [classic|consumer]]``: ListGroups (with each group's state from
+  v4, KIP-518, and its type from v5, KIP-848; a type filters the list).
 * ``--describe --group G | --all-groups [--offsets | --members [--verbose] | --state]``:
   ConsumerGroupDescribe (KIP-848 consumer groups) or, for a classic group, DescribeGroups --
   as Kafka's admin client, which falls back on GROUP_ID_NOT_FOUND -- + OffsetFetch +
@@ -53,6 +54,9 @@ def register(subparsers: Any) -> None:
         verbs.add_argument(f"--{verb}", dest="verb", action="store_const", const=verb)
     p.add_argument("--group", action="append", help="Group id (repeatable).")
     p.add_argument("--all-groups", action="store_true", help="Every group the broker knows.")
+    p.add_argument("--type", nargs="?", const="", default=None, metavar="TYPE",
+                   help="With --list: show each group's type (classic, consumer); "
+                        "with a TYPE, list only groups of that type.")
     p.add_argument("--topic", action="append", metavar="TOPIC[:P,P]",
                    help="With --reset-offsets/--delete-offsets: topic, optionally with partitions.")
     p.add_argument("--all-topics", action="store_true",
@@ -89,10 +93,11 @@ def main(args: argparse.Namespace) -> int | None:
         admin.close()
 
 
-def _list_groups(admin: Any) -> list[dict[str, Any]]:
-    groups = admin.list_groups()
+def _list_groups(admin: Any, types: list[str] | None = None) -> list[dict[str, Any]]:
+    groups = admin.list_groups(types_filter=types) if types else admin.list_groups()
     return sorted(({"group": g["group_id"], "protocol_type": g.get("protocol_type"),
-                    "state": g.get("group_state")} for g in groups), key=lambda g: g["group"])
+                    "state": g.get("group_state"), "type": g.get("group_type") or "classic"}
+                   for g in groups), key=lambda g: g["group"])
 
 
 def _group_ids(admin: Any, args: argparse.Namespace) -> list[str]:
@@ -104,11 +109,15 @@ def _group_ids(admin: Any, args: argparse.Namespace) -> list[str]:
 
 
 def _list(admin: Any, args: argparse.Namespace) -> int | None:
-    groups = _list_groups(admin)
+    groups = _list_groups(admin, [args.type] if args.type else None)
     if args.json:
         print_json(groups)
+    elif args.view == "state" and args.type is not None:
+        print_table(["GROUP", "TYPE", "STATE"], [(g["group"], g["type"], g["state"]) for g in groups])
     elif args.view == "state":
         print_table(["GROUP", "STATE"], [(g["group"], g["state"]) for g in groups])
+    elif args.type is not None:
+        print_table(["GROUP", "TYPE"], [(g["group"], g["type"]) for g in groups])
     else:
         for g in groups:
             print(g["group"])

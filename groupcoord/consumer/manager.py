@@ -157,6 +157,11 @@ class ConsumerGroupManager(CoordinatorShard):
             err = self._validate(req.group_id)
             if err:
                 return ConsumerGroupHeartbeatResult(err)
+            if req.member_epoch != 0 and req.group_id not in self.consumer_groups and \
+                    req.group_id not in self.groups:
+                # Not a group: answered without creating per-group state (a lock) for the id.
+                raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID,
+                                 f"Consumer group {req.group_id} not found.")
             lock = self._cg_locks.setdefault(req.group_id, asyncio.Lock())
             async with lock:
                 if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
