@@ -114,3 +114,29 @@ def test_consumer_held_to_its_byte_rate(broker_factory: Any) -> None:
     print(f"consumer read {got} bytes in {elapsed:.1f} s")
     assert elapsed >= 0.8 * (total / QUOTA - 1), f"read {got} bytes in {elapsed:.1f} s at quota {QUOTA} B/s"
     assert throttles and max(throttles) > 0
+
+
+def test_request_percentage_throttles_and_mutes(broker_factory: Any) -> None:
+    """A client over its request_percentage gets throttle_time_ms in the response, and the broker
+    serves nothing more on that connection until the time is up (KIP-219 muting)."""
+    from kafka.protocol.metadata import MetadataRequest, MetadataResponse
+
+    from tests.support.rawclient import RawClient
+
+    b = broker_factory(FAST_WINDOWS)
+    _samsa("configs", "--bootstrap-server", b.bootstrap, "--alter", "--entity-type", "clients", "--entity-name",
+           "busy", "--add-config", "request_percentage=0.01")
+    with RawClient(b.host, b.port, client_id="busy") as rc:
+        req = MetadataRequest(topics=None, allow_auto_topic_creation=False)
+        throttle, t_sent = 0, 0.0
+        for _ in range(200):
+            resp = rc.roundtrip(req, 9, MetadataResponse)
+            if resp.throttle_time_ms > 0:
+                throttle, t_sent = resp.throttle_time_ms, time.monotonic()
+                break
+        assert throttle > 0, "no throttle_time_ms for a client far over request_percentage"
+        rc.roundtrip(req, 9, MetadataResponse)  # muted: answered only once the throttle time is over
+        assert time.monotonic() - t_sent >= 0.9 * throttle / 1000
+    with RawClient(b.host, b.port, client_id="other") as rc:  # another client id is not held
+        assert rc.roundtrip(MetadataRequest(topics=None, allow_auto_topic_creation=False), 9,
+                            MetadataResponse).throttle_time_ms == 0
