@@ -250,7 +250,7 @@ def validate_batches(records: bytes | bytearray | memoryview, *, max_batch_bytes
     payloads are decompressed, and the records' length prefixes are walked to check that they
     tile the records section exactly and are as many as the header says (as Kafka's
     LogValidator does, minus decoding each record's fields: ~0.4 us a record here).
-    Raises CorruptRecordError / InvalidRecordError / KafkaError(UNSUPPORTED_FOR_MESSAGE_FORMAT).
+    Raises CorruptRecordError / InvalidRecordError / KafkaError(MESSAGE_TOO_LARGE).
     """
     buf = bytearray(records)
     batches: list[BatchHeader] = []
@@ -262,8 +262,9 @@ def validate_batches(records: bytes | bytearray | memoryview, *, max_batch_bytes
             raise CorruptRecordError(message="truncated batch header")
         magic = buf[pos + 16]
         if magic != MAGIC_V2:
-            raise KafkaError(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT,
-                             f"message format v{magic} is not supported; use v2 record batches")
+            # Kafka's ProduceRequest.validateRecords: v3+ carries only magic v2 batches
+            raise InvalidRecordError(message=f"Produce requests are only allowed to contain record batches "
+                                             f"with magic version 2 (got {magic})")
         if end - pos < HEADER_SIZE:
             raise CorruptRecordError(message="truncated batch header")
         h = read_header(buf, pos)

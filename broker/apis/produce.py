@@ -21,6 +21,9 @@ unless the topic's ``compression.type`` asks for a codec the producer did not us
   partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED), WRITE on each topic (else
   TOPIC_AUTHORIZATION_FAILED, decided before the topic's existence so nothing leaks).
   Quotas: the records' bytes count against ``producer_byte_rate`` (KIP-219 throttling).
+* Kafka's log validation (``log/validator.py``): one batch per partition, base offset 0,
+  sequences, no control batches from clients, keys on compacted topics and KIP-937 timestamp
+  bounds, with ``record_errors`` naming the failing records (KIP-467); nothing is appended.
 * Errors are per partition; v8+ adds ``error_message`` (KIP-467). Clients may not write to the
   internal topics (INVALID_TOPIC_EXCEPTION); only the coordinators append there.
 * v3 is the first version with v2 record batches; v9 is flexible (KIP-482); v10-11 add the
@@ -31,8 +34,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 
+from log.validator import RecordValidationError, validate_client_batches
 from protocol.api_keys import ApiKey
 from protocol.errors import DuplicateSequenceError, ErrorCode, KafkaError
 from protocol.records import COMPRESSION_CODES, validate_batches
@@ -67,7 +72,7 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
         parts_out = []
         for pdata in topic.partition_data:
             base_offset, append_time, start_offset = -1, -1, -1
-            code, message = ErrorCode.NONE, None
+            code, message, record_errors = ErrorCode.NONE, None, []
             try:
                 if denied and name in denied:
                     raise KafkaError(denied[name])
@@ -80,6 +85,8 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
                     raise KafkaError(ErrorCode.INVALID_RECORD, "records are null")
                 cfg = part.log.config
                 records = validate_batches(pdata.records, max_batch_bytes=cfg.max_message_bytes)
+                validate_client_batches(records, f"{name}-{pdata.index}", cfg, api_version=ctx.version,
+                                        now_ms=int(time.time() * 1000))
                 wanted = cfg.others.get("compression.type", "producer")
                 if wanted != "producer":
                     from protocol.recompress import recompress_to  # noqa: PLC0415
@@ -102,6 +109,9 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
                 append_time = d.timestamp if part.log.config.log_append_time else -1
             except KafkaError as e:
                 code, message = e.code, e.message
+                if isinstance(e, RecordValidationError):  # KIP-467: which records, and why
+                    record_errors = [PartResp.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
+                                     for i, m in e.record_errors]
                 if stats is not None:
                     stats.produce_failed(name, int(code))
                 if code not in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER):
@@ -109,7 +119,7 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
                              ctx.header.client_id, e)
             presp = PartResp(index=pdata.index, error_code=int(code), base_offset=base_offset,
                              log_append_time_ms=append_time, log_start_offset=start_offset,
-                             record_errors=[], error_message=message)
+                             record_errors=record_errors, error_message=message)
             parts_out.append(presp)
             if acks == -1 and code == ErrorCode.NONE and info is not None and \
                     part.high_watermark <= info.last_offset:
