@@ -83,6 +83,7 @@ class Partition:
         self._produce_waiters: list[tuple[int, asyncio.Future[None]]] = []
         self.isr_writer: Callable[[Partition, list[int]], bool] | None = None
         self.replica_lag_time_max_ms = 30000
+        self.on_storage_error: Callable[[Partition], None] | None = None  # JBOD: its log dir failed
 
     @property
     def is_leader(self) -> bool:
@@ -120,7 +121,10 @@ class Partition:
             raise KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS,
                              f"The size of the current ISR {self.isr} is insufficient to satisfy the "
                              f"min.isr requirement of {self.min_insync_replicas} for partition {self.tp}")
-        info = self.log.append(records, leader_epoch=self.leader_epoch)
+        try:
+            info = self.log.append(records, leader_epoch=self.leader_epoch)
+        except OSError as e:
+            raise self._storage_error(e) from e
         if not self.maybe_increment_high_watermark():
             self.wake_waiters()  # followers long-polling for new data
         return info
@@ -141,6 +145,13 @@ class Partition:
             raise KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
                              f"The size of the current ISR {self.isr} is insufficient to satisfy the min.isr "
                              f"requirement of {self.min_insync_replicas} for partition {self.tp}")
+
+    def _storage_error(self, e: OSError) -> KafkaError:
+        """An I/O error in this partition's log dir: Kafka takes the whole dir offline."""
+        log.error("I/O error in the log of %s in %s: %s", self.tp, self.log.dir.parent, e)
+        if self.on_storage_error is not None:
+            self.on_storage_error(self)
+        return KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"Error while accessing the log of {self.tp}: {e}")
 
     @property
     def min_insync_replicas(self) -> int:
@@ -208,7 +219,10 @@ class Partition:
                         f"log start {self.log.log_start_offset}, log end {self.log.log_end_offset}")
         if fetch_offset >= upper:
             return None
-        return self.log.read(fetch_offset, max_bytes, max_offset=upper, min_one_batch=min_one_batch)
+        try:
+            return self.log.read(fetch_offset, max_bytes, max_offset=upper, min_one_batch=min_one_batch)
+        except OSError as e:
+            raise self._storage_error(e) from e
 
     # --- leader: follower progress and the ISR ----------------------------------------------------
     def update_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: float) -> None:
@@ -332,6 +346,9 @@ class ReplicaManager:
         self.fetcher_manager: Any = None
         self.isr_writer: Callable[[Partition, list[int]], bool] | None = None
         self.leadership_listeners: list[Callable[[TopicPartition, bool, int], None]] = []
+        # JBOD (broker/log_dirs.py): partitions whose log dir is offline, and moves in progress
+        self.offline_partitions: set[TopicPartition] = set()
+        self.log_dir_moves: dict[TopicPartition, Any] = {}
 
     def _log_config(self, overrides: dict[str, str]) -> LogConfig:
         return LogConfig.from_properties(effective_topic_config(self.config, overrides))
@@ -355,28 +372,36 @@ class ReplicaManager:
             self.partitions[tp] = self._new_partition(tp, lg, leader_id=-1 if self.cluster_mode else None)
         if not self.cluster_mode:
             for info in self.topics:
-                self._ensure_partitions(info.name)
+                self._ensure_partitions(info.name, is_new=False)
         log.info("Loaded %d partitions in %.0f ms", len(self.partitions), (time.monotonic() - t0) * 1000)
 
     def shutdown(self) -> None:
         self.log_manager.shutdown()
 
-    def _ensure_partitions(self, topic: str) -> None:
+    def _ensure_partitions(self, topic: str, *, is_new: bool = True) -> None:
         info = self.topics.get(topic)
         if info is None:
             return
         cfg = self._log_config(info.configs)
         for p in range(info.num_partitions):
             tp = TopicPartition(topic, p)
-            if tp not in self.partitions:
-                lg = self.log_manager.get_log(topic, p) or self.log_manager.create_log(topic, p, cfg)
+            if tp not in self.partitions and tp not in self.offline_partitions:
+                lg = self.log_manager.get_log(topic, p)
+                if lg is None and not is_new and self.log_manager.offline_dirs:
+                    # Kafka: a log that is not new may be in an offline dir; never recreate it elsewhere
+                    self.offline_partitions.add(tp)
+                    continue
+                lg = lg or self.log_manager.create_log(topic, p, cfg)
                 self._write_partition_metadata(lg.dir, info.topic_id)
                 self.partitions[tp] = self._new_partition(tp, lg)
 
     def _new_partition(self, tp: TopicPartition, lg: Log, leader_id: int | None = None) -> Partition:
+        from .log_dirs import on_storage_error  # noqa: PLC0415
+
         part = Partition(tp, lg, self.broker_id, leader_id=leader_id)
         part.isr_writer = self.isr_writer
         part.replica_lag_time_max_ms = self.config.int("replica.lag.time.max.ms")
+        part.on_storage_error = lambda p: on_storage_error(self, p)
         return part
 
     @staticmethod
@@ -390,6 +415,9 @@ class ReplicaManager:
             if not self.cluster_mode:  # in a cluster, LeaderAndIsr creates the replicas
                 self._ensure_partitions(topic)
         elif event == "deleted":
+            self.offline_partitions -= {tp for tp in self.offline_partitions if tp.topic == topic}
+            for tp in [tp for tp in self.log_dir_moves if tp.topic == topic]:
+                self.log_dir_moves.pop(tp).cancelled = True
             self.remove_partitions([tp for tp in self.partitions if tp.topic == topic], delete=True)
         elif event == "configs":
             self.apply_topic_config(topic)
@@ -405,6 +433,9 @@ class ReplicaManager:
         (NOT_LEADER_OR_FOLLOWER otherwise, so that clients refresh their metadata)."""
         part = self.partitions.get(TopicPartition(topic, partition))
         if part is None:
+            if TopicPartition(topic, partition) in self.offline_partitions:
+                raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR,
+                                 f"The log of {topic}-{partition} is in an offline log dir.")
             info = self.topics.get(topic)
             if self.cluster_mode and info is not None and 0 <= partition < info.num_partitions:
                 raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,

@@ -267,7 +267,10 @@ class Broker:
 
         self.security = BrokerSecurity(self.config)  # a bad certificate or SASL setting stops us here
         for d in self.config.log_dirs:
-            d.mkdir(parents=True, exist_ok=True)
+            try:
+                d.mkdir(parents=True, exist_ok=True)
+            except OSError:
+                pass  # the LogManager takes an unusable log dir offline (JBOD)
         if self.cluster is not None:
             await self.cluster.connect()
         self.topics.load()
@@ -309,8 +312,11 @@ class Broker:
             self.topics._persist()
         for d in self.config.log_dirs:
             mp = d / "meta.properties"
-            if not mp.exists():
-                mp.write_text(f"version=1\ncluster.id={self.cluster_id}\nnode.id={self.broker_id}\n")
+            try:
+                if not mp.exists():
+                    mp.write_text(f"version=1\ncluster.id={self.cluster_id}\nnode.id={self.broker_id}\n")
+            except OSError as e:
+                log.error("Cannot write %s: %s", mp, e)
 
     async def _start_components(self) -> None:
         """Coordinators that live beside the partitions (groups, transactions)."""

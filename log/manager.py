@@ -7,10 +7,17 @@ Directory layout per log dir (Kafka's)::
     <log.dir>/log-start-offset-checkpoint          topic partition offset, per log
     <log.dir>/<topic>-<partition>/                 one Log
     <log.dir>/<topic>-<partition>.<uuid>-delete/   a log being deleted
+    <log.dir>/<topic>-<partition>.<uuid>-future/   a log being moved here (log/alter_log_dirs.py)
 
 On ``startup`` the clean-shutdown marker decides whether logs are rescanned: without it,
 every segment past a log's recovery point is CRC-checked and torn tails are truncated. The
 marker is removed once loading is done, so a crash from then on is detected next time.
+
+JBOD (several ``log.dirs``): a new log goes to the online directory holding the fewest logs,
+as Kafka's ``nextLogDirs`` does. A directory that cannot be read at start-up, or whose I/O
+fails later (``mark_offline``), is *offline*: its logs are dropped from service (their
+partitions answer KAFKA_STORAGE_ERROR) while the other directories keep serving; the broker
+only gives up when every directory is offline.
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
+
+from protocol.errors import ErrorCode, KafkaError
 
 from .checkpoint import (
     CLEAN_SHUTDOWN_FILE,
@@ -37,6 +46,7 @@ logger = logging.getLogger("samsa.log")
 
 DELETE_DIR_SUFFIX = "-delete"
 SLOW_LOAD_MS = 1000  # a log that takes this long to load gets its own INFO line
+FUTURE_DIR_SUFFIX = "-future"
 
 
 class LogManager:
@@ -47,6 +57,7 @@ class LogManager:
         self.default_config = default_config
         self.logs: dict[tuple[str, int], Log] = {}
         self._dir_of: dict[tuple[str, int], Path] = {}
+        self.offline_dirs: set[Path] = set()
 
     # -- startup / shutdown -----------------------------------------------------------------
     def startup(self, topic_configs: Mapping[str, LogConfig] | None = None) -> dict[tuple[str, int], Log]:
@@ -54,7 +65,13 @@ class LogManager:
         t0 = time.monotonic()
         topic_configs = topic_configs or {}
         for log_dir in self.log_dirs:
-            log_dir.mkdir(parents=True, exist_ok=True)
+            try:
+                log_dir.mkdir(parents=True, exist_ok=True)
+                os.listdir(log_dir)
+            except OSError as e:
+                logger.error("Error while loading log dir %s: %s; it is offline", log_dir, e)
+                self.offline_dirs.add(log_dir)
+                continue
             marker = log_dir / CLEAN_SHUTDOWN_FILE
             clean = marker.exists()
             recovery_points = read_offsets_checkpoint(log_dir / RECOVERY_POINT_CHECKPOINT)
@@ -65,7 +82,8 @@ class LogManager:
                 path = log_dir / name
                 if not path.is_dir():
                     continue
-                if name.endswith(DELETE_DIR_SUFFIX):
+                if name.endswith((DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX)):
+                    # a log being deleted, or an unfinished move (it is asked for again)
                     logger.info("Deleting leftover log directory %s", path)
                     shutil.rmtree(path, ignore_errors=True)
                     continue
@@ -102,6 +120,8 @@ class LogManager:
             if clean:
                 os.unlink(marker)
             self._checkpoint_dir(log_dir)
+        if self.offline_dirs and len(self.offline_dirs) == len(self.log_dirs):
+            raise OSError(f"all log dirs are offline: {', '.join(map(str, self.log_dirs))}")
         topics = sorted({t for t, _ in self.logs})
         shown = ", ".join(topics[:8]) + (f" and {len(topics) - 8} more" if len(topics) > 8 else "")
         logger.info("Loaded %d logs of %d topics in %d ms%s", len(self.logs), len(topics),
@@ -119,7 +139,7 @@ class LogManager:
                 logger.exception("Error closing log %s", log.name)
                 failed.add(self._dir_of[tp])
         for log_dir in self.log_dirs:
-            if not log_dir.exists():
+            if log_dir in self.offline_dirs or not log_dir.is_dir():
                 continue
             self._checkpoint_dir(log_dir, use_log_end=log_dir not in failed)
             if log_dir in failed:
@@ -140,10 +160,7 @@ class LogManager:
         existing = self.logs.get(tp)
         if existing is not None:
             return existing
-        counts = {d: 0 for d in self.log_dirs}
-        for d in self._dir_of.values():
-            counts[d] = counts.get(d, 0) + 1
-        log_dir = min(self.log_dirs, key=lambda d: counts[d])
+        log_dir = self.next_log_dir()
         log_dir.mkdir(parents=True, exist_ok=True)
         log = Log.open(log_dir / f"{topic}-{partition}", config, recover=False)
         self._register(tp, log, log_dir)
@@ -152,6 +169,57 @@ class LogManager:
         logger.debug("Created log for partition %s-%d in %s with properties %s", topic, partition,
                     log_dir / f"{topic}-{partition}", overrides or "{}")
         return log
+
+    def online_dirs(self) -> list[Path]:
+        return [d for d in self.log_dirs if d not in self.offline_dirs]
+
+    def next_log_dir(self) -> Path:
+        """The online log dir holding the fewest logs (Kafka's ``nextLogDirs``); ties go to the first."""
+        online = self.online_dirs()
+        if not online:
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, "no online log dir to create a log in")
+        counts = {d: 0 for d in online}
+        for d in self._dir_of.values():
+            if d in counts:
+                counts[d] += 1
+        return min(online, key=lambda d: counts[d])
+
+    def dir_of(self, topic: str, partition: int) -> Path | None:
+        return self._dir_of.get((topic, partition))
+
+    def find_log_dir(self, path: str) -> Path | None:
+        """The configured log dir that ``path`` names (compared as absolute paths), if any."""
+        want = os.path.abspath(path)
+        for d in self.log_dirs:
+            if os.path.abspath(d) == want:
+                return d
+        return None
+
+    def replace_log(self, log: Log, log_dir: Path) -> None:
+        """A moved log takes over from the current one (``replaceCurrentWithFutureLog``)."""
+        tp = (log.topic, log.partition)
+        old_dir = self._dir_of.get(tp)
+        self._register(tp, log, log_dir)
+        for d in {old_dir, log_dir}:
+            if d is not None:
+                self._checkpoint_dir(d)
+
+    def mark_offline(self, log_dir: Path) -> list[tuple[str, int]]:
+        """Take ``log_dir`` out of service after an I/O error; return the partitions it held."""
+        if log_dir in self.offline_dirs:
+            return []
+        self.offline_dirs.add(log_dir)
+        lost = [tp for tp, d in self._dir_of.items() if d == log_dir]
+        for tp in lost:
+            log = self.logs.pop(tp)
+            del self._dir_of[tp]
+            for seg in log.segments:
+                try:
+                    seg.close()
+                except OSError:
+                    pass
+        logger.error("Stopped serving %d logs in offline log dir %s", len(lost), log_dir)
+        return lost
 
     def delete_log(self, topic: str, partition: int) -> None:
         """Rename the directory to ``<topic>-<partition>.<uuid>-delete``, then remove it."""
@@ -209,7 +277,7 @@ class LogManager:
             self._checkpoint_dir(d)
 
     def _checkpoint_dir(self, log_dir: Path, use_log_end: bool = False) -> None:
-        if not log_dir.exists():
+        if log_dir in self.offline_dirs or not log_dir.is_dir():
             return
         logs = {tp: lg for tp, lg in self.logs.items() if self._dir_of.get(tp) == log_dir}
         write_offsets_checkpoint(log_dir / RECOVERY_POINT_CHECKPOINT,

@@ -120,8 +120,10 @@ async def handle_metadata(ctx: RequestContext, req: Any) -> Any:
                 continue
             part = broker.replica_manager.partitions.get(TopicPartition(name, p))
             if part is None:
+                offline = [broker.broker_id] if TopicPartition(name, p) in broker.replica_manager.offline_partitions \
+                    else []  # JBOD: its log dir failed
                 parts.append(Part(error_code=ErrorCode.LEADER_NOT_AVAILABLE, partition_index=p, leader_id=-1,
-                                  leader_epoch=-1, replica_nodes=[], isr_nodes=[], offline_replicas=[]))
+                                  leader_epoch=-1, replica_nodes=offline, isr_nodes=[], offline_replicas=offline))
             else:
                 parts.append(Part(error_code=0, partition_index=p, leader_id=part.leader_id,
                                   leader_epoch=part.leader_epoch, replica_nodes=list(part.replicas),

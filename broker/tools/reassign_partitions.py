@@ -23,9 +23,14 @@ Actions, with Kafka's flags and JSON:
   those of the plan (AlterPartitionReassignments with null replicas), reverting to the
   original replicas.
 
-``log_dirs`` other than ``"any"`` (moving replicas between a broker's disks,
-AlterReplicaLogDirs) and replication throttles are not supported. A broker without keys
-45/46 (a single broker, or before cluster mode) gets a clear error, not a traceback.
+``log_dirs`` other than ``"any"`` move each replica to that directory of its broker (JBOD):
+``--execute`` sends AlterReplicaLogDirs (key 34) to each broker once the replica-set changes
+are started (retrying REPLICA_NOT_AVAILABLE while a new replica is still being created, as
+Kafka's tool does), and ``--verify`` reads DescribeLogDirs: "completed" once the replica is
+in its directory with no future copy left. A plan that only moves replicas between
+directories needs no controller (keys 45/46 are not used). Replication throttles are not
+supported. A broker without keys 45/46 (a single broker, or before cluster mode) gets a clear
+error for replica-set changes, not a traceback.
 ``--json`` prints the command's result as JSON for scripts.
 """
 
@@ -121,13 +126,73 @@ def parse_reassignment(doc: Any) -> Assignment:
             raise ToolError(f"partition {key[0]}-{key[1]} lists a replica twice: {replicas}")
         dirs = p.get("log_dirs")
         if dirs is not None:
-            if not isinstance(dirs, list) or len(dirs) != len(replicas):
-                raise ToolError(f"partition {key[0]}-{key[1]}: log_dirs must have one entry per replica")
-            if any(d != "any" for d in dirs):
-                raise ToolError(f"partition {key[0]}-{key[1]}: moving replicas between log dirs is not supported "
-                                '(use "any")')
+            if not isinstance(dirs, list) or len(dirs) != len(replicas) or \
+                    not all(isinstance(d, str) and d for d in dirs):
+                raise ToolError(f"partition {key[0]}-{key[1]}: log_dirs must have one entry per replica "
+                                '(an absolute path, or "any")')
         out[key] = replicas
     return out
+
+
+def parse_log_dirs(doc: Any) -> dict[tuple[str, int, int], str]:
+    """The plan's log_dirs other than "any": {(topic, partition, broker): absolute path}."""
+    out: dict[tuple[str, int, int], str] = {}
+    for p in doc.get("partitions", []):
+        for broker, d in zip(p["replicas"], p.get("log_dirs") or [], strict=False):
+            if d != "any":
+                out[(p["topic"], p["partition"], broker)] = d
+    return out
+
+
+def alter_log_dirs(admin: Any, moves: dict[tuple[str, int, int], str], timeout_ms: int) -> dict[str, str]:
+    """AlterReplicaLogDirs to each replica's broker; {"topic-partition-broker": error} for failures.
+
+    REPLICA_NOT_AVAILABLE is retried until ``timeout_ms``: a replica being added by the
+    reassignment may not exist yet (Kafka's tool does the same)."""
+    import time  # noqa: PLC0415
+
+    from kafka.errors import NoError, ReplicaNotAvailableError  # noqa: PLC0415
+
+    pending = dict(moves)
+    failed: dict[str, str] = {}
+    deadline = time.monotonic() + timeout_ms / 1000
+    while pending:
+        result = admin.alter_replica_log_dirs(pending)
+        retry = {}
+        for tpr, err in result.items():
+            key = (tpr[0], tpr[1], tpr[2])
+            if err is NoError:
+                continue
+            if err is ReplicaNotAvailableError and time.monotonic() < deadline:
+                retry[key] = pending[key]
+            else:
+                failed[f"{key[0]}-{key[1]}-{key[2]}"] = getattr(err, "__name__", str(err))
+        pending = retry
+        if pending:
+            time.sleep(0.5)
+    return failed
+
+
+def log_dir_states(admin: Any, moves: dict[tuple[str, int, int], str]) -> dict[tuple[str, int, int], str]:
+    """Per planned replica move: "completed", "in_progress" (a future copy exists) or "missing"."""
+    import os  # noqa: PLC0415
+
+    states = {k: "missing" for k in moves}
+    brokers = sorted({b for _t, _p, b in moves})
+    for resp in admin.describe_log_dirs(brokers=brokers):
+        broker = resp["broker"]
+        for r in resp["log_dirs"]:
+            for t in r["topics"]:
+                for p in t["partitions"]:
+                    key = (t["name"], p["partition_index"], broker)
+                    want = moves.get(key)
+                    if want is None or os.path.abspath(r["log_dir"]) != os.path.abspath(want):
+                        continue
+                    if p["is_future_key"]:
+                        states[key] = "in_progress"
+                    elif states[key] != "in_progress":
+                        states[key] = "completed"
+    return states
 
 
 def format_assignment(assignment: Assignment) -> dict[str, Any]:
@@ -279,17 +344,25 @@ def _check_plan(admin: Any, plan: Assignment) -> Assignment:
 
 
 def _execute(admin: Any, args: argparse.Namespace) -> int:
-    plan = parse_reassignment(_read_json(args.reassignment_json_file, "--reassignment-json-file"))
+    doc = _read_json(args.reassignment_json_file, "--reassignment-json-file")
+    plan = parse_reassignment(doc)
+    moves = parse_log_dirs(doc)
     current = _check_plan(admin, plan)
-    if not args.additional:
+    # a plan whose replica sets are already in place only moves replicas between log dirs
+    reassign = plan if not moves or any(current[k] != r for k, r in plan.items()) else {}
+    if reassign and not args.additional:
         ongoing = list_reassignments(admin, args.timeout)
         if ongoing:
             names = ", ".join(f"{t}-{p}" for t, p in sorted(ongoing))
             raise ToolError(f"cannot execute: reassignments are in progress ({names}); wait for them, or use "
                             "--additional")
-    errors = alter_reassignments(admin, dict(plan), args.timeout)
-    failed = {k: e for k, e in errors.items() if e}
+    errors = alter_reassignments(admin, dict(reassign), args.timeout) if reassign else {}
+    failed: dict[Any, str] = {k: e for k, e in errors.items() if e}
     started = sorted(k for k in plan if not errors.get(k))
+    if moves:
+        dir_failed = alter_log_dirs(admin, moves, args.timeout)
+        failed.update({(k, "log_dir"): e for k, e in dir_failed.items()})
+        started = [k for k in started if not any(f.startswith(f"{k[0]}-{k[1]}-") for f in dir_failed)]
     if args.json:
         print_json({"current": format_assignment(current), "started": [f"{t}-{p}" for t, p in started],
                     "failed": {f"{t}-{p}": e for (t, p), e in sorted(failed.items())}})
@@ -303,12 +376,14 @@ def _execute(admin: Any, args: argparse.Namespace) -> int:
             print("Successfully started partition reassignment(s) for " + ",".join(f"{t}-{p}" for t, p in started))
     if failed:
         raise ToolError("error reassigning partition(s):\n" + "\n".join(
-            f"{t}-{p}: {e}" for (t, p), e in sorted(failed.items())))
+            f"{t}-{p}: {e}" if p != "log_dir" else f"replica {t}: {e}" for (t, p), e in sorted(failed.items())))
     return 0
 
 
 def _verify(admin: Any, args: argparse.Namespace) -> int:
-    plan = parse_reassignment(_read_json(args.reassignment_json_file, "--reassignment-json-file"))
+    doc = _read_json(args.reassignment_json_file, "--reassignment-json-file")
+    plan = parse_reassignment(doc)
+    moves = parse_log_dirs(doc)
     current = _check_plan(admin, plan)
     ongoing: dict[tuple[str, int], Any] | None
     try:
@@ -329,13 +404,26 @@ def _verify(admin: Any, args: argparse.Namespace) -> int:
                                     f"{current[key]} rather than {target}.")
         results.append({"topic": t, "partition": p, "state": state, "replicas": current[key], "target": target,
                         "message": msg})
+    dir_results = []
+    for (t, p, b), state in sorted(log_dir_states(admin, moves).items()) if moves else []:
+        replica = f"{t}-{p}-{b}"
+        msg = {"completed": f"Reassignment of replica {replica} completed successfully.",
+               "in_progress": f"Reassignment of replica {replica} is still in progress.",
+               "missing": f"Replica {replica} is not in log dir {moves[(t, p, b)]} and is not moving there."}[state]
+        dir_results.append({"topic": t, "partition": p, "broker": b, "log_dir": moves[(t, p, b)],
+                            "state": "failed" if state == "missing" else state, "message": msg})
     if args.json:
-        print_json(results)
+        print_json(results + dir_results)
     else:
         print("Status of partition reassignment:")
         for r in results:
             print(r["message"])
-    return 1 if any(r["state"] == "failed" for r in results) else 0
+        if dir_results:
+            print()
+            print("Reassignment of replicas between log dirs:")
+            for r in dir_results:
+                print(r["message"])
+    return 1 if any(r["state"] == "failed" for r in results + dir_results) else 0
 
 
 def _list(admin: Any, args: argparse.Namespace) -> int:
