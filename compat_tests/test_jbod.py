@@ -297,3 +297,40 @@ def test_reassign_partitions_log_dirs(broker_factory, tmp_path: Path) -> None:
         assert "Reassignment of replica rp-0-0 completed successfully." in ver.stdout
     finally:
         admin.close()
+
+
+def test_io_error_at_run_time_takes_the_dir_offline(broker_factory, tmp_path: Path) -> None:
+    """An I/O error while the broker runs (here: the next segment's file name is taken by a
+    directory, so the roll cannot create it) takes that log dir offline, not the broker."""
+    dirs = _dirs(tmp_path, 2)
+    broker = broker_factory({"log.dirs": ",".join(map(str, dirs))})
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        admin.create_topics([NewTopic("rt", 2, 1, topic_configs={"segment.bytes": "300"})])
+        (failing,) = _where(admin, "rt", 0)
+        (healthy,) = _where(admin, "rt", 1)
+        assert failing != healthy
+    finally:
+        admin.close()
+    host, port = broker.bootstrap.split(":")
+    with RawClient(host, int(port)) as raw:
+        assert raw.produce("rt", 0, build_batch([(b"k", b"v" * 100, [])]))[0] == 0
+        for n in range(1, 60):
+            (Path(failing) / "rt-0" / f"{n:020d}.log").mkdir()
+        codes = []
+        for _ in range(20):
+            code, _offset = raw.produce("rt", 0, build_batch([(b"k", b"v" * 100, [])]))
+            codes.append(code)
+            if code:
+                break
+        assert codes[-1] == KAFKA_STORAGE_ERROR and set(codes[:-1]) <= {0}, codes
+        assert raw.produce("rt", 0, build_batch([(b"k", b"v", [])]))[0] == KAFKA_STORAGE_ERROR
+        assert raw.fetch("rt", 0, 0)[0] == KAFKA_STORAGE_ERROR
+        assert raw.produce("rt", 1, build_batch([(b"k", b"v", [])])) == (0, 0)  # the other dir serves
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        codes_by_dir = {r["log_dir"]: r["error_code"] for r in _log_dirs(admin)}
+        assert codes_by_dir == {failing: KAFKA_STORAGE_ERROR, healthy: 0}
+    finally:
+        admin.close()
+    assert broker.is_running() and "is offline" in broker.log_text()
