@@ -112,19 +112,22 @@ def test_server_assignor_and_describe(kip848_broker, assignor: str) -> None:
             w.close()
 
 
-def test_static_member_rejoins_without_rebalance(kip848_broker) -> None:
+@pytest.mark.parametrize("client", [CLIENT, pytest.param(JAVA, marks=pytest.mark.java)])
+def test_static_member_rejoins_without_rebalance(kip848_broker, request, client: str) -> None:
     """A static member that closes (epoch -2) and comes back with the same group.instance.id
     gets its partitions back at once; the other member's assignment never changes."""
+    if client == JAVA:
+        request.getfixturevalue("java_consumer_protocol")
     bootstrap = kip848_broker.bootstrap
     topic, group = unique("cg-static"), unique("cg")
     create_topic(bootstrap, topic)
     with Group(bootstrap, topic, group) as g:
-        a = g.start(CLIENT, instance="static-a")
-        b = g.start(CLIENT, instance="static-b")
+        a = g.start(client, instance="static-a")
+        b = g.start(client, instance="static-b")
         wait_balanced([a, b])
         b_before, a_history = b.assignment, a.assignments()
         b.close()
-        b2 = g.start(CLIENT, instance="static-b", name="static-b-again")
+        b2 = g.start(client, instance="static-b", name="static-b-again")
         b2.wait_for(lambda w: bool(w.assignment), what="assignment after rejoin")
         assert b2.assignment == b_before
         values = produce(bootstrap, topic, "s", 2)
