@@ -117,7 +117,14 @@ def _parse(key: str, typ: type, raw: str) -> object:
 def read_properties(path: Path) -> dict[str, str]:
     """Parse a Java ``.properties`` file (the subset Kafka's configs use)."""
     props: dict[str, str] = {}
-    for line in path.read_text().splitlines():
+    lines: list[str] = []
+    for raw in path.read_text().splitlines():
+        # A trailing backslash continues the line (Java properties; Kafka's JAAS examples use it).
+        if lines and lines[-1].endswith("\\") and not lines[-1].endswith("\\\\"):
+            lines[-1] = lines[-1][:-1] + raw.lstrip()
+        else:
+            lines.append(raw.strip())
+    for line in lines:
         line = line.strip()
         if not line or line[0] in "#!":
             continue

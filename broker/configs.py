@@ -516,7 +516,17 @@ class DynamicBrokerConfigs:
                 broker.replica_manager.apply_topic_config(name)
             except Exception:
                 log.exception("Could not apply new broker defaults to topic %s", name)
-        log.info("Dynamic broker configs now %s (cluster default %s)", self.per_broker, self.cluster_default)
+        log.info("Dynamic broker configs now %s (cluster default %s)", _masked(self.per_broker),
+                 _masked(self.cluster_default))
+
+
+def is_sensitive(name: str) -> bool:
+    """Passwords, private keys and JAAS configs (which hold passwords): never logged or described."""
+    return name.endswith((".password", "ssl.keystore.key", "sasl.jaas.config"))
+
+
+def _masked(configs: Mapping[str, str]) -> dict[str, str]:
+    return {k: "[hidden]" if is_sensitive(k) else v for k, v in configs.items()}
 
 
 def topic_log_config_properties(broker: Any, topic: str) -> dict[str, str]:

@@ -162,8 +162,9 @@ def test_client_auth_required_and_certificate_reload_via_alter_configs(broker_fa
     from kafka.protocol.admin import IncrementalAlterConfigsRequest
 
     def alter(path: str) -> tuple[int, str | None]:
-        req = IncrementalAlterConfigsRequest(resources=[(4, "0", [("listener.name.ssl.ssl.keystore.location", 0,
-                                                                   path)])], validate_only=False)
+        req = IncrementalAlterConfigsRequest(resources=[(4, "0", [
+            ("listener.name.ssl.ssl.keystore.location", 0, path),
+            ("listener.name.ssl.ssl.key.password", 0, "topsecret-xyz")])], validate_only=False)
         r = send_request(admin, req, node_id=0).responses[0]
         return r.error_code, r.error_message
 
@@ -173,5 +174,19 @@ def test_client_auth_required_and_certificate_reload_via_alter_configs(broker_fa
     code, _ = alter(str(rotated))
     assert code == 0
     assert _served_cert_cn(sb.ssl, new.ca) == "rotated.localhost"
+    assert "topsecret-xyz" not in sb.broker.log_text()  # dynamic passwords are not logged
     admin.close()
     assert port_accepts("127.0.0.1", sb.plaintext)
+
+
+def test_properties_file_line_continuation_for_jaas(tmp_path):
+    from broker.config import read_properties
+    from broker.security.jaas import parse_jaas
+
+    f = tmp_path / "server.properties"
+    f.write_text('listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.'
+                 'PlainLoginModule required \\\n    user_alice="alice-secret" \\\n    user_bob="b";\nnext=1\n')
+    props = read_properties(f)
+    assert parse_jaas(props["listener.name.sasl_ssl.plain.sasl.jaas.config"]).users() == {"alice": "alice-secret",
+                                                                                         "bob": "b"}
+    assert props["next"] == "1"
