@@ -214,6 +214,10 @@ def test_many_failed_logins_leave_the_broker_serving(sec):
         r = c.plain("alice", f"wrong-{i}")
         assert r.error_code == SASL_AUTHENTICATION_FAILED
         c.sock.close()
+        if i % 100 == 0:  # the authenticated connection is served throughout (re-authenticating
+            assert ok.plain("alice", "alice-secret").error_code == 0  # within the fixture's 3 s sessions)
+            assert ok.metadata().brokers
+    assert ok.plain("alice", "alice-secret").error_code == 0
     assert ok.metadata().brokers  # the authenticated connection still works
     assert Conn(sec.sasl_plaintext).plain("alice", "alice-secret").error_code == 0
     assert time.monotonic() - t0 < 120
