@@ -47,6 +47,7 @@ METADATA_MAX_AGE_MS = 10000  # brokers joining or leaving show up within this
 STALE_METADATA_ERRORS = frozenset({"UnknownBrokerIdError", "NotLeaderForPartitionError", "NotLeaderOrFollowerError",
                                    "LeaderNotAvailableError", "NotCoordinatorError",
                                    "NotCoordinatorForGroupError"})
+UNREACHABLE_ERRORS = frozenset({"NoBrokersAvailable", "KafkaTimeoutError", "KafkaConnectionError"})
 METRIC_BYTES_IN = "kafka_server_brokertopicmetrics_bytesin_total"  # broker/metrics/, all topics
 METRIC_BYTES_OUT = "kafka_server_brokertopicmetrics_bytesout_total"
 
@@ -93,7 +94,7 @@ class ClusterView:
             try:
                 return fn(*args)
             except KafkaError as e:
-                if type(e).__name__ not in STALE_METADATA_ERRORS:
+                if type(e).__name__ not in STALE_METADATA_ERRORS and type(e).__name__ not in UNREACHABLE_ERRORS:
                     raise
                 # The clients' view of the cluster is older than the cluster (a broker joined, a
                 # leader moved): start over from the bootstrap servers once.
@@ -103,8 +104,7 @@ class ClusterView:
         except ConsoleError:
             raise
         except KafkaError as e:
-            if isinstance(e, (ConnectionError,)) or type(e).__name__ in (
-                    "NoBrokersAvailable", "KafkaTimeoutError", "KafkaConnectionError"):
+            if type(e).__name__ in UNREACHABLE_ERRORS:
                 self._reset_clients()
                 raise ConsoleError(f"cannot reach the cluster at {','.join(self.bootstrap)}: {e}", 503) from e
             raise ConsoleError(f"{type(e).__name__}: {e}", 400) from e
@@ -164,7 +164,13 @@ class ClusterView:
     def _sizes(self) -> dict[tuple[str, int, int], int]:
         """(topic, partition, broker) -> bytes on that broker's disk, from DescribeLogDirs."""
         out: dict[tuple[str, int, int], int] = {}
-        for b in self.admin.describe_log_dirs():
+        answers = []
+        for node in sorted(b.node_id for b in self.admin._manager.cluster.brokers()):
+            try:  # one broker at a time: a broker that just went away costs only its own sizes
+                answers.extend(self.admin.describe_log_dirs(brokers=[node]))
+            except Exception as e:
+                log.debug("Console: DescribeLogDirs on broker %d: %s", node, e)
+        for b in answers:
             for d in b.get("log_dirs") or []:
                 for t in d.get("topics") or []:
                     for p in t.get("partitions") or []:

@@ -67,6 +67,18 @@ def test_cluster_up_serves_one_console_for_all_brokers(tmp_path: Path) -> None:
                 # bytes in/out from both brokers' metrics endpoints (cluster up turns them on)
                 http.wait_for("/api/throughput", lambda d: any(p["source"] == "metrics" for p in d["history"]),
                               timeout=60)
+                # broker 1 stops: its replicas leave the ISR, and the console counts what Metadata says
+                os.kill(state["brokers"][1]["pid"], signal.SIGTERM)
+
+                def under_replicated() -> int:
+                    parts = [p for t in admin.describe_topics() for p in t["partitions"]]
+                    return sum(1 for p in parts if len(p["isr_nodes"]) < len(p["replica_nodes"]))
+
+                ov = http.wait_for("/api/overview", lambda d: d["under_replicated"] >= 2 and
+                                   d["under_replicated"] == under_replicated(), timeout=120)
+                assert ov["offline"] == 0  # every partition still has a leader on broker 0
+                topic = {t["name"]: t for t in http.get("/api/topics")["topics"]}["spread"]
+                assert topic["under_replicated"] == 2
         finally:
             admin.close()
         down = samsa("cluster", "down", "--dir", str(folder))
