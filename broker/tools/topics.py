@@ -3,7 +3,11 @@
 Mirrors ``kafka-topics.sh``: one of ``--create/--list/--describe/--alter/--delete`` plus
 ``--topic`` (a regular expression except with ``--create``), ``--partitions``,
 ``--replication-factor``, ``--config k=v`` (repeatable), ``--replica-assignment``,
-``--if-exists``/``--if-not-exists``. Wire APIs used: Metadata, CreateTopics,
+``--if-exists``/``--if-not-exists``. ``--describe`` filters as Kafka's do:
+``--under-replicated-partitions`` (ISR smaller than the replicas), ``--unavailable-partitions``
+(no leader, or a leader that is not a live broker), ``--under-min-isr-partitions`` (no
+leader, or ISR below the topic's min.insync.replicas) and ``--at-min-isr-partitions`` (ISR
+exactly at it: one more loss stops acks=all writes). Wire APIs used: Metadata, CreateTopics,
 CreatePartitions, DeleteTopics, DescribeConfigs (for the ``Configs:`` column) and
 IncrementalAlterConfigs (``--alter --config``, a convenience Kafka moved to kafka-configs).
 """
@@ -54,6 +58,10 @@ def register(subparsers: Any) -> None:
                    help="With --describe: only partitions whose ISR is smaller than the replica set.")
     p.add_argument("--unavailable-partitions", action="store_true",
                    help="With --describe: only partitions without a leader, or whose leader is not a live broker.")
+    p.add_argument("--under-min-isr-partitions", action="store_true",
+                   help="With --describe: only partitions whose ISR is smaller than min.insync.replicas.")
+    p.add_argument("--at-min-isr-partitions", action="store_true",
+                   help="With --describe: only partitions whose ISR size equals min.insync.replicas.")
     p.add_argument("--validate-only", action="store_true",
                    help="With --create/--alter: ask the broker to validate without changing anything.")
     add_output(p)
@@ -139,6 +147,21 @@ def _topic_configs(admin: Any, names: list[str]) -> dict[str, dict[str, str | No
     return {name: {k: v.get("value") for k, v in cfg.items()} for name, cfg in res.get("topic", {}).items()}
 
 
+def _min_isr(admin: Any, names: list[str]) -> dict[str, int]:
+    """Each topic's effective min.insync.replicas (its override or the broker default)."""
+    if not names:
+        return {}
+    from kafka.admin import ConfigResource
+
+    res = admin.describe_configs([ConfigResource("topic", n, ["min.insync.replicas"]) for n in names])
+    out = {}
+    for name, cfg in res.get("topic", {}).items():
+        value = (cfg.get("min.insync.replicas") or {}).get("value")
+        if value is not None:
+            out[name] = int(value)
+    return out
+
+
 def describe_topics_doc(admin: Any, names: list[str]) -> list[dict[str, Any]]:
     meta = admin.describe_topics(names) if names else []
     configs = _topic_configs(admin, names)
@@ -180,6 +203,8 @@ def _describe(admin: Any, args: argparse.Namespace) -> int | None:
     if args.topics_with_overrides:
         doc = [t for t in doc if t["configs"]]
     live = _live_brokers(admin) if args.unavailable_partitions else set()
+    min_isr = _min_isr(admin, [t["topic"] for t in doc]) \
+        if args.under_min_isr_partitions or args.at_min_isr_partitions else {}
     for t in doc:
         # Kafka's TopicCommand: under-replicated when the ISR is smaller than the replica set;
         # unavailable when there is no leader or the leader is not a live broker.
@@ -187,10 +212,17 @@ def _describe(admin: Any, args: argparse.Namespace) -> int | None:
             t["partitions"] = [p for p in t["partitions"] if len(p["isr"]) < len(p["replicas"])]
         if args.unavailable_partitions:
             t["partitions"] = [p for p in t["partitions"] if p["leader"] < 0 or p["leader"] not in live]
+        if args.under_min_isr_partitions:  # Kafka: no leader, or fewer in sync than min.insync.replicas
+            m = min_isr.get(t["topic"], 1)
+            t["partitions"] = [p for p in t["partitions"] if p["leader"] < 0 or len(p["isr"]) < m]
+        if args.at_min_isr_partitions:  # one more loss and acks=all writes fail
+            m = min_isr.get(t["topic"], 1)
+            t["partitions"] = [p for p in t["partitions"] if p["leader"] >= 0 and len(p["isr"]) == m]
     if args.json:
         print_json(doc)
         return 0
-    partition_filter = args.under_replicated_partitions or args.unavailable_partitions
+    partition_filter = (args.under_replicated_partitions or args.unavailable_partitions
+                        or args.under_min_isr_partitions or args.at_min_isr_partitions)
     printed = 0
     for t in doc:
         if partition_filter and not t["partitions"]:

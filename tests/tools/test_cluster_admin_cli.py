@@ -164,3 +164,12 @@ def test_topics_describe_partition_filters(broker: Any) -> None:
         doc = json.loads(samsa("topics", *b, "--describe", flag, "--json").stdout)
         assert doc and all(t["partitions"] == [] for t in doc)
         assert samsa("topics", *b, "--describe", flag).stdout.strip() == ""
+    # min.insync.replicas: the broker default (1) for "healthy"; 2 for "strict", which one replica cannot meet.
+    samsa("topics", *b, "--create", "--topic", "strict", "--partitions", "1", "--config", "min.insync.replicas=2")
+    mine = ("--topic", "healthy|strict", "--json")
+    at = json.loads(samsa("topics", *b, "--describe", "--at-min-isr-partitions", *mine).stdout)
+    assert {t["topic"]: [p["partition"] for p in t["partitions"]] for t in at} == {"healthy": [0, 1], "strict": []}
+    under = json.loads(samsa("topics", *b, "--describe", "--under-min-isr-partitions", *mine).stdout)
+    assert {t["topic"]: [p["partition"] for p in t["partitions"]] for t in under} == {"healthy": [], "strict": [0]}
+    text = samsa("topics", *b, "--describe", "--under-min-isr-partitions").stdout
+    assert "Topic: strict" in text and "Topic: healthy" not in text
