@@ -50,6 +50,7 @@ BROKER_DEFAULTS: dict[str, tuple[type, object]] = {
     "compression.type": (str, "producer"),
     "min.insync.replicas": (int, 1),
     "socket.request.max.bytes": (int, 104857600),
+    "max.incremental.fetch.session.cache.slots": (int, 1000),
     "offsets.topic.num.partitions": (int, 50),
     "offsets.topic.replication.factor": (int, 3),
     "offsets.retention.minutes": (int, 10080),

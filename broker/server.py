@@ -36,6 +36,7 @@ from . import apis, security
 from .apis import EncodedResponse, RequestContext
 from .config import BrokerConfig, Listener
 from .configs import DynamicBrokerConfigs
+from .fetch_session import FetchSessionCache
 from .metadata import TopicRegistry
 from .metrics.stats import RequestTimer
 from .repeated_warnings import RepeatedWarnings
@@ -229,6 +230,7 @@ class Broker:
         self.servers: list[asyncio.base_events.Server] = []
         self.group_coordinator: Any = None
         self.txn_coordinator: Any = None
+        self.fetch_sessions = FetchSessionCache(config.int("max.incremental.fetch.session.cache.slots"))
         self.producer_ids: Any = None
         self.metrics: Any = None  # broker.metrics.BrokerMetrics when metrics.listener is set
         self.console: Any = None  # broker/console/, when console.listener is set

@@ -24,6 +24,7 @@ from compat_tests.test_groups_support import (
     produce,
     scenario_assignor,
     scenario_cooperative_join,
+    scenario_fetch_sessions,
     scenario_resume_after_broker_restart,
     scenario_static_member_restart,
     scenario_three_consumers_then_close_and_kill,
@@ -235,3 +236,8 @@ def test_admin_client_groups(broker) -> None:
     after = sorted(x for x in out if x.startswith("AFTER"))
     assert after == sorted([f"AFTER {topic}-0 1"] + [f"AFTER {topic}-{p} 3" for p in range(2, 6)]), out
     assert "DELETED true" in out
+
+
+
+def test_consumer_uses_incremental_fetch_sessions(broker_factory) -> None:
+    scenario_fetch_sessions(broker_factory, CLIENT)

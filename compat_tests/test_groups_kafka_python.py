@@ -19,6 +19,7 @@ from compat_tests.test_groups_support import (
     produce,
     scenario_assignor,
     scenario_cooperative_join,
+    scenario_fetch_sessions,
     scenario_resume_after_broker_restart,
     scenario_static_member_restart,
     scenario_three_consumers_then_close_and_kill,
@@ -98,3 +99,7 @@ def test_admin_cli_groups(broker) -> None:
     _admin(bootstrap, "groups", "delete", "-g", group)
     listed = json.loads(_admin(bootstrap, "groups", "list").stdout)
     assert all(x["group_id"] != group for x in listed)
+
+
+def test_consumer_uses_incremental_fetch_sessions(broker_factory) -> None:
+    scenario_fetch_sessions(broker_factory, CLIENT)

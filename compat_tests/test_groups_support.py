@@ -652,6 +652,38 @@ def scenario_assignor(bootstrap: str, client: str, assignor: str) -> None:
         assert d["group_state"] == "Stable" and d["protocol_data"] == assignor, d
 
 
+def scenario_fetch_sessions(broker_factory: Callable[..., Any], client: str) -> None:
+    """A consumer that uses fetch sessions (KIP-227) opens one with its first full fetch and then
+    sends incremental fetches, whose answers leave out partitions with nothing new; everything
+    produced in several rounds is read exactly once all the same. The broker's DEBUG log says
+    what the sessions did (the client cannot see it)."""
+    import re
+
+    b = broker_factory({"log.level": "DEBUG"})
+    topic, group = unique("grp-sessions"), unique("grp")
+    create_topic(b.bootstrap, topic)
+    with Group(b.bootstrap, topic, group) as g:
+        w = g.start(client)
+        wait_balanced([w])
+        values: list[str] = []
+        for r in range(3):
+            values += produce(b.bootstrap, topic, f"s{r}", 2)
+            wait_consumed([w], values)
+        got = [v for _, _, v in w.messages()]
+        assert sorted(got) == sorted(values) and len(got) == len(set(got))
+
+        def answered() -> list[tuple[int, int]]:
+            return [(int(a), int(n)) for a, n in
+                    re.findall(r"incremental fetch answered (\d+) of (\d+)", b.log_text())]
+        # Idle now: its next incremental fetches get answers without the unchanged partitions.
+        deadline = time.monotonic() + 30
+        while not any(a < n for a, n in answered()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+    log = b.log_text()
+    assert "Created fetch session" in log and "(consumer)" in log, f"{client} opened no fetch session"
+    assert any(a < n for a, n in answered()), answered()[:20]
+
+
 def scenario_cooperative_join(bootstrap: str, client: str) -> None:
     """KIP-429 as the client drives it: with cooperative-sticky, a third member joining a group
     of two takes partitions in two rebalances; the first two keep (never lose all of) their

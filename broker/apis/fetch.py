@@ -9,8 +9,11 @@ that the first partition with data returns at least one whole batch even when it
 so a consumer can always make progress. Long poll: if fewer than ``min_bytes`` are available,
 the request parks until data arrives on one of its partitions or ``max_wait_ms`` passes.
 
-Fetch sessions (KIP-227, v7+) are declined: we answer session id 0, which tells clients to
-keep sending full fetch requests. v12+ is flexible; v13+ names topics by id (KIP-516)
+Fetch sessions (KIP-227, v7+) live in ``broker/fetch_session.py``: a full fetch with
+``session_epoch`` 0 opens one (its id in the response), incremental fetches read every partition
+of the session and get back only the partitions with records, a changed high watermark or log
+start offset, or an error (FETCH_SESSION_ID_NOT_FOUND / INVALID_FETCH_SESSION_EPOCH at the top
+level when the session is gone or the epoch is wrong). v12+ is flexible; v13+ names topics by id (KIP-516)
 and an unknown id gets UNKNOWN_TOPIC_ID. Out-of-range offsets get OFFSET_OUT_OF_RANGE with the
 current bounds.
 
@@ -31,6 +34,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 from protocol.fetch_codec import PartitionData, TopicData, encode_fetch_response
 
+from .. import fetch_session
 from ..security.acl import CLUSTER, CLUSTER_ACTION, CLUSTER_NAME, READ, TOPIC, TOPIC_DENIED, Requires
 from . import EncodedResponse, RequestContext, api
 
@@ -61,6 +65,11 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
             wanted.append((info.name if info else None, t.topic_id, t.partitions))
         else:
             wanted.append((t.topic, None, t.partitions))
+    # Fetch sessions (KIP-227, broker/fetch_session.py): an incremental fetch reads every
+    # partition of its session; the answer is trimmed to what changed by fs.respond() below.
+    fs = fetch_session.new_context(broker.fetch_sessions, ctx.version, req, wanted, broker.topics,
+                                   follower=replica_id >= 0)
+    wanted = fs.wanted
     denied: set[str] = set()
     if broker.authorizer is not None:
         denied = _unauthorized(ctx, req, wanted)
@@ -94,10 +103,12 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
         topics_out.append(TopicData(name, tid, [
             PartitionData(p, int(code), hw, lso, start, aborted, -1, data)
             for (p, code, hw, lso, start, aborted, data) in rows]))
+    error_code, session_id, topics_out = fs.respond(topics_out)
     # Encoded here rather than by the generic encoder so that records stay file regions (see
     # protocol.fetch_codec); the connection writes them straight from the segment files.
     return EncodedResponse(*encode_fetch_response(ctx.version, ctx.header.correlation_id, topics_out,
-                                                  throttle_time_ms=throttle_ms))
+                                                  throttle_time_ms=throttle_ms, error_code=error_code,
+                                                  session_id=session_id))
 
 
 def _unauthorized(ctx: RequestContext, req: Any, wanted: list[Any]) -> set[str]:
