@@ -47,5 +47,6 @@ def configure(broker: Any) -> None:
     from .authorizer import configure_authorizer  # noqa: PLC0415
     from .quotas import configure_quotas  # noqa: PLC0415
 
-    broker.authorizer = configure_authorizer(broker.config)
+    zk = broker.cluster.zk if broker.cluster is not None else None
+    broker.authorizer = configure_authorizer(broker.config, zk)
     broker.quotas = configure_quotas(broker.config)

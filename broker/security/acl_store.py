@@ -20,6 +20,7 @@ import os
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..zk import zk_data as zd  # every znode path lives there (convention 13)
 from .acl import (
     OPERATION_NAMES,
     PERMISSION_NAMES,
@@ -32,8 +33,8 @@ from .acl import (
     ResourceType,
 )
 
-LITERAL_ROOT = "/kafka-acl"
-PREFIXED_ROOT = "/kafka-acl-extended/prefixed"
+LITERAL_ROOT = zd.KAFKA_ACL
+PREFIXED_ROOT = zd.KAFKA_ACL_PREFIXED
 _TYPES_BY_NAME = {v: k for k, v in RESOURCE_TYPE_NAMES.items()}
 _OPS_BY_NAME = {v: k for k, v in OPERATION_NAMES.items()}
 _PERMS_BY_NAME = {v: k for k, v in PERMISSION_NAMES.items()}
@@ -111,6 +112,48 @@ class FileAclStore:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self.path)
+
+
+class ZkAclStore:
+    """ACLs in ZooKeeper, shared by every broker of the cluster (Kafka's ZkAclStore).
+
+    A change writes the resource's znode, then a sequential ``/kafka-acl-changes/acl_changes_``
+    node; every broker watches that path and reloads its ACLs, so a change made through any
+    broker is in force on all of them. (Kafka purges notifications older than 15 minutes; here
+    they stay until an operator removes them.)
+    """
+
+    def __init__(self, zk: Any) -> None:
+        self.zk = zk
+
+    def load(self) -> dict[ResourcePattern, set[AccessControlEntry]]:
+        out: dict[ResourcePattern, set[AccessControlEntry]] = {}
+        for path, data in self.zk.get_acl_nodes().items():
+            entries = decode_acls(json.loads(data or b"{}"))
+            if entries:
+                out[pattern_from_path(path)] = entries
+        return out
+
+    def write(self, changed: dict[ResourcePattern, set[AccessControlEntry]]) -> None:
+        for pattern, entries in changed.items():
+            data = json.dumps(encode_acls(entries), separators=(",", ":")).encode() if entries else None
+            self.zk.set_acl_node(znode_path(pattern), data)
+        self.zk.notify_acl_change(",".join(str(p) for p in changed))
+
+    def watch(self, on_change: Any) -> None:
+        """Call ``on_change()`` in the event loop whenever any broker changed the ACLs."""
+        seen: set[str] = set()
+        first = [True]
+
+        def children(names: list[str]) -> None:
+            new = set(names) - seen
+            seen.update(names)
+            if first[0]:
+                first[0] = False
+                return
+            if new:
+                on_change()
+        self.zk.watch_children(zd.KAFKA_ACL_CHANGES, children)
 
 
 __all__ = ["AclStore", "FileAclStore", "ResourceType", "decode_acls", "encode_acls", "znode_path"]

@@ -47,7 +47,7 @@ from .acl import (
     ResourcePattern,
     ResourceType,
 )
-from .acl_store import AclStore, FileAclStore
+from .acl_store import AclStore, FileAclStore, ZkAclStore
 
 log = logging.getLogger("samsa.authorizer")
 
@@ -202,18 +202,21 @@ class AclAuthorizer:
         self._reindex()
 
 
-def configure_authorizer(config: Any) -> AclAuthorizer | None:
-    """The authorizer ``authorizer.class.name`` asks for (None when empty), loaded from its store."""
+def configure_authorizer(config: Any, zk: Any = None) -> AclAuthorizer | None:
+    """The authorizer ``authorizer.class.name`` asks for (None when empty), loaded from its store:
+    ZooKeeper in a cluster (``zk``, the broker's KafkaZkClient), else a file beside the logs."""
     name = str(config.get("authorizer.class.name") or "").strip()
     if not name:
         return None
     if name not in AUTHORIZER_CLASS_NAMES:
         raise InvalidConfigError(message=f"Unsupported authorizer.class.name {name!r}; Samsa implements "
                                  f"{', '.join(sorted(AUTHORIZER_CLASS_NAMES))}")
-    store = FileAclStore(config.log_dirs[0] / FileAclStore.FILE)
+    store: AclStore = FileAclStore(config.log_dirs[0] / FileAclStore.FILE) if zk is None else ZkAclStore(zk)
     authorizer = AclAuthorizer(store, parse_super_users(str(config.get("super.users") or "")),
                                bool(config.get("allow.everyone.if.no.acl.found")))
     authorizer.load()
+    if isinstance(store, ZkAclStore):
+        store.watch(authorizer.load)  # changes made through another broker
     log_file = str(config.get("authorizer.log.file") or "")
     if log_file:  # Kafka's kafka-authorizer.log: the decisions in their own file, not the server log
         handler = logging.FileHandler(log_file)

@@ -380,6 +380,37 @@ class KafkaZkClient:
             self.zk.create(f"{zd.CONFIG_CHANGES}/{zd.CONFIG_CHANGE_PREFIX}",
                            zd.encode_config_change(f"{entity_type}/{name}"), sequence=True, makepath=True)
 
+    # --- ACLs (broker/security/acl_store.ZkAclStore) -------------------------------------------
+    def get_acl_nodes(self) -> dict[str, bytes]:
+        """Every ``/kafka-acl*/<Type>/<name>`` znode path with its data."""
+        out: dict[str, bytes] = {}
+        for root in (zd.KAFKA_ACL, zd.KAFKA_ACL_PREFIXED):
+            for rtype in self.children(root):
+                for name in self.children(f"{root}/{rtype}"):
+                    got = self.get(f"{root}/{rtype}/{name}")
+                    if got is not None:
+                        out[f"{root}/{rtype}/{name}"] = got[0]
+        return out
+
+    def set_acl_node(self, path: str, data: bytes | None) -> None:
+        """Write (or with None delete) one ACL znode; then notify every broker to reload."""
+        assert self.zk is not None
+        if data is None:
+            try:
+                self.zk.delete(path)
+            except NoNodeError:
+                pass
+        else:
+            try:
+                self.zk.create(path, data, makepath=True)
+            except NodeExistsError:
+                self.zk.set(path, data)
+
+    def notify_acl_change(self, what: str) -> None:
+        assert self.zk is not None
+        self.zk.create(f"{zd.KAFKA_ACL_CHANGES}/{zd.ACL_CHANGE_PREFIX}", what.encode(), sequence=True,
+                       makepath=True)
+
     # --- ISR change notifications ------------------------------------------------------------
     def notify_isr_change(self, partitions: list[tuple[str, int]]) -> None:
         assert self.zk is not None

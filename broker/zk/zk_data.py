@@ -13,6 +13,9 @@ An operator who knows Kafka's ZooKeeper mode can read Samsa's state with ``zkCli
 ``/admin/reassign_partitions``                         the ongoing reassignment
 ``/isr_change_notification/isr_change_<seq>``          partitions whose ISR a leader changed
 ``/latest_producer_id_block``                          the last producer-id block handed out
+``/kafka-acl/<Type>/<name>``                            LITERAL ACLs of a resource (broker/security)
+``/kafka-acl-extended/prefixed/<Type>/<name>``          PREFIXED ACLs of a resource
+``/kafka-acl-changes/acl_changes_<seq>``                "any ACL changed": brokers reload theirs
 =====================================================  ==============================================
 
 Invariant: no other module spells a znode path; they all come from here.
@@ -44,6 +47,11 @@ PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 ISR_CHANGE_PREFIX = "isr_change_"
 LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
+# ACLs (Kafka's ZkAclStore / ExtendedAclZNode); the JSON is broker.security.acl_store's encode_acls.
+KAFKA_ACL = "/kafka-acl"
+KAFKA_ACL_PREFIXED = "/kafka-acl-extended/prefixed"
+KAFKA_ACL_CHANGES = "/kafka-acl-changes"
+ACL_CHANGE_PREFIX = "acl_changes_"
 
 # The persistent paths Kafka creates on start-up (KafkaZkClient.createTopLevelPaths).
 PERSISTENT_PATHS = (BROKER_IDS, BROKER_TOPICS, BROKER_SEQID, CONFIG_CHANGES, CONFIG_TOPICS, CONFIG_BROKERS,

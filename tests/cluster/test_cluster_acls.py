@@ -1,0 +1,101 @@
+"""ACLs in a cluster live in ZooKeeper (``/kafka-acl/...``, Kafka's layout): an ACL created
+through any broker reaches every broker (``/kafka-acl-changes`` notifications) and is enforced
+by the leaders wherever they are.
+
+The brokers run with ``allow.everyone.if.no.acl.found=true`` so that their own PLAINTEXT
+inter-broker requests (as ``User:ANONYMOUS``) stay allowed; the test's ACLs are on one topic.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from kafka import KafkaProducer
+from kafka.admin import (
+    ACL,
+    ACLFilter,
+    ACLOperation,
+    ACLPermissionType,
+    ACLResourcePatternType,
+    KafkaAdminClient,
+    NewTopic,
+    ResourcePattern,
+    ResourcePatternFilter,
+    ResourceType,
+)
+from kafka.errors import TopicAuthorizationFailedError
+from kafka.protocol.admin import DescribeAclsRequest, DescribeAclsResponse
+
+from tests.support.rawclient import RawClient
+
+pytestmark = pytest.mark.timeout(300)
+
+AUTHZ = {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer", "allow.everyone.if.no.acl.found": "true"}
+
+
+def _acl_count(broker: Any) -> int:
+    """How many ACLs this one broker holds (DescribeAcls answered from its own authorizer)."""
+    with RawClient(broker.host, broker.port) as rc:
+        req = DescribeAclsRequest(resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1,
+                                  principal_filter=None, host_filter=None, operation=1, permission_type=1)
+        resp = rc.roundtrip(req, 1, DescribeAclsResponse)
+        assert resp.error_code == 0, resp
+        return sum(len(r.acls) for r in resp.resources)
+
+
+def _wait_all(cluster: Any, n: int, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    counts: list[int] = []
+    while time.monotonic() < deadline:
+        counts = [_acl_count(b) for b in cluster.brokers]
+        if counts == [n] * len(cluster.brokers):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"ACL counts per broker {counts}, expected {n} on each")
+
+
+def test_acls_are_shared_through_zookeeper(cluster_factory: Any) -> None:
+    cluster = cluster_factory(3, overrides=AUTHZ)
+    cluster.wait_for_brokers(3)
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=20000)
+    try:
+        admin.create_topics([NewTopic("locked", 3, 3), NewTopic("open", 3, 3)])
+        deny = ACL("User:ANONYMOUS", "*", ACLOperation.WRITE, ACLPermissionType.DENY,
+                   ResourcePattern(ResourceType.TOPIC, "locked", ACLResourcePatternType.LITERAL))
+        assert not admin.create_acls([deny])["failed"]
+        _wait_all(cluster, 1)
+
+        p = KafkaProducer(bootstrap_servers=cluster.bootstrap, retries=0, max_block_ms=20000, acks="all")
+        try:
+            for part in range(3):  # every leader, wherever it is, refuses
+                with pytest.raises(TopicAuthorizationFailedError):
+                    p.send("locked", b"no", partition=part).get(timeout=30)
+            for part in range(3):
+                p.send("open", b"yes", partition=part).get(timeout=30)
+        finally:
+            p.close()
+
+        admin.delete_acls([ACLFilter(None, None, ACLOperation.ANY, ACLPermissionType.ANY,
+                                     ResourcePatternFilter(ResourceType.ANY, None, ACLResourcePatternType.ANY))])
+        _wait_all(cluster, 0)
+        p = KafkaProducer(bootstrap_servers=cluster.bootstrap, retries=3, max_block_ms=20000, acks="all")
+        try:
+            for part in range(3):
+                p.send("locked", b"now", partition=part).get(timeout=30)
+        finally:
+            p.close()
+    finally:
+        admin.close()
+    # A restarted broker reads the ACLs from ZooKeeper, not from a local file.
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=20000)
+    try:
+        admin.create_acls([ACL("User:alice", "*", ACLOperation.READ, ACLPermissionType.ALLOW,
+                               ResourcePattern(ResourceType.GROUP, "g", ACLResourcePatternType.PREFIXED))])
+    finally:
+        admin.close()
+    _wait_all(cluster, 1)
+    cluster.restart(2)
+    assert _acl_count(cluster[2]) == 1
+    assert not (cluster[2].data_dir / "samsa-acls.json").exists()
