@@ -24,7 +24,13 @@ _SIZE = struct.Struct(">i")
 
 
 class BrokerClient:
-    """One connection to one broker, reconnecting on demand."""
+    """One connection to one broker, reconnecting on demand.
+
+    ``security`` (TLS context and SASL credentials of the inter-broker listener) is set once by
+    the broker at start (one broker per process) when that listener is not PLAINTEXT.
+    """
+
+    security: Any = None  # broker.security.client.InterBrokerSecurity
 
     def __init__(self, host: str, port: int, client_id: str, *, connect_timeout: float = 5.0) -> None:
         self.host, self.port = host, port
@@ -40,8 +46,17 @@ class BrokerClient:
 
     async def _ensure(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         if self._writer is None or self._writer.is_closing():
-            self._reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port), self.connect_timeout)
+            sec = BrokerClient.security
+            if sec is None:
+                self._reader, self._writer = await asyncio.wait_for(
+                    asyncio.open_connection(self.host, self.port), self.connect_timeout)
+            else:
+                self._reader, self._writer = await asyncio.wait_for(
+                    asyncio.open_connection(self.host, self.port, ssl=sec.ssl_context,
+                                            server_hostname=self.host if sec.ssl_context else None),
+                    self.connect_timeout)
+                await asyncio.wait_for(sec.authenticate(self._reader, self._writer, self.client_id),
+                                       self.connect_timeout)
         assert self._reader is not None and self._writer is not None
         return self._reader, self._writer
 

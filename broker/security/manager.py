@@ -69,6 +69,11 @@ class BrokerSecurity:
         self.listeners: dict[str, ListenerSecurity] = {}
         for lc in listener_configs(config):
             self.listeners[lc.name] = ListenerSecurity(lc, self.credentials)
+        from broker.interbroker import BrokerClient
+
+        from .client import inter_broker_security
+
+        BrokerClient.security = inter_broker_security(config)  # how this broker reaches the others
 
     def on_connection(self, conn: Any, listener: ListenerSecurity) -> bool:
         """Set up a new connection; False if it must be closed (no principal for its cert)."""

@@ -97,8 +97,11 @@ class ZkCluster:
     def broker_info(self) -> zd.BrokerInfo:
         cfg = self.broker.config
         rack = str(cfg["broker.rack"]) or None
-        eps = tuple(zd.BrokerEndpoint(lst.name, lst.host, lst.port, lst.name if lst.name in
-                                      ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL") else "PLAINTEXT")
+        from broker.security.listeners import protocol_map
+
+        protocols = protocol_map(cfg)  # listener.security.protocol.map, as Kafka registers it
+        eps = tuple(zd.BrokerEndpoint(lst.name, lst.host, lst.port,
+                                      protocols[lst.name].value if lst.name in protocols else "PLAINTEXT")
                     for lst in cfg.advertised_listeners)
         return zd.BrokerInfo(self.broker.broker_id, eps, rack)
 

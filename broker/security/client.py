@@ -1,0 +1,98 @@
+"""The client side of the inter-broker listener: TLS and SASL for :class:`broker.interbroker.BrokerClient`.
+
+Built from :func:`.listeners.inter_broker_listener` (``inter.broker.listener.name`` or
+``security.inter.broker.protocol``): TLS verifies the other broker against the listener's
+truststore (and presents the listener's keystore when that listener asks for client
+certificates); SASL uses ``sasl.mechanism.inter.broker.protocol`` (default: the listener's first
+enabled mechanism) with the ``username``/``password`` of that mechanism's JAAS entry, as a Kafka
+broker does. A PLAINTEXT inter-broker listener needs nothing: :func:`inter_broker_security`
+returns None and BrokerClient connects as before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import struct
+from typing import TYPE_CHECKING, Any
+
+from . import SecurityConfigError
+from .jaas import parse_jaas
+from .listeners import ListenerConfig, inter_broker_listener
+
+if TYPE_CHECKING:
+    from broker.config import BrokerConfig
+
+_SIZE = struct.Struct(">i")
+
+
+class InterBrokerSecurity:
+    def __init__(self, lc: ListenerConfig, config: BrokerConfig) -> None:
+        self.listener = lc.name
+        self.ssl_context: ssl.SSLContext | None = None
+        self.mechanism: str | None = None
+        self.username = self.password = ""
+        if lc.security_protocol.uses_ssl:
+            from .tls import _load_keystore, _load_truststore
+
+            ctx = ssl.create_default_context()
+            if not _load_truststore(ctx, lc):
+                ctx.load_default_certs()
+            ctx.check_hostname = (lc.get("ssl.endpoint.identification.algorithm", "https") or "") != ""
+            if (lc.get("ssl.client.auth", "none") or "none").lower() != "none":
+                _load_keystore(ctx, lc)
+            self.ssl_context = ctx
+        if lc.security_protocol.uses_sasl:
+            mech = str(config.get("sasl.mechanism.inter.broker.protocol") or lc.enabled_mechanisms()[0]).upper()
+            jaas = lc.jaas_config(mech)
+            opts = parse_jaas(jaas).options if jaas else {}
+            if "username" not in opts or "password" not in opts:
+                raise SecurityConfigError(f"The inter-broker listener {lc.name} uses SASL {mech}: its "
+                                          f"{lc.prefix}{mech.lower()}.sasl.jaas.config needs username and password")
+            self.mechanism, self.username, self.password = mech, opts["username"], opts["password"]
+
+    async def authenticate(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, client_id: str) -> None:
+        """SaslHandshake v1 then SaslAuthenticate v2 until the mechanism completes."""
+        if self.mechanism is None:
+            return
+        from kafka.protocol.sasl import (
+            SaslAuthenticateRequest,
+            SaslAuthenticateResponse,
+            SaslHandshakeRequest,
+            SaslHandshakeResponse,
+        )
+
+        async def rt(request: Any, version: int, resp_cls: Any) -> Any:
+            request.with_header(correlation_id=0, client_id=client_id)
+            writer.write(bytes(request.encode(version=version, header=True, framed=True)))
+            await writer.drain()
+            (size,) = _SIZE.unpack(await reader.readexactly(4))
+            return resp_cls.decode(await reader.readexactly(size), version=version, header=True)
+
+        hs = await rt(SaslHandshakeRequest(mechanism=self.mechanism), 1, SaslHandshakeResponse)
+        if hs.error_code:
+            raise ConnectionError(f"SaslHandshake {self.mechanism} refused (error {hs.error_code})")
+        if self.mechanism == "PLAIN":
+            tokens = [f"\0{self.username}\0{self.password}".encode()]
+            scram = None
+        else:
+            from kafka.net.sasl.scram import ScramClient
+
+            scram = ScramClient(self.username, self.password, self.mechanism)
+            tokens = [scram.first_message()]
+        r = await rt(SaslAuthenticateRequest(auth_bytes=tokens[0]), 2, SaslAuthenticateResponse)
+        if r.error_code:
+            raise ConnectionError(f"SASL {self.mechanism} authentication failed: {r.error_message}")
+        if scram is not None:
+            scram.process_server_first_message(r.auth_bytes)
+            r = await rt(SaslAuthenticateRequest(auth_bytes=scram.final_message()), 2, SaslAuthenticateResponse)
+            if r.error_code:
+                raise ConnectionError(f"SASL {self.mechanism} authentication failed: {r.error_message}")
+            scram.process_server_final_message(r.auth_bytes)
+
+
+def inter_broker_security(config: BrokerConfig) -> InterBrokerSecurity | None:
+    lc = inter_broker_listener(config)
+    if lc.security_protocol.value == "PLAINTEXT":
+        return None
+    return InterBrokerSecurity(lc, config)
