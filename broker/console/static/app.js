@@ -158,11 +158,13 @@ async function pageTopics(token) {
     Number(t.messages_per_sec || 0).toFixed(1),
     t.under_replicated || t.offline ? el("span", { class: "badge bad" }, `${t.under_replicated} under-replicated, ${t.offline} offline`)
       : el("span", { class: "badge ok" }, "ok")]);
+  const existing = document.getElementById("create-topic-box");  // keep what the operator is typing
   setPage("Topics",
-    config.allow_writes ? createTopicForm() : null,
+    config.allow_writes ? (existing || createTopicForm()) : null,
     table([{ label: "Topic" }, { label: "" }, { label: "Partitions", num: true }, { label: "RF", num: true },
       { label: "Size", num: true }, { label: "Messages", num: true }, { label: "Msg/s", num: true }, { label: "Health" }],
     rows, "No topics yet. Produce to a topic, or create one" + (config.allow_writes ? " above." : " with samsa topics --create.")));
+  schedule(() => pageTopics(token), 5000, token);
 }
 
 function resultArea() { return el("div", { class: "result", "aria-live": "polite" }); }
@@ -182,6 +184,7 @@ function createTopicForm() {
       const r = await api("topics", { name: v.name, partitions: Number(v.partitions || -1),
         replication_factor: Number(v.replication_factor || -1), configs });
       showResult(out, true, `Created topic ${r.topic} with ${r.partitions} partition(s).`);
+      form.reset();
       setTimeout(route, 600);
     } catch (err) { showResult(out, false, err.message); }
   } },
@@ -190,7 +193,7 @@ function createTopicForm() {
     el("label", {}, "Replication factor", el("input", { name: "replication_factor", type: "number", min: 1, value: 1 })),
     el("label", {}, "Configs (k=v, …)", el("input", { name: "configs", placeholder: "retention.ms=86400000" })),
     el("button", { type: "submit" }, "Create topic"));
-  return el("div", {}, form, out);
+  return el("div", { id: "create-topic-box" }, form, out);
 }
 
 async function pageTopic(token, name) {
