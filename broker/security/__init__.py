@@ -49,4 +49,4 @@ def configure(broker: Any) -> None:
 
     zk = broker.cluster.zk if broker.cluster is not None else None
     broker.authorizer = configure_authorizer(broker.config, zk)
-    broker.quotas = configure_quotas(broker.config)
+    broker.quotas = configure_quotas(broker.config, broker.cluster)

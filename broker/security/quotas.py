@@ -146,6 +146,49 @@ class FileQuotaStore:
         os.replace(tmp, self.path)
 
 
+class ZkQuotaStore:
+    """Quota configs in ZooKeeper, shared by the cluster's brokers, where Kafka keeps them:
+    ``/config/users/<u>[/clients/<c>]`` and ``/config/clients/<c>``, each a config znode
+    (``{"version":1,"config":{...}}``; other keys there, e.g. SCRAM credentials, are left alone),
+    announced on ``/config/changes`` so that every broker reloads."""
+
+    def __init__(self, zk: Any) -> None:
+        self.zk = zk
+        self._written: set[Entity] = set()
+
+    def _entity_nodes(self) -> list[tuple[Entity, str, str]]:
+        """(entity, entity type, name below it) of every user / client config node."""
+        out: list[tuple[Entity, str, str]] = []
+        for user in self.zk.children("/config/users"):
+            out.append((entity_from_path(f"/config/users/{user}"), "users", user))
+            for client in self.zk.children(f"/config/users/{user}/clients"):
+                out.append((entity_from_path(f"/config/users/{user}/clients/{client}"), "users",
+                            f"{user}/clients/{client}"))
+        for client in self.zk.children("/config/clients"):
+            out.append((entity_from_path(f"/config/clients/{client}"), "clients", client))
+        return out
+
+    def load(self) -> dict[Entity, dict[str, float]]:
+        out: dict[Entity, dict[str, float]] = {}
+        for entity, etype, name in self._entity_nodes():
+            cfg = {k: float(v) for k, v in self.zk.get_entity_config(etype, name).items() if k in QUOTA_KEYS}
+            if cfg:
+                out[entity] = cfg
+        self._written = set(out)
+        return out
+
+    def save(self, quotas: dict[Entity, dict[str, float]]) -> None:
+        for entity in set(quotas) | self._written:
+            path = entity_path(entity).removeprefix("/config/")
+            etype, _, name = path.partition("/")
+            current = self.zk.get_entity_config(etype, name)
+            merged = {k: v for k, v in current.items() if k not in QUOTA_KEYS}
+            merged.update({k: _fmt(v) for k, v in quotas.get(entity, {}).items()})
+            if merged != current:
+                self.zk.set_entity_config(etype, name, merged, notify=True)
+        self._written = {e for e, cfg in quotas.items() if cfg}
+
+
 def _fmt(v: float) -> str:
     return str(int(v)) if float(v).is_integer() else repr(v)
 
@@ -303,8 +346,16 @@ class ClientQuotaManager:
         self.store.save(self.configs)
 
 
-def configure_quotas(config: Any) -> ClientQuotaManager:
-    q = ClientQuotaManager(FileQuotaStore(config.log_dirs[0] / FileQuotaStore.FILE),
-                           config.int("quota.window.num"), config.int("quota.window.size.seconds"))
+def configure_quotas(config: Any, cluster: Any = None) -> ClientQuotaManager:
+    """The broker's quota manager: configs in ZooKeeper in a cluster (reloaded on every
+    ``/config/changes`` notice for users or clients), else in a file beside the logs."""
+    store: Any = FileQuotaStore(config.log_dirs[0] / FileQuotaStore.FILE) if cluster is None \
+        else ZkQuotaStore(cluster.zk)
+    q = ClientQuotaManager(store, config.int("quota.window.num"), config.int("quota.window.size.seconds"))
     q.load()
+    if cluster is not None:
+        def changed(kind: str, _name: str) -> None:
+            if kind in ("users", "clients"):
+                q.load()
+        cluster.topics.entity_config_listeners.append(changed)
     return q

@@ -99,3 +99,37 @@ def test_acls_are_shared_through_zookeeper(cluster_factory: Any) -> None:
     cluster.restart(2)
     assert _acl_count(cluster[2]) == 1
     assert not (cluster[2].data_dir / "samsa-acls.json").exists()
+
+
+def _quota_entities(broker: Any) -> int:
+    from kafka.protocol.admin import DescribeClientQuotasRequest, DescribeClientQuotasResponse
+
+    with RawClient(broker.host, broker.port) as rc:
+        req = DescribeClientQuotasRequest(components=[], strict=False)
+        resp = rc.roundtrip(req, 0, DescribeClientQuotasResponse)
+        assert resp.error_code == 0, resp
+        return len(resp.entries or [])
+
+
+def test_client_quotas_are_shared_through_zookeeper(cluster_factory: Any) -> None:
+    import subprocess
+    import sys
+
+    from kafka.protocol.metadata import MetadataRequest, MetadataResponse
+
+    cluster = cluster_factory(3)
+    cluster.wait_for_brokers(3)
+    out = subprocess.run([sys.executable, "-m", "broker.cli", "configs", "--bootstrap-server", cluster[0].bootstrap,
+                          "--alter", "--entity-type", "clients", "--entity-name", "busy", "--add-config",
+                          "request_percentage=0.01"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    deadline = time.monotonic() + 30
+    while [_quota_entities(b) for b in cluster.brokers] != [1, 1, 1] and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert [_quota_entities(b) for b in cluster.brokers] == [1, 1, 1]
+    with RawClient(cluster[2].host, cluster[2].port, client_id="busy") as rc:  # enforced on another broker
+        req = MetadataRequest(topics=None, allow_auto_topic_creation=False)
+        assert any(rc.roundtrip(req, 9, MetadataResponse).throttle_time_ms > 0 for _ in range(200))
+    cluster.restart(1)
+    assert _quota_entities(cluster[1]) == 1
+    assert not (cluster[1].data_dir / "samsa-quotas.json").exists()
