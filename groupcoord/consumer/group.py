@@ -102,6 +102,7 @@ class ConsumerGroupMember:
     session_timer: Any = None
     rebalance_timer: Any = None
     rebalance_timer_epoch: int = -1
+    join_timer: Any = None  # a classic member told to rejoin (KIP-848 migration)
 
     def subscription_equals(self, other: ConsumerGroupMember) -> bool:
         return (self.instance_id, self.rack_id, self.client_id, self.client_host,

@@ -556,7 +556,11 @@ class ConsumerGroupManager(CoordinatorShard):
                 group.group_id, member.member_id, epoch,
                 f"it failed to revoke its partitions at epoch {epoch} within {timeout}ms"))
 
-    def _on_member_timeout(self, gid: str, member_id: str, epoch: int | None, why: str) -> None:
+    def _on_member_timeout(self, gid: str, member_id: str, epoch: int | None, why: str, *,
+                           rejoin: bool = False) -> None:
+        """Fence a member whose session expired; with ``epoch``, only if it is still at that
+        epoch: still revoking (rebalance timeout) or, with ``rejoin``, a classic member that was
+        told to rejoin and did not (Kafka's join timeout)."""
         if not self.active:
             return
 
@@ -566,8 +570,8 @@ class ConsumerGroupManager(CoordinatorShard):
                 member = group.members.get(member_id) if group is not None else None
                 if group is None or member is None:
                     return
-                if epoch is not None and (member.member_epoch != epoch or
-                                          member.state is not MemberState.UNREVOKED_PARTITIONS):
+                if epoch is not None and (member.member_epoch != epoch or (
+                        not rejoin and member.state is not MemberState.UNREVOKED_PARTITIONS)):
                     return
                 log.info("[GroupId %s] member %s fenced from the group because %s", gid,
                          member_id, why)
@@ -579,10 +583,10 @@ class ConsumerGroupManager(CoordinatorShard):
 
     def _unload_consumer_group(self, group: ConsumerGroup) -> None:
         for m in group.members.values():
-            for timer in (m.session_timer, m.rebalance_timer):
+            for timer in (m.session_timer, m.rebalance_timer, m.join_timer):
                 if timer is not None:
                     timer.cancel()
-            m.session_timer = m.rebalance_timer = None
+            m.session_timer = m.rebalance_timer = m.join_timer = None
 
     def _schedule_consumer_timers(self, partition: int) -> None:
         """After a load: every member gets a fresh session (as Kafka does on load)."""
@@ -688,7 +692,7 @@ class ConsumerGroupManager(CoordinatorShard):
                     if gone.instance_id is not None and \
                             group.static_members.get(gone.instance_id) == gone.member_id:
                         del group.static_members[gone.instance_id]
-                    for timer in (gone.session_timer, gone.rebalance_timer):
+                    for timer in (gone.session_timer, gone.rebalance_timer, gone.join_timer):
                         if timer is not None:
                             timer.cancel()
                 return

@@ -167,6 +167,9 @@ class ConsumerGroupMigration(ConsumerGroupManager):
                          "protocol", group_id, member_id)
             member = await self._update_member(group, members, targets_now, records, current,
                                                updated, is_new, owned if not is_new else [], set())
+            if member.join_timer is not None:
+                member.join_timer.cancel()
+                member.join_timer = None
             return ErrorCode.NONE, member_id, member.member_epoch, protocols[0][0]
 
     def classic_sync_consumer_group(self, group_id: str, generation_id: int, member_id: str,
@@ -201,6 +204,13 @@ class ConsumerGroupMigration(ConsumerGroupManager):
         if m.member_epoch < group.group_epoch or m.state is MemberState.UNREVOKED_PARTITIONS or \
                 (m.state is MemberState.UNRELEASED_PARTITIONS and
                  not self._waiting_on_unreleased(group, m)):
+            if m.join_timer is None:
+                # Kafka's join timeout: a member told to rejoin has its rebalance timeout to do it.
+                timeout = m.rebalance_timeout_ms if m.rebalance_timeout_ms > 0 else 300_000
+                epoch = m.member_epoch
+                m.join_timer = self.scheduler.call_later(timeout, lambda: self._on_member_timeout(
+                    group_id, member_id, epoch,
+                    f"it did not rejoin within its rebalance timeout ({timeout}ms)", rejoin=True))
             return ErrorCode.REBALANCE_IN_PROGRESS
         return ErrorCode.NONE
 

@@ -517,3 +517,21 @@ async def test_unload_and_reload_partition_rebuilds_consumer_groups() -> None:
     assert snapshot(h.coord) == before
     assert all(m.session_timer is not None for m in h.group().members.values())
     assert (await h.hb("m1")).error == E.NONE
+
+
+@async_test
+async def test_classic_member_that_never_rejoins_is_fenced_after_its_rebalance_timeout() -> None:
+    h = await Harness(group_initial_rebalance_delay_ms=0).start()
+    await h.hb("m1")
+    jr = await h.coord.join_group("g", "", "consumer", [("range", sub("t1"))], 40_000, 20_000)
+    assert jr.error == E.NONE and jr.member_id in h.group().members
+    await h.converge(["m1"], rounds=1)
+    await h.hb("m3")  # the group epoch moves on: the classic member must rejoin
+    gen = jr.generation_id
+    for _ in range(4):  # it keeps heartbeating (its session lives) but never rejoins
+        assert h.coord.heartbeat("g", jr.member_id, gen) == E.REBALANCE_IN_PROGRESS
+        h.sched.advance(6_000)
+        await h.converge(["m1", "m3"], rounds=1)
+    await h.coord.idle()
+    assert jr.member_id not in h.group().members
+    assert h.coord.heartbeat("g", jr.member_id, gen) == E.UNKNOWN_MEMBER_ID
