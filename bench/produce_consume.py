@@ -59,10 +59,9 @@ if str(REPO_ROOT) not in sys.path:
 from tests.support.brokers import BrokerProcess, SamsaBroker, TansuBroker  # noqa: E402
 
 CLIENTS = ("confluent", "kafka-python")
-# samsa-metrics: Samsa with metrics.listener on and /metrics scraped every SCRAPE_INTERVAL s
-# (Prometheus' default is 15 s), to show what counting and scraping cost against plain samsa.
+# samsa-metrics: Samsa with metrics.listener on and /metrics scraped every --scrape-interval s
+# (Prometheus' default, 15 s, unless told), to show what counting and scraping cost.
 BROKERS = ("samsa", "tansu", "samsa-metrics")
-SCRAPE_INTERVAL = 1.0
 SIZES = (100, 1024)
 
 # Default message counts per (client, size), chosen so that one case (produce +
@@ -402,19 +401,20 @@ def start_brokers(args: argparse.Namespace, workdir: Path) -> dict[str, Target]:
         proc.start(timeout=60)
         assert proc.proc is not None
         targets[name] = Target(name, proc.bootstrap, proc.proc.pid, proc)
-        if metrics_port is not None:
-            targets[name].scraper = Scraper(metrics_port)
+        if metrics_port is not None and args.scrape_interval > 0:
+            targets[name].scraper = Scraper(metrics_port, args.scrape_interval)
         print(f"# started {name} on {proc.bootstrap} (pid {proc.proc.pid}, log {proc.log_path})", file=sys.stderr)
     return targets
 
 
 class Scraper:
-    """Scrapes /metrics every SCRAPE_INTERVAL s from a thread; counts scrapes and their latency."""
+    """Scrapes /metrics every ``interval`` s from a thread; counts scrapes and their latency."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, interval: float) -> None:
         import threading  # noqa: PLC0415
 
         self.port = port
+        self.interval = interval
         self.stop = threading.Event()
         self.scrapes = 0
         self.seconds: list[float] = []
@@ -424,7 +424,7 @@ class Scraper:
     def _run(self) -> None:
         import urllib.request  # noqa: PLC0415
 
-        while not self.stop.wait(SCRAPE_INTERVAL):
+        while not self.stop.wait(self.interval):
             t0 = time.monotonic()
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=30) as r:
@@ -476,6 +476,34 @@ def best_of(results: list[CaseResult]) -> list[CaseResult]:
     return out
 
 
+def print_metrics_ratio(results: list[CaseResult]) -> None:
+    """Metrics on/off: the median over repetitions of broker CPU per message, which a busy
+    machine disturbs far less than msgs/s, and of msgs/s, per case run on both."""
+    import statistics  # noqa: PLC0415
+
+    cases: dict[tuple[str, int, int], dict[str, list[CaseResult]]] = {}
+    for r in results:
+        if not r.error and r.broker in ("samsa", "samsa-metrics"):
+            cases.setdefault((r.client, r.size, r.partitions), {}).setdefault(r.broker, []).append(r)
+    for (client, size, parts), by in cases.items():
+        if len(by) < 2:
+            continue
+
+        def med(runs: list[CaseResult], f: Any) -> float:
+            vals = [v for v in (f(r) for r in runs) if v is not None]
+            return statistics.median(vals) if vals else 0.0
+
+        cols = []
+        for label, f in (("broker us/msg produce", lambda r: r.produce.broker_us_per_msg()),
+                         ("consume", lambda r: r.consume.broker_us_per_msg()),
+                         ("msg/s produce", lambda r: r.produce.msgs_per_s()),
+                         ("consume", lambda r: r.consume.msgs_per_s())):
+            off, on = med(by["samsa"], f), med(by["samsa-metrics"], f)
+            cols.append(f"{label} {off:.3g} -> {on:.3g} ({fmt_ratio(on, off)})")
+        n = min(len(by["samsa"]), len(by["samsa-metrics"]))
+        print(f"metrics off -> on, {client} {size}B p{parts}, medians of {n} runs each: " + ", ".join(cols))
+
+
 def print_table(results: list[CaseResult]) -> None:
     rows = best_of(results)
     header = (
@@ -519,7 +547,7 @@ def print_table(results: list[CaseResult]) -> None:
         "\nbroker CPU microseconds per message (insensitive to machine load). oth% = CPU used by everything"
         "\nelse on the machine during the slower phase (other engineers' jobs): high values depress msgs/s."
         "\nTansu keeps data in memory; Samsa writes segment files. With --repeat, best run per phase."
-        "\nOn samsa-metrics rows S/T is samsa-metrics/samsa: metrics on / off (/metrics scraped every 1 s)."
+        "\nOn samsa-metrics rows S/T is samsa-metrics/samsa: metrics on / off (see --scrape-interval)."
     )
 
 
@@ -572,6 +600,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--partitions", type=csv(int), default=[1], help="partition counts per topic, e.g. 1,6")
     p.add_argument("--brokers", type=csv(str, BROKERS), default=["samsa", "tansu"],
                    help="samsa,tansu (samsa-metrics: samsa with metrics.listener on)")
+    p.add_argument("--scrape-interval", type=float, default=15.0,
+                   help="samsa-metrics: scrape /metrics every S seconds from the bench (0: never; default 15)")
     p.add_argument("--samsa-bootstrap", help="use an already-running Samsa at host:port")
     p.add_argument("--samsa-pid", type=int, help="its PID, to report broker CPU time")
     p.add_argument("--tansu-bootstrap", help="use an already-running Tansu at host:port")
@@ -611,8 +641,12 @@ def main(argv: list[str] | None = None) -> int:
             for client in args.clients:
                 for size in args.sizes:
                     n = args.messages or DEFAULT_MESSAGES.get((client, size), 100_000)
-                    # Brokers back to back for each case so both see similar background load.
-                    for name in [b for _ in range(args.repeat) for b in args.brokers]:
+                    # Brokers back to back for each case so both see similar background load, in
+                    # ABBA order over repetitions so that neither always runs first (the page cache
+                    # and the machine's load drift between back-to-back runs).
+                    order = [b for r in range(args.repeat)
+                             for b in (args.brokers if r % 2 == 0 else args.brokers[::-1])]
+                    for name in order:
                         r = run_case(targets[name], client, size, partitions, n, args.timeout)
                         results.append(r)
                         status = r.error or (
@@ -640,6 +674,7 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(workdir, ignore_errors=True)
 
     print_table(results)
+    print_metrics_ratio(results)
     if args.py_spy and Path(args.py_spy).exists():
         print()
         print(summarize_py_spy(Path(args.py_spy)))
