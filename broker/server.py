@@ -195,7 +195,8 @@ class KafkaConnection(asyncio.Protocol):
                     if not self.write_ok.is_set():
                         await self.write_ok.wait()
                 if timer is not None and self.broker.metrics is not None:
-                    self.broker.metrics.request_stats.finish(frame, timer, handled, time.perf_counter())
+                    self.broker.metrics.request_stats.finish(frame, timer, handled, time.perf_counter(),
+                                                             throttle_ms=self.mute_ms)
                 if self.mute_ms and not self.closed:
                     await self._mute()
         except asyncio.CancelledError:

@@ -53,7 +53,7 @@ REQUEST_TIMES = (
     ("requestqueuetimems", "queue", "Time the request waited behind earlier requests on its connection."),
     ("localtimems", "local", "Time the request's code ran on the event loop (decode, handle, encode)."),
     ("remotetimems", "remote", "Time the handler was suspended waiting (long poll, coordinator, replicas)."),
-    ("throttletimems", None, "Time the response was held back by quotas (no quotas: always 0)."),
+    ("throttletimems", "throttle", "Quota throttle given to the request (KIP-219: the connection is muted after)."),
     ("responsequeuetimems", None, "Time the response waited to be sent (written at once: always 0)."),
     ("responsesendtimems", "send", "Time to hand the response to the socket, waiting for slow readers."),
     ("totaltimems", "total", "Time from the request read off the socket to its response written."),

@@ -19,7 +19,8 @@ server (all times in milliseconds):
   encode), measured by stepping the handler coroutine (:class:`RequestTimer`).
 * ``RemoteTimeMs``: time the handler was suspended, waiting on something else: a Fetch long
   poll, a coordinator write, acks from other replicas. Kafka calls this purgatory time.
-* ``ThrottleTimeMs``: 0, Samsa applies no quotas yet.
+* ``ThrottleTimeMs``: the quota throttle given to the request (KIP-219: the response is sent at
+  once and the connection is then muted this long); not part of the total, as in Kafka.
 * ``ResponseQueueTimeMs``: 0 by construction: the serving task writes the response itself.
 * ``ResponseSendTimeMs``: writing the response into the transport, including waiting for the
   socket buffer to drain when the client reads slowly (the transport's flow control).
@@ -172,13 +173,14 @@ class Histogram:
 class ApiRequestStats:
     """Kafka's ``RequestMetrics`` for one API: requests per version and the time histograms."""
 
-    __slots__ = ("versions", "queue", "local", "remote", "send", "total")
+    __slots__ = ("versions", "queue", "local", "remote", "throttle", "send", "total")
 
     def __init__(self) -> None:
         self.versions: dict[int, int] = {}
         self.queue = Histogram()
         self.local = Histogram()
         self.remote = Histogram()
+        self.throttle = Histogram()
         self.send = Histogram()
         self.total = Histogram()
 
@@ -246,7 +248,8 @@ class RequestStats:
     def __init__(self) -> None:
         self.apis: dict[int, ApiRequestStats] = {}
 
-    def finish(self, frame: bytes | memoryview, timer: RequestTimer, handled: float, sent: float) -> None:
+    def finish(self, frame: bytes | memoryview, timer: RequestTimer, handled: float, sent: float,
+               throttle_ms: float = 0.0) -> None:
         """Record one request once its response is written (or dropped: acks=0, closed)."""
         if len(frame) < 4:
             return
@@ -259,5 +262,6 @@ class RequestStats:
         s.queue.observe((timer.started - timer.received) * 1000.0)
         s.local.observe(timer.local * 1000.0)
         s.remote.observe(timer.remote * 1000.0)
+        s.throttle.observe(throttle_ms)
         s.send.observe((sent - handled) * 1000.0)
         s.total.observe((sent - timer.received) * 1000.0)

@@ -440,3 +440,30 @@ def test_many_partitions_render_in_chunks_as_one_family_each(metered: tuple[Brok
     lags = [s for f in text_string_to_metric_families(text) if f.name == "kafka_consumergroup_lag"
             for s in f.samples if s.labels["consumergroup"] == "wide-g"]
     assert len(lags) == n and all(s.value == 0 for s in lags)
+
+
+def test_quota_throttle_is_throttle_time(broker_factory: Callable[..., BrokerProcess]) -> None:
+    port = free_port()
+    b = broker_factory({"metrics.listener": f"http://127.0.0.1:{port}", "quota.window.num": 2,
+                        "quota.window.size.seconds": 1})
+    create_topic(b.bootstrap, "slow", 1)
+    r = subprocess.run([sys.executable, "-m", "broker.cli", "configs", "--bootstrap-server", b.bootstrap,
+                        "--alter", "--entity-type", "clients", "--entity-name", "slowpoke",
+                        "--add-config", "producer_byte_rate=20000"],
+                       cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    throttles: list[int] = []
+    p = Producer({"bootstrap.servers": b.bootstrap, "client.id": "slowpoke", "linger.ms": 5,
+                  "throttle_cb": lambda ev: throttles.append(ev.throttle_time)})
+    for _ in range(40):  # 40 x 5 KB in a burst: ~10x the quota's 20 KB/s
+        p.produce("slow", b"z" * 5000)
+        p.poll(0)
+    assert p.flush(60) == 0
+    assert wait_until(lambda: (p.poll(0.1), bool(throttles))[1], 30)
+    s = scrape(port)
+    throttled = value(s, "kafka_network_requestmetrics_throttletimems_sum", request="Produce")
+    assert throttled > 0
+    # Every throttle a client was told of is in the histogram (it may also hold ones not yet polled).
+    assert throttled >= sum(throttles) - 1
+    assert value(s, "kafka_network_requestmetrics_throttletimems_count", request="Produce") == \
+        value(s, "kafka_network_requestmetrics_totaltimems_count", request="Produce")
