@@ -84,6 +84,14 @@ public class SecurityAdmin {
             q = admin.describeClientQuotas(ClientQuotaFilter.contains(
                 List.of(ClientQuotaFilterComponent.ofEntity(ClientQuotaEntity.USER, "alice")))).entities().get();
             out("after " + new TreeMap<>(q.get(alice)));
+
+            // KIP-430: the operations the caller may do, as Metadata / DescribeCluster report them
+            admin.createTopics(List.of(new NewTopic("jops", 1, (short) 1))).all().get();
+            TopicDescription td = admin.describeTopics(List.of("jops"),
+                new DescribeTopicsOptions().includeAuthorizedOperations(true)).allTopicNames().get().get("jops");
+            out("topic-ops " + new TreeSet<>(td.authorizedOperations()));
+            out("cluster-ops " + new TreeSet<>(admin.describeCluster(
+                new DescribeClusterOptions().includeAuthorizedOperations(true)).authorizedOperations().get()));
         }
     }
 }
@@ -116,6 +124,10 @@ def test_java_admin_acls_and_quotas(broker_factory: Any, security_classpath: str
     assert "bogus InvalidRequestException" in lines
     assert "quota {consumer_byte_rate=2048.0, producer_byte_rate=1024.0}" in lines
     assert "quotas 2" in lines and "after {producer_byte_rate=1024.0}" in lines
+    # a super user may do every operation the resource type supports
+    assert "topic-ops [READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS]" in lines, lines
+    assert "cluster-ops [CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE]" \
+        in lines, lines
 
     # What Java wrote, as the samsa tools see it.
     def samsa(*args: str) -> str:
