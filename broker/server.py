@@ -41,6 +41,7 @@ from .metadata import TopicRegistry
 from .metrics.stats import RequestTimer
 from .repeated_warnings import RepeatedWarnings
 from .replica_manager import ReplicaManager
+from .security.quotas import WAITING_APIS
 
 log = logging.getLogger("samsa.server")
 
@@ -435,9 +436,11 @@ class Broker:
             return None
 
     def _apply_quotas(self, ctx: RequestContext, conn: KafkaConnection, response: Any, t0: float) -> Any:
-        """request_percentage (the handler's time, Fetch's long-poll aside) and the KIP-219
-        throttle: the response carries throttle_time_ms and the connection is muted that long."""
-        if ctx.header.api_key != ApiKey.FETCH:
+        """request_percentage (the handler's time; not for requests that wait in a purgatory, see
+        quotas.WAITING_APIS) and the KIP-219 throttle: the response carries throttle_time_ms and the
+        connection is muted that long."""
+        key = ctx.header.api_key
+        if key not in WAITING_APIS and not (key == ApiKey.PRODUCE and self.cluster is not None):
             ctx.throttle_ms = max(ctx.throttle_ms, self.quotas.record(
                 "request_percentage", ctx.principal, ctx.header.client_id, (time.monotonic() - t0) * 100))
         if ctx.throttle_ms > 0:

@@ -39,12 +39,19 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
+from protocol.api_keys import ApiKey
+
 USER, CLIENT_ID, IP = "user", "client-id", "ip"
 PRODUCER_BYTE_RATE = "producer_byte_rate"
 CONSUMER_BYTE_RATE = "consumer_byte_rate"
 REQUEST_PERCENTAGE = "request_percentage"
 CONTROLLER_MUTATION_RATE = "controller_mutation_rate"
 QUOTA_KEYS = frozenset({PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE, CONTROLLER_MUTATION_RATE})
+# Requests that wait in a purgatory (Fetch's long poll, a rebalance, leaders being elected):
+# Kafka's request time excludes that wait, and the handler's wall time here would not, so they
+# are not metered for request_percentage (nor is Produce in a cluster, waiting for the ISR).
+WAITING_APIS = frozenset({ApiKey.FETCH, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.CREATE_TOPICS,
+                          ApiKey.DELETE_TOPICS, ApiKey.ELECT_LEADERS, ApiKey.CONTROLLED_SHUTDOWN})
 DEFAULT = "<default>"  # Kafka's ZooKeeper name for a default entity; real names are URL-encoded
 
 # An entity: (user, client_id); each None (not part of the entity), DEFAULT, or a name.
