@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""Throughput over PLAINTEXT, SSL and SASL_SSL, and authenticated connections per second (issue 10).
+
+One Samsa broker (a subprocess) with a PLAINTEXT, an SSL, a SASL_PLAINTEXT and a SASL_SSL
+listener and a CA made here with ``cryptography``. For each of PLAINTEXT, SSL and SASL_SSL
+(SCRAM-SHA-512) a confluent-kafka producer sends N messages of 1 KiB to a fresh topic (timed
+from the first produce to the last delivery report) and a consumer reads them back (assign,
+from the beginning, until the N-th record). The ratio to PLAINTEXT is printed per row (aim:
+SSL >= 0.6x). Then new connections per second over SASL_PLAINTEXT, each a TCP connect,
+SaslHandshake, SaslAuthenticate (one round trip for PLAIN, two for SCRAM-SHA-512, whose
+client-side PBKDF2 at 4096 iterations is included) and close, for PLAIN and SCRAM-SHA-512.
+
+Usage::
+
+    python bench/security.py                 # 50000 x 1 KiB, 300 connections per mechanism
+    python bench/security.py -n 20000 --connections 100
+
+It is a script, not a test: nothing here asserts a speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.support.net import free_port, recv_frame, wait_until  # noqa: E402
+from tests.support.security import make_pki, secure_overrides  # noqa: E402
+
+
+def start_broker(tmp: Path) -> tuple[subprocess.Popen[bytes], dict[str, int], object]:
+    pki = make_pki(tmp / "pki")
+    ports = {name: free_port() for name in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")}
+    props = secure_overrides(pki, ports, **{"log.dirs": str(tmp / "data"), "offsets.topic.num.partitions": "1",
+                                            "transaction.state.log.num.partitions": "1"})
+    cmd = [sys.executable, "-m", "broker"] + [a for k, v in props.items() for a in ("--override", f"{k}={v}")]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=open(tmp / "broker.log", "wb"), stderr=subprocess.STDOUT)
+    from tests.support.net import port_accepts
+
+    if not wait_until(lambda: all(port_accepts("127.0.0.1", p) for p in ports.values()), 60):
+        proc.kill()
+        raise SystemExit("broker did not start; see " + str(tmp / "broker.log"))
+    subprocess.run([sys.executable, "-m", "broker.tools", "configs", "--bootstrap-server",
+                    f"127.0.0.1:{ports['PLAINTEXT']}", "--alter", "--entity-type", "users", "--entity-name", "bob",
+                    "--add-config", "SCRAM-SHA-512=[password=bob-secret]"], check=True, capture_output=True, cwd=ROOT)
+    return proc, ports, pki
+
+
+def conf_for(proto: str, ports: dict[str, int], pki: object) -> dict[str, str]:
+    conf = {"bootstrap.servers": f"127.0.0.1:{ports[proto]}", "security.protocol": proto}
+    if "SSL" in proto:
+        conf["ssl.ca.location"] = str(pki.ca)  # type: ignore[attr-defined]
+    if "SASL" in proto:
+        conf.update({"sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": "bob", "sasl.password": "bob-secret"})
+    return conf
+
+
+def throughput(conf: dict[str, str], n: int, size: int) -> tuple[float, float]:
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic = f"bench-sec-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient(conf)
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    payload = b"x" * size
+    p = Producer({**conf, "linger.ms": 5, "batch.size": 1048576, "acks": "all"})
+    t0 = time.perf_counter()
+    for _ in range(n):
+        while True:
+            try:
+                p.produce(topic, payload)
+                break
+            except BufferError:
+                p.poll(0.01)
+    p.flush(120)
+    produce_s = time.perf_counter() - t0
+    c = Consumer({**conf, "group.id": topic, "enable.auto.commit": False, "fetch.max.bytes": 52428800})
+    c.assign([TopicPartition(topic, 0, 0)])
+    got = 0
+    t0 = time.perf_counter()
+    while got < n:
+        for m in c.consume(1000, 1.0):
+            if not m.error():
+                got += 1
+    consume_s = time.perf_counter() - t0
+    c.close()
+    mb = n * size / 1e6
+    return mb / produce_s, mb / consume_s
+
+
+def connections_per_second(port: int, mechanism: str, count: int) -> float:
+    from kafka.net.sasl.scram import ScramClient
+    from kafka.protocol.sasl import (
+        SaslAuthenticateRequest,
+        SaslAuthenticateResponse,
+        SaslHandshakeRequest,
+        SaslHandshakeResponse,
+    )
+
+    def rt(sock: socket.socket, req: object, version: int, cls: object) -> object:
+        req.with_header(correlation_id=1, client_id="bench")  # type: ignore[attr-defined]
+        sock.sendall(req.encode(version=version, header=True, framed=True))  # type: ignore[attr-defined]
+        return cls.decode(recv_frame(sock), version=version, header=True)  # type: ignore[attr-defined]
+
+    t0 = time.perf_counter()
+    for _ in range(count):
+        with socket.create_connection(("127.0.0.1", port)) as s:
+            assert rt(s, SaslHandshakeRequest(mechanism=mechanism), 1, SaslHandshakeResponse).error_code == 0
+            if mechanism == "PLAIN":
+                r = rt(s, SaslAuthenticateRequest(auth_bytes=b"\0alice\0alice-secret"), 2, SaslAuthenticateResponse)
+            else:
+                sc = ScramClient("bob", "bob-secret", mechanism)
+                r = rt(s, SaslAuthenticateRequest(auth_bytes=sc.first_message()), 2, SaslAuthenticateResponse)
+                sc.process_server_first_message(r.auth_bytes)
+                r = rt(s, SaslAuthenticateRequest(auth_bytes=sc.final_message()), 2, SaslAuthenticateResponse)
+            assert r.error_code == 0, r.error_message
+    return count / (time.perf_counter() - t0)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("-n", type=int, default=50000, help="messages per case")
+    ap.add_argument("--size", type=int, default=1024)
+    ap.add_argument("--connections", type=int, default=300, help="authenticated connections per mechanism")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="samsa-bench-sec-") as d:
+        proc, ports, pki = start_broker(Path(d))
+        try:
+            rows = []
+            for proto in ("PLAINTEXT", "SSL", "SASL_SSL"):
+                rows.append((proto, *throughput(conf_for(proto, ports, pki), args.n, args.size)))
+            base_p, base_c = rows[0][1], rows[0][2]
+            print(f"{'listener':<12} {'produce MB/s':>13} {'x PLAINTEXT':>12} {'consume MB/s':>13} {'x PLAINTEXT':>12}")
+            for proto, p, c in rows:
+                print(f"{proto:<12} {p:>13.1f} {p / base_p:>12.2f} {c:>13.1f} {c / base_c:>12.2f}")
+            for mech in ("PLAIN", "SCRAM-SHA-512"):
+                rate = connections_per_second(ports["SASL_PLAINTEXT"], mech, args.connections)
+                print(f"new authenticated connections/s, {mech}: {rate:.0f}")
+        finally:
+            proc.terminate()
+            proc.wait(30)
+
+
+if __name__ == "__main__":
+    main()
