@@ -46,6 +46,7 @@ TOPIC_METERS = (
     ("total_produce", "totalproducerequests", "Produce partition requests, failed or not."),
     ("total_fetch", "totalfetchrequests", "Fetch partition requests, failed or not."),
     ("replication_bytes_out", "replicationbytesout", "Record bytes sent to follower replicas."),
+    ("replication_bytes_in", "replicationbytesin", "Record bytes fetched from leaders and appended here."),
 )
 
 # RequestMetrics histogram -> ApiRequestStats attribute (None: always 0 in Samsa)

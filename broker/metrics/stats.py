@@ -59,7 +59,7 @@ class TopicStats:
     """Kafka's ``BrokerTopicMetrics`` for one topic (the all-topics values are sums)."""
 
     __slots__ = ("messages_in", "bytes_in", "bytes_out", "failed_produce", "failed_fetch",
-                 "total_produce", "total_fetch", "replication_bytes_out")
+                 "total_produce", "total_fetch", "replication_bytes_out", "replication_bytes_in")
 
     def __init__(self) -> None:
         self.messages_in = 0
@@ -70,6 +70,7 @@ class TopicStats:
         self.total_produce = 0
         self.total_fetch = 0
         self.replication_bytes_out = 0
+        self.replication_bytes_in = 0
 
     def add(self, other: TopicStats) -> None:
         for f in TopicStats.__slots__:
@@ -103,6 +104,11 @@ class BrokerTopicStats:
         s.total_produce += 1
         if code not in NOT_FAILED_PRODUCE:
             s.failed_produce += 1
+
+    def replicated_in(self, topic: str, nbytes: int) -> None:
+        """A follower appended ``nbytes`` fetched from its leader (ReplicationBytesIn)."""
+        s = self.topics.get(topic) or self.topic(topic)
+        s.replication_bytes_in += nbytes
 
     def fetched(self, rows_by_topic: list[tuple[str | None, list[tuple[Any, ...]]]], *,
                 follower: bool = False) -> None:

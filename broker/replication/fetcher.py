@@ -213,6 +213,8 @@ class ReplicaFetcher:
                     try:
                         if p.records:
                             part.append_as_follower(validate_batches(p.records), p.high_watermark)
+                            if self.broker.metrics is not None:  # BrokerTopicMetrics.ReplicationBytesIn
+                                self.broker.metrics.topic_stats.replicated_in(tp.topic, len(p.records))
                         else:
                             part.update_follower_high_watermark(p.high_watermark)
                         if p.log_start_offset > part.log_start_offset and p.log_start_offset <= part.log_end_offset:

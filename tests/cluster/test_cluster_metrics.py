@@ -53,6 +53,14 @@ def test_cluster_metrics_leaders_replication_and_under_replication(cluster_facto
     repl_out = sum(topic_sum(s[i], "kafka_server_brokertopicmetrics_replicationbytesout_total", topic)
                    for i in s)
     assert repl_out >= 2 * bytes_in, "each byte fetched by two followers"
+
+    def repl_in_matches_out() -> bool:
+        s = _scrape_all(ports, [0, 1, 2])
+        ins = sum(topic_sum(s[i], "kafka_server_brokertopicmetrics_replicationbytesin_total", topic) for i in s)
+        outs = sum(topic_sum(s[i], "kafka_server_brokertopicmetrics_replicationbytesout_total", topic) for i in s)
+        return ins == outs and ins >= 2 * bytes_in
+
+    wait_for(repl_in_matches_out, 30, "followers' ReplicationBytesIn to equal leaders' ReplicationBytesOut")
     assert sum(topic_sum(s[i], "kafka_server_brokertopicmetrics_bytesout_total", topic) for i in s) == 0
 
     assert sum(value(s[i], "kafka_controller_kafkacontroller_activecontrollercount") for i in s) == 1
