@@ -50,3 +50,5 @@ def configure(broker: Any) -> None:
     zk = broker.cluster.zk if broker.cluster is not None else None
     broker.authorizer = configure_authorizer(broker.config, zk)
     broker.quotas = configure_quotas(broker.config, broker.cluster)
+    if broker.cluster is not None and broker.security is not None:  # SCRAM credentials live in ZooKeeper
+        broker.security.credentials.use_zookeeper(broker.cluster.zk, broker.cluster.topics.entity_config_listeners)

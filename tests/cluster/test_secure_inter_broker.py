@@ -73,3 +73,41 @@ def test_wrong_inter_broker_password_is_refused(cluster_factory, tmp_path: Path)
     cluster.start()
     assert wait_until(lambda: "Authentication failed: Invalid username or password" in
                       "".join(b.log_text() for b in cluster.brokers), 60, interval=1.0), cluster.log_tails()
+
+
+def test_scram_credentials_live_in_zookeeper(cluster_factory, tmp_path: Path) -> None:
+    """A SCRAM user created through broker 0 authenticates at broker 1 (Kafka's /config/users/<user>)."""
+    from kafka import KafkaProducer
+
+    from tests.support.security import scram_user
+
+    cluster = cluster_factory(2, start=False)
+    sasl_ports = []
+    for b in cluster.brokers:
+        port = free_port()
+        sasl_ports.append(port)
+        b.overrides.update({"listeners": f"PLAINTEXT://127.0.0.1:{b.port},SASL_PLAINTEXT://127.0.0.1:{port}",
+                            "inter.broker.listener.name": "PLAINTEXT",
+                            "sasl.enabled.mechanisms": "SCRAM-SHA-512"})
+    cluster.start()
+    cluster.wait_for_brokers(2)
+    scram_user(cluster.brokers[0].bootstrap, "carol", "carol-secret", "SCRAM-SHA-512")
+
+    def authenticates() -> bool:
+        try:
+            KafkaProducer(bootstrap_servers=f"127.0.0.1:{sasl_ports[1]}", security_protocol="SASL_PLAINTEXT",
+                          sasl_mechanism="SCRAM-SHA-512", sasl_plain_username="carol",
+                          sasl_plain_password="carol-secret", max_block_ms=5000).close()
+            return True
+        except Exception:
+            return False
+
+    assert wait_until(authenticates, 60, interval=1.0), cluster.log_tails()
+    from kazoo.client import KazooClient
+
+    zk = KazooClient(hosts=cluster.zookeeper_connect)
+    zk.start(timeout=15)
+    data, _ = zk.get("/config/users/carol")
+    zk.stop()
+    zk.close()
+    assert b"SCRAM-SHA-512" in data and b"stored_key=" in data and b"carol-secret" not in data
