@@ -100,12 +100,13 @@ def test_confluent_committed_offset_beyond_log_end(broker, reset: str) -> None:
         c.close()
 
 
-def _fetch(raw: RawClient, version: int, topic: str, topic_id: uuid.UUID, partition: int, offset: int):
+def _fetch(raw: RawClient, version: int, topic: str, topic_id: uuid.UUID, partition: int, offset: int,
+           leader_epoch: int = -1):
     T = FetchRequest.FetchTopic
     req = FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0,
                        session_id=0, session_epoch=-1, topics=[T(
                            topic=topic, topic_id=topic_id, partitions=[T.FetchPartition(
-                               partition=partition, current_leader_epoch=-1, fetch_offset=offset,
+                               partition=partition, current_leader_epoch=leader_epoch, fetch_offset=offset,
                                last_fetched_epoch=-1, log_start_offset=-1, partition_max_bytes=1 << 20)])],
                        forgotten_topics_data=[], rack_id="")
     resp = raw.roundtrip(req, version, FetchResponse)
@@ -115,8 +116,9 @@ def _fetch(raw: RawClient, version: int, topic: str, topic_id: uuid.UUID, partit
 
 
 def test_fetch_error_partitions_have_empty_records_at_every_version(broker) -> None:
-    """OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION (names, v4-12) and UNKNOWN_TOPIC_ID (ids,
-    v13-17): records is an empty byte string (kafka-python decodes null as None)."""
+    """OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION (names, v4-12), UNKNOWN_TOPIC_ID (ids,
+    v13-17) and UNKNOWN_LEADER_EPOCH (v9+, KIP-320): records is an empty byte string (kafka-python
+    decodes null as None)."""
     from kafka import KafkaAdminClient  # noqa: PLC0415
 
     topic = topic_name("err-records")
@@ -138,8 +140,11 @@ def test_fetch_error_partitions_have_empty_records_at_every_version(broker) -> N
                 cases.append((topic, uuid.UUID(int=0), 7, 0, 3))  # no partition 7
             else:
                 cases.append(("", uuid.uuid4(), 0, 0, 100))  # UNKNOWN_TOPIC_ID
-            for name, tid, part, offset, code in cases:
-                p = _fetch(raw, v, name, tid, part, offset)
+            cases_epoch = [(name, tid, part, offset, code, -1) for name, tid, part, offset, code in cases]
+            if v >= 9:  # KIP-320: a leader epoch ahead of the broker's (0 on a single broker)
+                cases_epoch.append((topic, topic_id, 0, 0, 75, 7))  # UNKNOWN_LEADER_EPOCH
+            for name, tid, part, offset, code, epoch in cases_epoch:
+                p = _fetch(raw, v, name, tid, part, offset, epoch)
                 assert p.error_code == code, (v, name, part, p.error_code)
                 assert p.records is not None and bytes(p.records) == b"", (v, code, p.records)
             ok = _fetch(raw, v, topic, topic_id, 0, 0)

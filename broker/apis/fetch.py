@@ -15,7 +15,9 @@ of the session and get back only the partitions with records, a changed high wat
 start offset, or an error (FETCH_SESSION_ID_NOT_FOUND / INVALID_FETCH_SESSION_EPOCH at the top
 level when the session is gone or the epoch is wrong). v12+ is flexible; v13+ names topics by id (KIP-516)
 and an unknown id gets UNKNOWN_TOPIC_ID. Out-of-range offsets get OFFSET_OUT_OF_RANGE with the
-current bounds.
+current bounds. v9+ ``current_leader_epoch`` (KIP-320): older than the partition's leader epoch
+is FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH (-1 skips the check). Every error partition
+carries empty records, never null (protocol/fetch_codec.py).
 
 Replication reuses this path (Kafka's ``ReplicaFetcherThread``): a Fetch whose ``replica_id``
 (v15+: ``replica_state.replica_id``, KIP-903) is a broker id comes from a follower. It reads up to
@@ -146,6 +148,12 @@ def _read_all(rm: Any, wanted: list[Any], isolation: int, max_bytes: int, replic
                 part = rm.get_partition(name, fp.partition)
             except KafkaError as e:
                 rows.append((fp.partition, e.code, -1, -1, -1, None, b""))
+                has_error = True
+                continue
+            epoch = getattr(fp, "current_leader_epoch", -1)
+            if epoch >= 0 and epoch != part.leader_epoch:  # KIP-320 (v9+): the client's view is stale or ahead
+                rows.append((fp.partition, ErrorCode.FENCED_LEADER_EPOCH if epoch < part.leader_epoch
+                             else ErrorCode.UNKNOWN_LEADER_EPOCH, -1, -1, -1, None, b""))
                 has_error = True
                 continue
             parts_seen.append(part)
