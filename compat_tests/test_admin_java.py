@@ -9,19 +9,16 @@ then read back with the ``samsa`` CLI (and the other way round), so the tools ag
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 from typing import Any
 
 import pytest
 
-from tests.support import jars
+from tests.support.java import JVM_FLAGS, compile_java
 
 pytestmark = [pytest.mark.java, pytest.mark.timeout(300)]
 
-JVM_FLAGS = ["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
 
 SOURCE = r"""
 import java.util.*;
@@ -129,15 +126,7 @@ public class AdminCompat {
 
 @pytest.fixture(scope="session")
 def admin_classpath(tmp_path_factory: pytest.TempPathFactory) -> str:
-    if shutil.which("javac") is None or shutil.which("java") is None:
-        pytest.skip("javac/java not on PATH")
-    cp = jars.classpath()
-    out = tmp_path_factory.mktemp("admin-java")
-    src = out / "AdminCompat.java"
-    src.write_text(SOURCE)
-    proc = subprocess.run(["javac", "-cp", cp, "-d", str(out), str(src)], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, f"javac failed:\n{proc.stdout}\n{proc.stderr}"
-    return os.pathsep.join([str(out), cp])
+    return compile_java(SOURCE, "AdminCompat", tmp_path_factory.mktemp("admin-java"))
 
 
 def samsa_json(*args: str) -> Any:
