@@ -344,7 +344,7 @@ class GroupCoordinatorCollector(Collector):
 
 
 class TransactionCoordinatorCollector(Collector):
-    """Transactional ids by state, the oldest open transaction, markers written."""
+    """Transactional ids by state and the age of the oldest open transaction (a hanging one)."""
 
     def __init__(self, broker: Any) -> None:
         self.broker = broker
@@ -370,9 +370,6 @@ class TransactionCoordinatorCollector(Collector):
         yield fam
         yield _gauge("samsa_transaction_coordinator_oldest_open_transaction_age_seconds",
                      "Age of the oldest transaction not yet completed (0 if none).", oldest)
-        yield CounterMetricFamily("samsa_transaction_coordinator_markers_written",
-                                  "Transaction markers written since start.",
-                                  value=float(getattr(coord, "_markers_written", 0) or 0))
 
 
 class LogCleanerCollector(Collector):

@@ -467,3 +467,29 @@ def test_quota_throttle_is_throttle_time(broker_factory: Callable[..., BrokerPro
     assert throttled >= sum(throttles) - 1
     assert value(s, "kafka_network_requestmetrics_throttletimems_count", request="Produce") == \
         value(s, "kafka_network_requestmetrics_totaltimems_count", request="Produce")
+
+
+def test_transaction_coordinator_metrics_follow_a_transaction(metered: tuple[BrokerProcess, int]) -> None:
+    b, port = metered
+    create_topic(b.bootstrap, "txn-t", 1)
+    p = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": "tx-metrics", "linger.ms": 0})
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce("txn-t", b"in a transaction")
+    assert p.flush(30) == 0
+    s = scrape(port)
+    assert value(s, "samsa_transaction_coordinator_transactional_ids", state="Ongoing") == 1
+    assert value(s, "samsa_transaction_coordinator_oldest_open_transaction_age_seconds") >= 0
+    p.commit_transaction(30)
+
+    def committed() -> bool:
+        s = scrape(port)
+        return (s.get(("samsa_transaction_coordinator_transactional_ids",
+                       frozenset({("state", "CompleteCommit")}))) == 1
+                and value(s, "samsa_transaction_coordinator_oldest_open_transaction_age_seconds") == 0)
+
+    assert wait_until(committed, 30)
+    # The data record and the commit marker: the log end moved by 2, messages in by 1.
+    s = scrape(port)
+    assert value(s, "kafka_log_log_logendoffset", topic="txn-t", partition="0") == 2
+    assert value(s, "kafka_server_brokertopicmetrics_messagesin_total", topic="txn-t") == 1
