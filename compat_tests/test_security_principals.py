@@ -110,3 +110,34 @@ def test_principals_meet_their_acls_and_quotas(broker_factory: Any, tmp_path: Pa
     assert not [t for t in anon_throttled if t > 0]
     log = sec.broker.log_text()
     assert "Principal = User:bob is Denied operation = WRITE" in log
+
+
+def test_tools_take_command_config(broker_factory: Any, tmp_path: Path) -> None:
+    """``--command-config`` as Kafka's tools take it: the samsa tools log in over SASL."""
+    sec = start_secure_broker(broker_factory, make_pki(tmp_path / "pki"),
+                              **{"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+                                 "super.users": "User:admin"})
+    sasl = ["--bootstrap-server", sec.addr(sec.sasl_plaintext)]
+    admin_cfg = tmp_path / "admin.properties"
+    admin_cfg.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+                         "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required \\\n"
+                         '    username="admin" password="admin-secret";\n')
+    alice_cfg = tmp_path / "alice.properties"
+    alice_cfg.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config="
+                         'org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" '
+                         'password="alice-secret";\n')
+    # ANONYMOUS (PLAINTEXT, no command config) may not manage ACLs; admin over SASL may.
+    anon = subprocess.run([sys.executable, "-m", "broker.cli", "acls", "--bootstrap-server",
+                           sec.addr(sec.plaintext), "--list"], capture_output=True, text=True, timeout=60)
+    assert anon.returncode == 1 and "ClusterAuthorization" in anon.stderr, anon.stderr
+    _samsa("topics", *sasl, "--command-config", str(admin_cfg), "--create", "--topic", "cc", "--partitions", "1")
+    _samsa("acls", *sasl, "--command-config", str(admin_cfg), "--add", "--allow-principal", "User:alice",
+           "--producer", "--consumer", "--topic", "cc", "--group", "cc-g")
+    assert "User:alice" in _samsa("acls", *sasl, "--command-config", str(admin_cfg), "--list", "--topic", "cc")
+    proc = subprocess.run([sys.executable, "-m", "broker.cli", "console-producer", *sasl, "--command-config",
+                           str(alice_cfg), "--topic", "cc"], input="hello\nworld\n", capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    out = _samsa("console-consumer", *sasl, "--command-config", str(alice_cfg), "--topic", "cc", "--group", "cc-g",
+                 "--from-beginning", "--max-messages", "2", "--timeout-ms", "20000")
+    assert out.split() == ["hello", "world"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import sys
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -49,6 +50,53 @@ def add_bootstrap(p: argparse.ArgumentParser, required: bool = True) -> None:
                    help="The broker(s) to connect to.")
     p.add_argument("--request-timeout-ms", type=int, default=30000,
                    help="Per-request timeout (default 30000).")
+    p.add_argument("--command-config", metavar="FILE",
+                   help="Client properties as Kafka's tools take them: security.protocol, sasl.mechanism, "
+                        "sasl.jaas.config, ssl.truststore.location, ssl.keystore.location (PEM) ...")
+
+
+_JAAS_OPTION = re.compile(r'(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s;"]+))')
+
+
+def security_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """kafka-python client settings from ``--command-config`` (Kafka's client property names)."""
+    path = getattr(args, "command_config", None)
+    if not path:
+        return {}
+    try:
+        text = open(path).read()
+    except OSError as e:
+        raise ToolError(f"cannot read --command-config {path}: {e}") from e
+    props: dict[str, str] = {}
+    for line in text.replace("\\\n", "").splitlines():
+        line = line.strip()
+        if line and line[0] not in "#!" and "=" in line:
+            k, v = line.split("=", 1)
+            props[k.strip()] = v.strip()
+    out: dict[str, Any] = {}
+    if "security.protocol" in props:
+        out["security_protocol"] = props["security.protocol"].upper()
+    if "sasl.mechanism" in props:
+        out["sasl_mechanism"] = props["sasl.mechanism"].upper()
+    if "sasl.jaas.config" in props:
+        opts = {m.group(1): re.sub(r"\\(.)", r"\1", m.group(2)) if m.group(2) is not None else m.group(3)
+                for m in _JAAS_OPTION.finditer(props["sasl.jaas.config"])}
+        if "username" in opts:
+            out["sasl_plain_username"] = opts["username"]
+        if "password" in opts:
+            out["sasl_plain_password"] = opts["password"]
+    for kind in ("truststore", "keystore"):
+        if props.get(f"ssl.{kind}.type", "PEM").upper() != "PEM" and f"ssl.{kind}.location" in props:
+            raise ToolError(f"ssl.{kind}.type {props[f'ssl.{kind}.type']}: only PEM files are supported here")
+    if "ssl.truststore.location" in props:
+        out["ssl_cafile"] = props["ssl.truststore.location"]
+    if "ssl.keystore.location" in props:  # a PEM keystore holds the key and the certificate chain
+        out["ssl_certfile"] = out["ssl_keyfile"] = props["ssl.keystore.location"]
+    if props.get("ssl.key.password"):
+        out["ssl_password"] = props["ssl.key.password"]
+    if "ssl.endpoint.identification.algorithm" in props and not props["ssl.endpoint.identification.algorithm"]:
+        out["ssl_check_hostname"] = False
+    return out
 
 
 def add_output(p: argparse.ArgumentParser) -> None:
@@ -77,7 +125,7 @@ def admin_client(args: argparse.Namespace) -> Any:
     try:
         admin = KafkaAdminClient(bootstrap_servers=bootstrap_list(args), client_id=CLIENT_ID,
                                  request_timeout_ms=args.request_timeout_ms,
-                                 bootstrap_timeout_ms=min(args.request_timeout_ms, 15000))
+                                 bootstrap_timeout_ms=min(args.request_timeout_ms, 15000), **security_kwargs(args))
     except Exception as e:  # KafkaTimeoutError / NoBrokersAvailable: say which broker
         raise ToolError(f"cannot reach broker at {args.bootstrap_server}: {e}") from e
     _fail_over_any_node_requests(admin)

@@ -20,7 +20,16 @@ import sys
 import time
 from typing import Any
 
-from ._common import CLIENT_ID, ToolError, add_bootstrap, add_output, bootstrap_list, parse_properties, run
+from ._common import (
+    CLIENT_ID,
+    ToolError,
+    add_bootstrap,
+    add_output,
+    bootstrap_list,
+    parse_properties,
+    run,
+    security_kwargs,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -111,6 +120,7 @@ def _consumer_config(args: argparse.Namespace) -> dict[str, Any]:
         "auto_offset_reset": "earliest" if args.from_beginning else "latest",
         "isolation_level": args.isolation_level, "request_timeout_ms": max(args.request_timeout_ms, 30001),
     }
+    conf.update(security_kwargs(args))
     for k, v in parse_properties(args.consumer_property).items():
         conf[k.replace(".", "_")] = int(v) if v.lstrip("-").isdigit() else v
     return conf

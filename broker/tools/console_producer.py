@@ -22,7 +22,16 @@ import argparse
 import sys
 from typing import Any
 
-from ._common import CLIENT_ID, ToolError, add_bootstrap, add_output, bootstrap_list, parse_properties, run
+from ._common import (
+    CLIENT_ID,
+    ToolError,
+    add_bootstrap,
+    add_output,
+    bootstrap_list,
+    parse_properties,
+    run,
+    security_kwargs,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -98,6 +107,7 @@ def _producer_config(args: argparse.Namespace) -> dict[str, Any]:
     acks = "all" if acks in ("all", "-1") else int(acks)
     conf: dict[str, Any] = {"bootstrap_servers": bootstrap_list(args), "client_id": CLIENT_ID + "-producer",
                             "acks": acks, "request_timeout_ms": args.request_timeout_ms}
+    conf.update(security_kwargs(args))
     if args.compression_codec != "none":
         conf["compression_type"] = args.compression_codec
     for k, v in parse_properties(args.producer_property).items():
