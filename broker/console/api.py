@@ -11,6 +11,7 @@ Reads (GET):
 - ``/api/groups``, ``/api/groups/<id>`` (state, members and assignments, lag per partition,
   total, lag history).
 - ``/api/transactions``: ongoing transactions and active producers.
+- ``/api/security``: ACL bindings and client quotas (read-only here; ``samsa acls``-style tools change them).
 
 Writes (POST, JSON body, only with ``console.allow.writes=true``; otherwise 403 with the
 reason): ``/api/topics`` (create), ``/api/topics/<name>/partitions``,
@@ -129,6 +130,8 @@ class ConsoleApp:
             return json_response(await v.call(v.group, seg[1]))
         if seg == ["transactions"]:
             return json_response(await v.call(v.transactions))
+        if seg == ["security"]:
+            return json_response(await v.call(v.security))
         raise HttpError(404, f"no API at {req.path}")
 
     async def _write(self, req: Request, seg: list[str]) -> Response:

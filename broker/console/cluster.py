@@ -345,6 +345,52 @@ class ClusterView:
                             "current_transaction_start_offset": p.current_transaction_start_offset})
         return out
 
+    def security(self) -> dict[str, Any]:
+        """ACLs (DescribeAcls, every binding) and client quotas (DescribeClientQuotas, every entity)."""
+        from kafka.admin import (  # noqa: PLC0415
+            ACLFilter,
+            ACLOperation,
+            ACLPermissionType,
+            ACLResourcePatternType,
+            ResourcePatternFilter,
+            ResourceType,
+        )
+        from kafka.errors import KafkaError  # noqa: PLC0415
+        from kafka.protocol.admin import DescribeClientQuotasRequest  # noqa: PLC0415
+
+        from broker.tools._common import send_request  # noqa: PLC0415
+
+        acls: list[dict[str, Any]] | None = None
+        acl_note = None
+        try:
+            found, err = self.admin.describe_acls(ACLFilter(None, None, ACLOperation.ANY, ACLPermissionType.ANY,
+                                                            ResourcePatternFilter(ResourceType.ANY, None,
+                                                                                  ACLResourcePatternType.ANY)))
+            acls = sorted(({"principal": a.principal, "host": a.host, "operation": a.operation.name,
+                            "permission": a.permission_type.name,
+                            "resource_type": a.resource_pattern.resource_type.name,
+                            "resource_name": a.resource_pattern.resource_name,
+                            "pattern_type": a.resource_pattern.pattern_type.name} for a in found),
+                          key=lambda a: (a["resource_type"], a["resource_name"], a["principal"], a["operation"]))
+        except KafkaError as e:
+            if type(e).__name__ != "SecurityDisabledError":
+                raise
+            acl_note = "No authorizer is configured (authorizer.class.name), so there are no ACLs to show."
+        resp = send_request(self.admin, DescribeClientQuotasRequest(components=[], strict=False))
+        quotas: list[dict[str, Any]] | None = None
+        quota_note = None
+        if resp.error_code:
+            quota_note = f"DescribeClientQuotas: {_error_name(resp.error_code)} {resp.error_message or ''}".strip()
+        else:
+            quotas = []
+            for entry in resp.entries or []:
+                entity = ", ".join(f"{e.entity_type}={'<default>' if e.entity_name is None else e.entity_name}"
+                                   for e in entry.entity)
+                for v in entry.values:
+                    quotas.append({"entity": entity, "key": v.key, "value": v.value})
+            quotas.sort(key=lambda q: (q["entity"], q["key"]))
+        return {"acls": acls, "acl_note": acl_note, "quotas": quotas, "quota_note": quota_note}
+
     # --- sampling -------------------------------------------------------------------------
 
     def _scrape(self) -> tuple[float, float] | None:

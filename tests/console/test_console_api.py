@@ -500,3 +500,44 @@ def test_browsing_the_middle_of_a_long_partition_is_bounded(rw: tuple[BrokerProc
     assert page["log_end_offset"] == n and elapsed < 15, elapsed
     last = http.get("/api/topics/long/messages?partition=0&offset=-3&limit=50")
     assert [m["offset"] for m in last["messages"]] == [n - 3, n - 2, n - 1]
+
+
+def test_acls_and_quotas_as_the_protocol_reports_them(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from kafka.admin import (
+        ACL,
+        ACLOperation,
+        ACLPermissionType,
+        ACLResourcePatternType,
+        ResourcePattern,
+        ResourceType,
+    )
+
+    b, http = start_console_broker(tmp_path, allow_writes=False, overrides={
+        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer", "allow.everyone.if.no.acl.found": True})
+    try:
+        a = KafkaAdminClient(bootstrap_servers=b.bootstrap)
+        try:
+            assert not a.create_acls([ACL("User:alice", "*", ACLOperation.READ, ACLPermissionType.ALLOW,
+                                          ResourcePattern(ResourceType.TOPIC, "orders",
+                                                          ACLResourcePatternType.PREFIXED))])["failed"]
+        finally:
+            a.close()
+        out = subprocess.run([sys.executable, "-m", "broker.cli", "configs", "--bootstrap-server", b.bootstrap,
+                              "--alter", "--entity-type", "clients", "--entity-name", "busy", "--add-config",
+                              "producer_byte_rate=1048576"], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        doc = http.get("/api/security")
+        assert doc["acls"] == [{"principal": "User:alice", "host": "*", "operation": "READ", "permission": "ALLOW",
+                                "resource_type": "TOPIC", "resource_name": "orders", "pattern_type": "PREFIXED"}]
+        assert doc["quotas"] == [{"entity": "client-id=busy", "key": "producer_byte_rate", "value": 1048576.0}]
+    finally:
+        b.kill()
+    pb, plain = start_console_broker(tmp_path, allow_writes=False, name="plain")
+    try:
+        doc = plain.get("/api/security")
+        assert doc["acls"] is None and "No authorizer" in doc["acl_note"] and doc["quotas"] == []
+    finally:
+        pb.kill()

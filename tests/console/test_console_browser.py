@@ -153,6 +153,8 @@ def test_pages_load_and_show_what_the_protocol_reports(cluster: tuple[BrokerProc
 
     _open(browser, http, "/groups", ".empty, table", "groups")
     _open(browser, http, "/transactions", "h2", "transactions")
+    _open(browser, http, "/security", "#acl-note", "security")
+    assert "No authorizer is configured" in browser.find_element(By.ID, "acl-note").text
     assert _errors(browser) == []
 
 

@@ -392,6 +392,24 @@ async function pageTransactions(token) {
   schedule(() => pageTransactions(token), 5000, token);
 }
 
+async function pageSecurity(token) {
+  const doc = await api("security");
+  if (token !== routeToken) return;
+  setPage("ACLs and quotas",
+    el("h2", {}, "ACLs"),
+    doc.acls === null ? el("div", { class: "empty", id: "acl-note" }, doc.acl_note) :
+      table([{ label: "Resource" }, { label: "Name" }, { label: "Pattern" }, { label: "Principal" }, { label: "Host" },
+        { label: "Operation" }, { label: "Permission" }],
+      doc.acls.map(a => [a.resource_type, a.resource_name, a.pattern_type, a.principal, a.host, a.operation,
+        el("span", { class: a.permission === "DENY" ? "badge bad" : "badge ok" }, a.permission)]),
+      "No ACLs. With an authorizer, access then follows allow.everyone.if.no.acl.found."),
+    el("h2", {}, "Client quotas"),
+    doc.quotas === null ? el("div", { class: "empty" }, doc.quota_note) :
+      table([{ label: "Entity" }, { label: "Quota" }, { label: "Value", num: true }],
+        doc.quotas.map(q => [q.entity, q.key, fmtNum(q.value)]), "No client quotas are set."));
+  schedule(() => pageSecurity(token), 10000, token);
+}
+
 // ---------- routing ----------
 function schedule(fn, ms, token) {
   clearTimeout(timer);
@@ -420,6 +438,7 @@ async function route() {
     else if (seg[0] === "groups" && seg.length === 1) await pageGroups(token);
     else if (seg[0] === "groups" && seg.length === 2) await pageGroup(token, seg[1]);
     else if (seg[0] === "transactions") await pageTransactions(token);
+    else if (seg[0] === "security") await pageSecurity(token);
     else setPage("Not found", el("div", { class: "empty" }, "No such page. ", link("#/", "Go to the overview.")));
   } catch (err) {
     if (token !== routeToken) return;
