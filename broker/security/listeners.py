@@ -174,9 +174,11 @@ def inter_broker_client_config(config: BrokerConfig) -> dict[str, str]:
 
 
 def kafka_python_kwargs(props: dict[str, str]) -> dict[str, Any]:
-    """kafka-python keyword arguments for Kafka client properties (PEM files only)."""
-    kw: dict[str, Any] = {"bootstrap_servers": props["bootstrap.servers"],
-                          "security_protocol": props.get("security.protocol", "PLAINTEXT")}
+    """kafka-python keyword arguments for Kafka client properties (PEM files only): what
+    ``--command-config client.properties`` means to the ``samsa`` tools."""
+    kw: dict[str, Any] = {"security_protocol": props.get("security.protocol", "PLAINTEXT").upper()}
+    if "bootstrap.servers" in props:
+        kw["bootstrap_servers"] = props["bootstrap.servers"]
     if "ssl.truststore.location" in props:
         kw["ssl_cafile"] = props["ssl.truststore.location"]
     if props.get("ssl.keystore.location"):
