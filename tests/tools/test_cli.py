@@ -127,13 +127,16 @@ def test_configs_describe_and_alter(broker: Any) -> None:
     assert bad.returncode == 1 and "INVALID_CONFIG" in bad.stdout
 
     # A config change takes effect: max.message.bytes=2000 refuses a 5000-byte record.
-    big = samsa("console-producer", *b, "--topic", "cfg", "--sync", stdin="x" * 5000 + "\n", check=False)
+    # (keyed: cfg is compacted, and a compacted topic refuses keyless records first)
+    big = samsa("console-producer", *b, "--topic", "cfg", "--sync", "--property", "parse.key=true",
+                stdin="k\t" + "x" * 5000 + "\n", check=False)
     assert big.returncode == 1 and "MessageSizeTooLarge" in big.stderr.replace("Error", "")
 
     samsa("configs", *b, "--alter", "--topic", "cfg", "--delete-config", "retention.ms,max.message.bytes")
     [res] = samsa_json("configs", *b, "--describe", "--topic", "cfg")
     assert {c["name"] for c in res["configs"]} == {"cleanup.policy"}
-    samsa("console-producer", *b, "--topic", "cfg", "--sync", stdin="x" * 5000 + "\n")
+    samsa("console-producer", *b, "--topic", "cfg", "--sync", "--property", "parse.key=true",
+          stdin="k\t" + "x" * 5000 + "\n")
 
     # Broker configs: all of them, and a dynamic default.
     [res] = samsa_json("configs", *b, "--describe", "--broker", "0", "--all")
