@@ -305,7 +305,7 @@ def test_java_client_auth_errors(env, java_cp, tmp_path):
 # --- KIP-368 re-authentication ------------------------------------------------------------------
 
 def test_stock_clients_reauthenticate_before_the_session_expires(broker_factory, tmp_path):
-    """With connections.max.reauth.ms=2000, kafka-python and librdkafka keep producing for 7 s on
+    """With connections.max.reauth.ms=4000, kafka-python and librdkafka keep producing for 10 s on
     their connections: they re-authenticate in place (the broker would close an expired session)."""
     from confluent_kafka import Producer
     from kafka import KafkaProducer
@@ -313,13 +313,13 @@ def test_stock_clients_reauthenticate_before_the_session_expires(broker_factory,
     from tests.support.security import start_secure_broker
 
     pki = make_pki(tmp_path / "pki")
-    sb = start_secure_broker(broker_factory, pki, **{"connections.max.reauth.ms": "2000"})
+    sb = start_secure_broker(broker_factory, pki, **{"connections.max.reauth.ms": "4000"})
     env2 = Env(sb.broker, {"SASL_PLAINTEXT": sb.sasl_plaintext, "SASL_SSL": sb.sasl_ssl}, pki)
     kp = KafkaProducer(**kp_kwargs(env2, "SASL_SSL", "PLAIN"), linger_ms=0)
     ck = Producer(rdkafka_conf(env2, "SASL_PLAINTEXT", "PLAIN"))
     delivered: list[object] = []
     t = topic()
-    end = time.monotonic() + 7
+    end = time.monotonic() + 10
     while time.monotonic() < end:
         kp.send(t, b"kp").get(timeout=10)
         ck.produce(t, b"ck", on_delivery=lambda err, msg: delivered.append(err))
