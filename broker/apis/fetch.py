@@ -37,6 +37,7 @@ from protocol.errors import ErrorCode, KafkaError
 from protocol.fetch_codec import PartitionData, TopicData, encode_fetch_response
 
 from .. import fetch_session
+from ..metrics.stats import mark_follower_fetch
 from ..security.acl import CLUSTER, CLUSTER_ACTION, CLUSTER_NAME, READ, TOPIC, TOPIC_DENIED, Requires
 from . import EncodedResponse, RequestContext, api
 
@@ -98,6 +99,8 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
         ctx.throttle_ms = throttle_ms
 
     if broker.metrics is not None:  # BrokerTopicMetrics: bytes out, failed fetches, per partition
+        if replica_id >= 0:
+            mark_follower_fetch()  # RequestMetrics: FetchFollower rather than FetchConsumer
         broker.metrics.topic_stats.fetched([(w[0], rows) for w, rows in zip(wanted, result, strict=True)],
                                            follower=replica_id >= 0)
     topics_out = []

@@ -34,7 +34,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from .stats import BrokerTopicStats, Histogram, RequestStats
+from .stats import FETCH_CONSUMER, FETCH_FOLLOWER, BrokerTopicStats, Histogram, RequestStats
 
 # TopicStats field -> (BrokerTopicMetrics meter, help)
 TOPIC_METERS = (
@@ -63,6 +63,11 @@ REQUEST_TIMES = (
 
 def _api_name(key: int) -> str:
     from protocol.api_keys import ApiKey  # noqa: PLC0415
+
+    if key == FETCH_CONSUMER:
+        return "FetchConsumer"
+    if key == FETCH_FOLLOWER:
+        return "FetchFollower"
 
     try:
         return "".join(w.capitalize() for w in ApiKey(key).name.split("_"))

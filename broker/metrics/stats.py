@@ -32,6 +32,7 @@ from __future__ import annotations
 import time
 from bisect import bisect_left
 from collections.abc import Awaitable, Coroutine, Generator
+from contextvars import ContextVar
 from typing import Any
 
 from protocol.errors import ErrorCode as E
@@ -191,16 +192,33 @@ class ApiRequestStats:
         self.total = Histogram()
 
 
+# Kafka splits Fetch's request metrics by who fetches: FetchConsumer and FetchFollower (both
+# also count as Fetch). Pseudo API keys for the two, next to the real ones.
+FETCH_CONSUMER, FETCH_FOLLOWER = -1, -2
+
+# The request being served by the current task (the connection's serving task), so that a
+# handler can tell the metrics what only it knows (see mark_follower_fetch).
+CURRENT_REQUEST: ContextVar[RequestTimer | None] = ContextVar("samsa_current_request", default=None)
+
+
+def mark_follower_fetch() -> None:
+    """Called by the Fetch handler for a follower's fetch: count it as FetchFollower."""
+    timer = CURRENT_REQUEST.get()
+    if timer is not None:
+        timer.follower = True
+
+
 class RequestTimer:
     """The timings of one request, filled in by :meth:`run` and the connection."""
 
-    __slots__ = ("received", "started", "local", "remote")
+    __slots__ = ("received", "started", "local", "remote", "follower")
 
     def __init__(self, received: float) -> None:
         self.received = received
         self.started = time.perf_counter()
         self.local = 0.0
         self.remote = 0.0
+        self.follower = False
 
     def run(self, coro: Coroutine[Any, Any, Any]) -> Awaitable[Any]:
         """Await ``coro``, splitting its wall time into running (local) and suspended (remote)."""
@@ -222,6 +240,7 @@ class _Stepped:
 
     def __await__(self) -> Generator[Any, Any, Any]:
         timer, coro = self.timer, self.coro
+        CURRENT_REQUEST.set(timer)  # in the serving task's context, until its next request
         clock = time.perf_counter
         value: Any = None
         exc: BaseException | None = None
@@ -261,6 +280,13 @@ class RequestStats:
             return
         key = (frame[0] << 8) | frame[1]
         version = (frame[2] << 8) | frame[3]
+        self._record(key, version, timer, handled, sent, throttle_ms)
+        if key == 1:  # Fetch
+            self._record(FETCH_FOLLOWER if timer.follower else FETCH_CONSUMER, version, timer, handled, sent,
+                         throttle_ms)
+
+    def _record(self, key: int, version: int, timer: RequestTimer, handled: float, sent: float,
+                throttle_ms: float) -> None:
         s = self.apis.get(key)
         if s is None:
             s = self.apis[key] = ApiRequestStats()

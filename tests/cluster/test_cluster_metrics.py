@@ -64,6 +64,12 @@ def test_cluster_metrics_leaders_replication_and_under_replication(cluster_facto
     assert sum(topic_sum(s[i], "kafka_server_brokertopicmetrics_bytesout_total", topic) for i in s) == 0
 
     assert sum(value(s[i], "kafka_controller_kafkacontroller_activecontrollercount") for i in s) == 1
+    for i in s:  # every broker leads a partition its followers fetch: FetchFollower, inside Fetch
+        follower = value(s[i], "kafka_network_requestmetrics_totaltimems_count", request="FetchFollower")
+        consumer = s.get(("kafka_network_requestmetrics_totaltimems_count",
+                          frozenset({("request", "FetchConsumer")})), 0.0)
+        assert follower > 0
+        assert value(s[i], "kafka_network_requestmetrics_totaltimems_count", request="Fetch") == follower + consumer
     assert all(value(s[i], "kafka_server_replicamanager_underreplicatedpartitions") == 0 for i in s)
     assert all(value(s[i], "kafka_controller_kafkacontroller_offlinepartitionscount") == 0 for i in s)
     leaders = {i: value(s[i], "kafka_server_replicamanager_leadercount") for i in s}

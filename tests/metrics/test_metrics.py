@@ -215,7 +215,9 @@ def test_endpoint_answers_while_a_client_hammers_the_broker(metered: tuple[Broke
     errors: list[Any] = []
 
     def hammer() -> None:
-        p = Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 1, "batch.num.messages": 50})
+        # Idempotent: a batch retried under load is answered as a duplicate, never appended twice.
+        p = Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 1, "batch.num.messages": 50,
+                      "enable.idempotence": True})
 
         def dr(err: Any, _msg: Any) -> None:
             if err is None:
@@ -406,6 +408,8 @@ def test_fetch_long_poll_is_remote_time_not_local_time(metered: tuple[BrokerProc
     assert code == 0 and hw == 0 and data == b""
     s = scrape(port)
     assert value(s, "kafka_network_requestmetrics_remotetimems_count", request="Fetch") == 1
+    assert value(s, "kafka_network_requestmetrics_remotetimems_count", request="FetchConsumer") == 1
+    assert ("kafka_network_requestmetrics_remotetimems_count", frozenset({("request", "FetchFollower")})) not in s
     remote = value(s, "kafka_network_requestmetrics_remotetimems_sum", request="Fetch")
     local = value(s, "kafka_network_requestmetrics_localtimems_sum", request="Fetch")
     total = value(s, "kafka_network_requestmetrics_totaltimems_sum", request="Fetch")
