@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -67,9 +68,10 @@ def test_cluster_up_produce_consume_down(tmp_path: Path) -> None:
 
     skip_without_zookeeper()
     folder = tmp_path / "dev-cluster"
-    zk_port, base = free_port(), _free_run(3)
+    zk_port, base, metrics_base = free_port(), _free_run(3), _free_run(3)
     up_args = ["cluster", "up", "--dir", str(folder), "--brokers", "3", "--zookeeper-port", str(zk_port),
-               "--base-port", str(base), "--timeout", "120", "--override", "group.initial.rebalance.delay.ms=0"]
+               "--base-port", str(base), "--timeout", "120", "--override", "group.initial.rebalance.delay.ms=0",
+               "--metrics-port", str(metrics_base)]
     if not cluster_mode_implemented():
         up_args.append("--no-wait")  # independent brokers never list each other in Metadata
     state: dict[str, Any] = {}
@@ -108,6 +110,12 @@ def test_cluster_up_produce_consume_down(tmp_path: Path) -> None:
                     break
             consumer.close()
             assert got == [f"m{k}".encode() for k in range(5)], addr
+
+        # Every broker serves Prometheus metrics on metrics-port + its id.
+        assert f"Prometheus metrics: http://127.0.0.1:{metrics_base}/metrics" in up.stdout
+        for i in range(3):
+            with urllib.request.urlopen(f"http://127.0.0.1:{metrics_base + i}/metrics", timeout=30) as r:
+                assert b"kafka_server_replicamanager_partitioncount" in r.read()
 
         again = samsa("cluster", "up", "--dir", str(folder))
         assert again.returncode == 1 and "already runs" in again.stderr
