@@ -14,10 +14,10 @@ partition per request) and request timings (once per request) are counted as the
 Another component that wants the numbers without the endpoint (the web console) calls
 :func:`enable`, which turns counting on and returns the same object.
 
-It must never block the Kafka listener for long: a scrape copies state in one go, then renders
-in slices of about 2 ms between Kafka requests (:meth:`BrokerMetrics.render`); a bind failure (port in use) is logged as an
-error and the broker serves Kafka without metrics; a collector that raises answers that scrape
-with a 500 and is logged, the broker carries on.
+It must never block the Kafka listener for long: a scrape reads state and writes text in slices
+of about 2 ms with Kafka requests served in between (:meth:`BrokerMetrics.render`); a bind
+failure (port in use) is logged as an error and the broker serves Kafka without metrics; a
+collector that raises answers that scrape with a 500 and is logged, the broker carries on.
 """
 
 from __future__ import annotations

@@ -25,6 +25,9 @@ server (all times in milliseconds):
 * ``ResponseSendTimeMs``: writing the response into the transport, including waiting for the
   socket buffer to drain when the client reads slowly (the transport's flow control).
 * ``TotalTimeMs``: from frame received to response handed to the kernel.
+
+Fetch is also recorded as ``FetchConsumer`` or ``FetchFollower`` (a broker's replica fetch), as
+Kafka does; the handler says which through :func:`mark_follower_fetch`.
 """
 
 from __future__ import annotations
