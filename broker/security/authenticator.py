@@ -16,7 +16,9 @@ FAILED                         nothing: the connection is closed
 Any other request before COMPLETE closes the connection. A handshake naming a mechanism the
 listener does not enable gets UNSUPPORTED_SASL_MECHANISM with the enabled list, then the
 connection closes; a failed exchange gets SASL_AUTHENTICATION_FAILED with a message, then the
-connection closes (after the response is flushed). With ``connections.max.reauth.ms`` > 0 the
+connection closes (after the response is flushed); both the answer and the close wait
+``connection.failed.authentication.delay.ms`` (default 100, KIP-306), reading nothing meanwhile.
+With ``connections.max.reauth.ms`` > 0 the
 final SaslAuthenticate carries ``session_lifetime_ms`` and a connection whose session expired
 may only re-authenticate: any other request closes it. Re-authentication must keep the
 mechanism and the principal.
@@ -27,6 +29,7 @@ credentials are created, not when they are checked).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import struct
 import time
@@ -68,6 +71,7 @@ class SaslAuthenticator:
         self.mechanisms = mechanisms
         self.factory = mechanism_factory
         self.reauth_ms = reauth_ms
+        self.failure_delay_ms = int(listener.get("connection.failed.authentication.delay.ms", "100") or 0)
         self.state = SaslState.HANDSHAKE_OR_VERSIONS_REQUEST
         self.mechanism: str | None = None
         self.server: Any = None
@@ -103,10 +107,17 @@ class SaslAuthenticator:
         self.state = SaslState.FAILED
         self.conn.close(reason)
 
-    def _send_and_close(self, out: bytes, reason: str) -> None:
+    def _send_and_close(self, out: bytes | None, reason: str, delay: bool = False) -> None:
+        """Answer then close; ``delay``: after ``connection.failed.authentication.delay.ms`` (KIP-306:
+        a failed login costs the client that long, which slows password guessing)."""
         self.state = SaslState.FAILED
+        if delay and self.failure_delay_ms > 0:
+            if self.conn.transport is not None and not self.conn.closed:
+                self.conn.transport.pause_reading()  # nothing more is read from a failed client
+            asyncio.get_running_loop().call_later(self.failure_delay_ms / 1000, self._send_and_close, out, reason)
+            return
         transport = self.conn.transport
-        if transport is not None and not self.conn.closed:
+        if transport is not None and not self.conn.closed and out is not None:
             transport.write(out)  # close() flushes what is buffered first
         self.conn.close(reason)
 
@@ -191,13 +202,13 @@ class SaslAuthenticator:
         except SaslAuthenticationError as e:
             self._failed(str(e))
             self._send_and_close(answer(ErrorCode.SASL_AUTHENTICATION_FAILED, str(e), b""),
-                                 f"SASL {self.mechanism} authentication failed")
+                                 f"SASL {self.mechanism} authentication failed", delay=True)
             return None
         if not self.server.complete:
             return answer(ErrorCode.NONE, None, token)
         error = self._complete()
         if error:
-            self._send_and_close(answer(ErrorCode.SASL_AUTHENTICATION_FAILED, error, b""), error)
+            self._send_and_close(answer(ErrorCode.SASL_AUTHENTICATION_FAILED, error, b""), error, delay=True)
             return None
         return answer(ErrorCode.NONE, None, token, self.reauth_ms if self.reauth_ms > 0 else 0)
 
@@ -207,7 +218,7 @@ class SaslAuthenticator:
             out = self.server.evaluate(token)
         except SaslAuthenticationError as e:
             self._failed(str(e))
-            self._close(f"SASL {self.mechanism} authentication failed")
+            self._send_and_close(None, f"SASL {self.mechanism} authentication failed", delay=True)
             return None
         if self.server.complete:
             self.raw_tokens = False

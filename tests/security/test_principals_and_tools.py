@@ -74,3 +74,18 @@ def test_tools_take_command_config(sec):
     out = samsa("configs", "--bootstrap-server", sec.addr(sec.plaintext), "--alter", "--entity-type", "users",
                 "--entity-name", "eve", "--add-config", "SCRAM-SHA-256=[password=x]")
     assert out.returncode != 0 and "AUTHORIZATION_FAILED" in (out.stdout + out.stderr), out.stdout + out.stderr
+
+
+def test_failed_authentication_is_answered_after_the_delay(sec):
+    """connection.failed.authentication.delay.ms (default 100, KIP-306) slows password guessing."""
+    import time
+
+    from tests.security.test_sasl_protocol import SASL_AUTHENTICATION_FAILED, Conn
+
+    c = Conn(sec.sasl_plaintext)
+    assert c.handshake("PLAIN").error_code == 0
+    t0 = time.monotonic()
+    r = c.authenticate(b"\0alice\0guess")
+    assert r.error_code == SASL_AUTHENTICATION_FAILED and time.monotonic() - t0 >= 0.1
+    assert c.closed()
+    assert Conn(sec.sasl_plaintext).plain("alice", "alice-secret").error_code == 0

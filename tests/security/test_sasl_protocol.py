@@ -98,7 +98,8 @@ class Conn:
 @pytest.fixture
 def sec(broker_factory, tmp_path):
     pki = make_pki(tmp_path / "pki")
-    sb = start_secure_broker(broker_factory, pki, **{"connections.max.reauth.ms": "10000"})
+    sb = start_secure_broker(broker_factory, pki, **{"connections.max.reauth.ms": "10000",
+                                                            "connection.failed.authentication.delay.ms": "0"})
     scram_user(sb.addr(sb.plaintext), "bob", "bob-secret", "SCRAM-SHA-256")
     scram_user(sb.addr(sb.plaintext), "bob", "bob-secret", "SCRAM-SHA-512", iterations=8192)
     sb.pki = pki  # type: ignore[attr-defined]
