@@ -219,6 +219,9 @@ class Broker:
         self.controller: Any = None
         self.cluster: Any = None
         self.inter_broker_listener: str | None = str(config.get("inter.broker.listener.name") or "") or None
+        if self.inter_broker_listener is None and config.get("security.inter.broker.protocol"):
+            # Kafka: security.inter.broker.protocol=X means the listener named X
+            self.inter_broker_listener = str(config.get("security.inter.broker.protocol")).strip().upper()
         if str(config.get("zookeeper.connect") or "").strip():
             from .zk.cluster import ZkCluster  # noqa: PLC0415
 

@@ -66,6 +66,29 @@ def test_replication_over_sasl_ssl_inter_broker_listener(cluster_factory, tmp_pa
     assert sorted(part["isr"]) == [0, 1], part
 
 
+def test_security_inter_broker_protocol_names_the_listener(cluster_factory, tmp_path: Path) -> None:
+    """``security.inter.broker.protocol=SASL_SSL`` (instead of a listener name): the SASL_SSL listener."""
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    pki = make_pki(tmp_path / "pki")
+    cluster = cluster_factory(2, start=False, overrides={"min.insync.replicas": 2})
+    for b in cluster.brokers:
+        b.overrides.update({
+            "listeners": f"PLAINTEXT://127.0.0.1:{b.port},SASL_SSL://127.0.0.1:{free_port()}",
+            "security.inter.broker.protocol": "SASL_SSL",
+            "ssl.keystore.location": str(pki.server_pem), "ssl.truststore.location": str(pki.ca),
+            "sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.sasl_ssl.plain.sasl.jaas.config":
+                'org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" '
+                'password="broker-secret" user_broker="broker-secret";'})
+    cluster.start()
+    cluster.wait_for_brokers(2)
+    admin = KafkaAdminClient(bootstrap_servers=cluster.brokers[0].bootstrap)
+    admin.create_topics([NewTopic("secure-proto", 1, 2)])
+    admin.close()
+    assert wait_until(lambda: _replicated(cluster, "secure-proto"), 90, interval=1.0), cluster.log_tails()
+
+
 def test_wrong_inter_broker_password_is_refused(cluster_factory, tmp_path: Path) -> None:
     pki = make_pki(tmp_path / "pki")
     cluster = cluster_factory(2, start=False)
