@@ -283,14 +283,19 @@ class GroupCoordinatorCollector(Collector):
 
         coord = getattr(self.broker, "group_coordinator", None)
         rm_parts = self.broker.replica_manager.partitions
-        groups = []  # (group id, state, generation, members)
+        groups = []  # (group id, state, generation or group epoch, members, protocol)
         current: list[tuple[list[str], float]] = []
         lag: list[tuple[list[str], float]] = []
         lag_sums: list[tuple[list[str], float]] = []
         n_offsets = 0
-        for gid, g in sorted((getattr(coord, "groups", {}) or {}).items()):
+        # Classic groups and KIP-848 consumer groups: lag is the same for both.
+        both = [(gid, g, "classic") for gid, g in list((getattr(coord, "groups", {}) or {}).items())]
+        both += [(gid, g, "consumer") for gid, g in list((getattr(coord, "consumer_groups", {}) or {}).items())]
+        for gid, g, protocol in sorted(both, key=lambda x: (x[0], x[2])):
+            epoch = getattr(g, "generation_id", None)
+            epoch = int(getattr(g, "group_epoch", 0) if epoch is None else epoch)
             groups.append((gid, str(getattr(getattr(g, "state", None), "value", "Unknown")),
-                           int(getattr(g, "generation_id", 0)), len(getattr(g, "members", {}))))
+                           epoch, len(getattr(g, "members", {})), protocol))
             sums: dict[str, int] = {}
             for (topic, partition), om in sorted(getattr(g, "offsets", {}).items()):
                 n_offsets += 1
@@ -310,32 +315,38 @@ class GroupCoordinatorCollector(Collector):
             lag_sums.extend(([gid, topic], n) for topic, n in sorted(sums.items()))
         return lambda: self._families(groups, n_offsets, current, lag, lag_sums)
 
-    def _families(self, groups: list[tuple[str, str, int, int]], n_offsets: int,
+    def _families(self, groups: list[tuple[str, str, int, int, str]], n_offsets: int,
                   current: list[tuple[list[str], float]], lag: list[tuple[list[str], float]],
                   lag_sums: list[tuple[list[str], float]]) -> Iterator[Metric]:
         by_state = dict.fromkeys(self.STATES, 0)
+        by_state_protocol: dict[tuple[str, str], int] = {(s, "classic"): 0 for s in self.STATES}
         rebalances = 0
         prefix = "kafka_coordinator_group_groupmetadatamanager_"
         members = GaugeMetricFamily("kafka_consumergroup_members", "Members of a group.",
                                     labels=["consumergroup"])
         generation = GaugeMetricFamily("samsa_consumergroup_generation",
-                                       "A group's generation id: rebalances it has completed.",
+                                       "A classic group's generation id (rebalances it has completed), "
+                                       "a consumer group's (KIP-848) group epoch.",
                                        labels=["consumergroup"])
-        for gid, state, gen, n_members in groups:
+        for gid, state, gen, n_members, protocol in groups:
             by_state[state] = by_state.get(state, 0) + 1
-            rebalances += gen
+            by_state_protocol[(state, protocol)] = by_state_protocol.get((state, protocol), 0) + 1
+            if protocol == "classic":
+                rebalances += gen
             generation.add_metric([gid], gen)
             members.add_metric([gid], n_members)
-        yield _gauge(prefix + "numgroups", "Consumer groups this coordinator owns.", len(groups))
+        yield _gauge(prefix + "numgroups", "Groups this coordinator owns (classic and consumer).", len(groups))
         for state in self.STATES:
             yield _gauge(prefix + "numgroups" + state.lower(), f"Groups in state {state}.", by_state.get(state, 0))
-        state_fam = GaugeMetricFamily("samsa_group_coordinator_groups", "Groups by state.", labels=["state"])
-        for state, n in sorted(by_state.items()):
-            state_fam.add_metric([state], n)
+        state_fam = GaugeMetricFamily("samsa_group_coordinator_groups",
+                                      "Groups by state and protocol (classic, or KIP-848 consumer).",
+                                      labels=["state", "protocol"])
+        for (state, protocol), n in sorted(by_state_protocol.items()):
+            state_fam.add_metric([state, protocol], n)
         yield state_fam
         yield _gauge(prefix + "numoffsets", "Committed offsets held by this coordinator.", n_offsets)
         yield _gauge("kafka_server_group_coordinator_metrics_group_rebalance_count",
-                     "Rebalances completed by the groups this coordinator owns (sum of generations).",
+                     "Rebalances completed by the classic groups this coordinator owns (sum of generations).",
                      rebalances)
 
         yield from _gauge_chunks("kafka_consumergroup_current_offset", "Committed offset of a group.",

@@ -497,3 +497,41 @@ def test_transaction_coordinator_metrics_follow_a_transaction(metered: tuple[Bro
     s = scrape(port)
     assert value(s, "kafka_log_log_logendoffset", topic="txn-t", partition="0") == 2
     assert value(s, "kafka_server_brokertopicmetrics_messagesin_total", topic="txn-t") == 1
+
+
+def test_lag_of_a_kip848_consumer_group(broker_factory: Callable[..., BrokerProcess]) -> None:
+    from confluent_kafka import Consumer
+    from confluent_kafka import TopicPartition as CTopicPartition
+
+    port = free_port()
+    b = broker_factory({"metrics.listener": f"http://127.0.0.1:{port}",
+                        "group.consumer.heartbeat.interval.ms": 1000,
+                        "group.consumer.min.heartbeat.interval.ms": 1000})
+    create_topic(b.bootstrap, "k848", 1)
+    kp = KafkaProducer(bootstrap_servers=b.bootstrap)
+    for i in range(15):
+        kp.send("k848", b"m%d" % i, partition=0)
+    kp.flush()
+    kp.close()
+    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "new-protocol", "group.protocol": "consumer",
+                  "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    try:
+        c.subscribe(["k848"])
+        got = 0
+        deadline = time.monotonic() + 60
+        while got < 15 and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                got += 1
+        assert got == 15
+        c.commit(offsets=[CTopicPartition("k848", 0, 10)], asynchronous=False)
+        s = scrape(port)
+        assert value(s, "kafka_consumergroup_current_offset", consumergroup="new-protocol", topic="k848",
+                     partition="0") == 10
+        assert value(s, "kafka_consumergroup_lag", consumergroup="new-protocol", topic="k848", partition="0") == 5
+        assert value(s, "kafka_consumergroup_members", consumergroup="new-protocol") == 1
+        consumer_groups = sum(v for lab, v in values(s, "samsa_group_coordinator_groups").items()
+                              if ("protocol", "consumer") in lab)
+        assert consumer_groups == 1
+    finally:
+        c.close()
