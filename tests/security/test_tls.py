@@ -190,3 +190,52 @@ def test_properties_file_line_continuation_for_jaas(tmp_path):
     assert parse_jaas(props["listener.name.sasl_ssl.plain.sasl.jaas.config"]).users() == {"alice": "alice-secret",
                                                                                          "bob": "b"}
     assert props["next"] == "1"
+
+
+def test_enabled_protocols_and_cipher_suites(tmp_path):
+    from broker.security.tls import iana_to_openssl
+
+    pki = make_pki(tmp_path)
+    assert iana_to_openssl("TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256") == "ECDHE-ECDSA-AES128-GCM-SHA256"
+    assert iana_to_openssl("TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256") == "ECDHE-RSA-CHACHA20-POLY1305-SHA256"
+    base = {"listeners": "SSL://127.0.0.1:0", "ssl.keystore.location": str(pki.server_pem)}
+
+    def handshake(props: dict[str, str], client_max: ssl.TLSVersion) -> str:
+        lc = listener_configs(BrokerConfig(props))[0]
+        sctx = build_server_context(lc)
+        lsock = socket.create_server(("127.0.0.1", 0))
+        out: dict[str, str] = {}
+
+        def serve() -> None:
+            conn, _ = lsock.accept()
+            try:
+                with sctx.wrap_socket(conn, server_side=True) as s:
+                    out["cipher"] = s.cipher()[0]  # type: ignore[index]
+            except (ssl.SSLError, OSError):
+                out["cipher"] = "refused"
+
+        t = threading.Thread(target=serve)
+        t.start()
+        cctx = ssl.create_default_context(cafile=str(pki.ca))
+        cctx.maximum_version = client_max
+        try:
+            with socket.create_connection(lsock.getsockname()) as raw, \
+                    cctx.wrap_socket(raw, server_hostname="localhost"):
+                pass
+        except (ssl.SSLError, OSError):
+            pass
+        t.join(10)
+        lsock.close()
+        return out["cipher"]
+
+    tls13_only = {**base, "ssl.enabled.protocols": "TLSv1.3"}
+    assert handshake(tls13_only, ssl.TLSVersion.TLSv1_2) == "refused"
+    assert handshake(tls13_only, ssl.TLSVersion.TLSv1_3).startswith("TLS_")
+    one_suite = {**base, "ssl.enabled.protocols": "TLSv1.2",
+                 "ssl.cipher.suites": "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"}
+    assert handshake(one_suite, ssl.TLSVersion.TLSv1_2) == "ECDHE-ECDSA-AES256-GCM-SHA384"
+    with pytest.raises(SecurityConfigError, match="ssl.enabled.protocols"):
+        build_server_context(listener_configs(BrokerConfig({**base, "ssl.enabled.protocols": "SSLv3"}))[0])
+    with pytest.raises(SecurityConfigError, match="ssl.cipher.suites"):
+        build_server_context(listener_configs(BrokerConfig({**base, "ssl.enabled.protocols": "TLSv1.2",
+                                                            "ssl.cipher.suites": "NOPE"}))[0])
