@@ -351,9 +351,14 @@ def test_request_timer_splits_running_from_waiting() -> None:
 
     async def main() -> None:
         timer = RequestTimer(time.perf_counter())
+        t0 = time.perf_counter()
         assert await timer.run(handler(0.05, 0.2)) == "done"
-        assert 0.05 <= timer.local < 0.15
-        assert 0.2 <= timer.remote < 1.0
+        total = time.perf_counter() - t0
+        # The busy part is local, the sleep remote; together they are the handler's whole time
+        # (bounds only from below: a loaded machine may preempt either part).
+        assert timer.local >= 0.05
+        assert timer.remote >= 0.2
+        assert timer.local + timer.remote <= total
 
         timer = RequestTimer(time.perf_counter())
         task = asyncio.ensure_future(timer.run(handler(0, 10)))
@@ -413,11 +418,11 @@ def test_fetch_long_poll_is_remote_time_not_local_time(metered: tuple[BrokerProc
     remote = value(s, "kafka_network_requestmetrics_remotetimems_sum", request="Fetch")
     local = value(s, "kafka_network_requestmetrics_localtimems_sum", request="Fetch")
     total = value(s, "kafka_network_requestmetrics_totaltimems_sum", request="Fetch")
-    assert 480 <= remote <= waited_ms
-    assert local < remote
-    assert remote + local <= total <= waited_ms
-    # Nothing below 480 ms in the remote-time histogram, all of it at or below the total.
-    assert value(s, "kafka_network_requestmetrics_remotetimems_bucket", request="Fetch", le="250.0") == 0
+    # The handler lasted max_wait_ms; what it spent parked is remote time (all of it but the
+    # reads before and after, which a loaded machine may stretch).
+    assert 495 <= remote + local <= total <= waited_ms
+    assert remote >= 250 and local < remote
+    assert value(s, "kafka_network_requestmetrics_remotetimems_bucket", request="Fetch", le="100.0") == 0
     assert value(s, "kafka_network_requestmetrics_remotetimems_bucket", request="Fetch", le="+Inf") == 1
     assert value(s, "kafka_network_requestmetrics_throttletimems_sum", request="Fetch") == 0
 
