@@ -1,0 +1,59 @@
+"""Consumer groups in a 3-broker cluster: the group coordinator is the leader of the group's
+``__consumer_offsets`` partition (RF 3), and when that broker is SIGKILLed the group moves to the
+new leader, which loads the group's committed offsets from its replica. A group of a Java, a
+kafka-python and a confluent-kafka consumer keeps consuming with no loss and only the duplicates
+its commits allow."""
+
+from __future__ import annotations
+
+from compat_tests import test_groups_support as support
+from compat_tests.test_groups_java import java_worker  # noqa: F401  (autouse: registers the Java worker)
+from compat_tests.test_groups_support import Group, all_values, produce, unique, wait_balanced, wait_consumed
+from tests.support.cluster import SamsaCluster
+from tests.support.replicas import create_topic, wait_for, wait_full_isr
+
+
+def find_coordinator(cluster: SamsaCluster, group: str) -> int:
+    from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
+
+    from tests.support.rawclient import RawClient
+
+    for i in cluster.running():
+        b = cluster[i]
+        try:
+            with RawClient(b.host, b.port) as c:
+                r = c.roundtrip(FindCoordinatorRequest(key=group, key_type=0), 2, FindCoordinatorResponse)
+            if r.error_code == 0:
+                return int(r.node_id)
+        except OSError:
+            continue
+    return -1
+
+
+def test_group_survives_its_coordinator_being_killed(cluster3: SamsaCluster) -> None:
+    topic, group = unique("cgrp-t"), unique("cgrp")
+    create_topic(cluster3, topic, support.PARTITIONS, 3)
+    wait_full_isr(cluster3, topic, 3)
+    with Group(cluster3.bootstrap, topic, group) as g:
+        ws = [g.start(c, delay_ms=30) for c in ("java", "kafka-python", "confluent-kafka")]
+        wait_balanced(ws)
+        wait_full_isr(cluster3, "__consumer_offsets", 3, timeout=60)
+        first = produce(cluster3.bootstrap, topic, "one", 10)
+        wait_consumed(ws, first)
+        coordinator = wait_for(lambda: find_coordinator(cluster3, group) + 1, 30, "a coordinator") - 1
+        for w in ws:
+            w.wait_for(lambda x: len(x.committed()) >= 1, what="a commit")
+        cluster3.kill(coordinator)
+        second = produce(cluster3.bootstrap, topic, "two", 20)
+        wait_for(lambda: find_coordinator(cluster3, group) not in (-1, coordinator), 60,
+                 "the group to move to a new coordinator")
+        wait_consumed(ws, second, timeout=120)
+        counts = all_values(ws)
+        dups = {v for v, n in counts.items() if n > 1}
+        allowed = set().union(*(w.uncommitted_values() for w in ws))
+        assert dups <= allowed, f"duplicates of committed messages: {sorted(dups - allowed)[:5]}"
+        assert set(counts) == set(first) | set(second)
+        cluster3.restart(coordinator)
+        third = produce(cluster3.bootstrap, topic, "three", 5)
+        wait_consumed(ws, third, timeout=120)
+        wait_full_isr(cluster3, topic, 3, timeout=60)
