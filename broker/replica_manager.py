@@ -446,6 +446,11 @@ class ReplicaManager:
             part.check_leader()
         return part
 
+    def partition_exists(self, topic: str, partition: int) -> bool:
+        """Whether ``topic``-``partition`` exists in the cluster (hosted here or not)."""
+        info = self.topics.get(topic)
+        return info is not None and 0 <= partition < info.num_partitions
+
     # --- cluster: the controller's requests ------------------------------------------------------
     def check_controller_epoch(self, controller_epoch: int) -> None:
         if controller_epoch < self.controller_epoch:

@@ -36,12 +36,23 @@ async def write_marker(broker: Any, topic: str, partition: int, marker: TxnMarke
     """Append ``marker``'s control batch to ``topic-partition``; Kafka's error code as result.
 
     On a ``__consumer_offsets`` partition the group coordinator is then told, so that the
-    transaction's offsets become visible (commit) or are dropped (abort) before we return.
+    transaction's offsets become visible (commit) or are dropped (abort) before we return. In a
+    cluster a partition led by another broker gets the marker through WriteTxnMarkers to its
+    leader (Kafka's TransactionMarkerChannelManager); here the append waits for the ISR.
     """
+    cluster = getattr(broker, "cluster", None)
+    if cluster is not None:
+        leader = cluster.leader_of(topic, partition)
+        if leader < 0:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if leader != broker.broker_id:
+            return await _write_marker_remote(cluster, leader, topic, partition, marker)
     try:
         part = broker.replica_manager.get_partition(topic, partition)
-        part.append(validate_batches(build_marker_batch(marker, partition_leader_epoch=part.leader_epoch)),
-                    required_acks=-1)
+        info = part.append(validate_batches(build_marker_batch(marker, partition_leader_epoch=part.leader_epoch)),
+                           required_acks=-1)
+        if part.high_watermark <= info.last_offset:
+            await part.wait_for_replication(info.last_offset + 1, 30.0)
     except KafkaError as e:
         if e.code is not ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
             log.warning("Writing %s marker of producer %d to %s-%d failed: %s",
@@ -50,6 +61,22 @@ async def write_marker(broker: Any, topic: str, partition: int, marker: TxnMarke
     if topic == CONSUMER_OFFSETS_TOPIC:
         await _complete_offsets(broker, partition, marker)
     return ErrorCode.NONE
+
+
+async def _write_marker_remote(cluster: Any, leader: int, topic: str, partition: int, marker: TxnMarker) -> ErrorCode:
+    from kafka.protocol.producer import WriteTxnMarkersRequest  # noqa: PLC0415
+
+    R = WriteTxnMarkersRequest
+    M = R.WritableTxnMarker
+    req = R(markers=[M(producer_id=marker.producer_id, producer_epoch=marker.producer_epoch,
+                       transaction_result=marker.commit, coordinator_epoch=marker.coordinator_epoch,
+                       topics=[M.WritableTxnMarkerTopic(name=topic, partition_indexes=[partition])])])
+    try:
+        resp = await cluster.send_to_broker(leader, req, 1)
+    except ConnectionError as e:
+        log.info("Transaction marker for %s-%d could not reach leader %d: %s", topic, partition, leader, e)
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    return ErrorCode(resp.markers[0].topics[0].partitions[0].error_code)
 
 
 async def _complete_offsets(broker: Any, partition: int, marker: TxnMarker) -> None:
@@ -99,6 +126,52 @@ def verify_transactional_produce(broker: Any, transactional_id: str | None, topi
             return ErrorCode.INVALID_PRODUCER_EPOCH
         return code
     return ErrorCode.NONE
+
+
+async def verify_remotely(broker: Any, transactional_id: str, producer_id: int, producer_epoch: int,
+                          topic: str, partition: int) -> ErrorCode | None:
+    """In a cluster whose transaction coordinator for ``transactional_id`` is another broker: ask it
+    (AddPartitionsToTxn v4 ``verify_only``, KIP-890's broker-to-broker form) whether the partition
+    is in the producer's open transaction. None when the coordinator is this broker (or there is
+    no cluster): verify locally."""
+    coord = getattr(broker, "txn_coordinator", None)
+    cluster = getattr(broker, "cluster", None)
+    if cluster is None or coord is None:
+        return None
+    leader = cluster.leader_of(tlog.TRANSACTION_STATE_TOPIC, coord.partition_for(transactional_id))
+    if leader == broker.broker_id:
+        return None
+    if leader < 0:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    from kafka.protocol.producer import AddPartitionsToTxnRequest  # noqa: PLC0415
+
+    R = AddPartitionsToTxnRequest
+    T = R.AddPartitionsToTxnTransaction
+    req = R(transactions=[T(transactional_id=transactional_id, producer_id=producer_id, producer_epoch=producer_epoch,
+                            verify_only=True, topics=[T.AddPartitionsToTxnTopic(name=topic, partitions=[partition])])])
+    try:
+        resp = await cluster.send_to_broker(leader, req, 4)
+        return ErrorCode(resp.results_by_transaction[0].topic_results[0].results_by_partition[0].partition_error_code)
+    except (ConnectionError, IndexError) as e:
+        log.info("Verifying %s-%d with the transaction coordinator (broker %d) failed: %s", topic, partition,
+                 leader, e)
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+
+async def verify_transactional_produce_in_cluster(broker: Any, transactional_id: str | None, topic: str,
+                                                  partition: int, batches: Iterable[Any]) -> ErrorCode:
+    """:func:`verify_transactional_produce`, asking the coordinator broker when it is another one."""
+    txn = [h for h in batches if h.is_transactional and not h.is_control]
+    if txn and transactional_id:
+        code = await verify_remotely(broker, transactional_id, txn[0].producer_id, txn[0].producer_epoch,
+                                     topic, partition)
+        if code is not None:
+            if code in _VERIFY_RETRIABLE:
+                return ErrorCode.NOT_ENOUGH_REPLICAS
+            if code is ErrorCode.PRODUCER_FENCED:
+                return ErrorCode.INVALID_PRODUCER_EPOCH
+            return code
+    return verify_transactional_produce(broker, transactional_id, topic, partition, batches)
 
 
 class BrokerTransactionStorage:

@@ -54,12 +54,7 @@ async def _add(ctx: RequestContext, tid: str, pid: int, epoch: int, topics: Any,
     if coord is None:
         return dict.fromkeys(parts, ErrorCode.COORDINATOR_NOT_AVAILABLE)
     rm = ctx.broker.replica_manager
-    unknown = set()
-    for tp in parts:
-        try:
-            rm.get_partition(*tp)
-        except KafkaError:
-            unknown.add(tp)
+    unknown = {tp for tp in parts if not rm.partition_exists(*tp)}
     if unknown:
         return {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
                 for tp in parts}

@@ -41,7 +41,7 @@ from log.validator import RecordValidationError, validate_client_batches
 from protocol.api_keys import ApiKey
 from protocol.errors import DuplicateSequenceError, ErrorCode, KafkaError
 from protocol.records import COMPRESSION_CODES, validate_batches
-from txn.plugin import verify_transactional_produce
+from txn.plugin import verify_transactional_produce_in_cluster
 
 from ..metadata import INTERNAL_TOPICS
 from ..security.acl import TOPIC, TOPIC_DENIED, TRANSACTIONAL_ID, TXN_DENIED, WRITE, Requires
@@ -94,8 +94,8 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
                     records = recompress_to(records, COMPRESSION_CODES.get(wanted, 0))
                 if any(h.is_transactional for h in records.batches):
                     # KIP-890 part 1: only into a partition of the producer's open transaction
-                    code = verify_transactional_produce(broker, req.transactional_id, name, pdata.index,
-                                                        records.batches)
+                    code = await verify_transactional_produce_in_cluster(
+                        broker, req.transactional_id, name, pdata.index, records.batches)
                     if code:
                         raise KafkaError(code, "the partition is not part of the producer's open transaction")
                 info = part.append(records, required_acks=acks)

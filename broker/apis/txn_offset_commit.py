@@ -69,11 +69,19 @@ async def handle_txn_offset_commit(ctx: RequestContext, req: Any) -> Any:
     elif not req.group_id:
         code = ErrorCode.INVALID_GROUP_ID
     else:
-        try:
-            coord.validate_txn_offset_commit(req.transactional_id, req.producer_id, req.producer_epoch,
-                                             req.group_id)
-        except KafkaError as e:
-            code = e.code
+        from txn.plugin import verify_remotely  # noqa: PLC0415
+
+        # in a cluster the transaction's coordinator may be another broker: ask it (KIP-890)
+        remote = await verify_remotely(broker, req.transactional_id, req.producer_id, req.producer_epoch,
+                                       *coord.offsets_partition(req.group_id))
+        if remote is not None:
+            code = remote
+        else:
+            try:
+                coord.validate_txn_offset_commit(req.transactional_id, req.producer_id, req.producer_epoch,
+                                                 req.group_id)
+            except KafkaError as e:
+                code = e.code
     if code is ErrorCode.PRODUCER_FENCED and v < 3:
         code = ErrorCode.INVALID_PRODUCER_EPOCH
     if code is not ErrorCode.NONE:
@@ -88,9 +96,7 @@ async def handle_txn_offset_commit(ctx: RequestContext, req: Any) -> Any:
                 if not topic_ok:
                     results[(t.name, p.partition_index)] = TOPIC_DENIED
                     continue
-                try:
-                    broker.replica_manager.get_partition(t.name, p.partition_index)
-                except KafkaError:
+                if not broker.replica_manager.partition_exists(t.name, p.partition_index):
                     results[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                     continue
                 epoch = p.committed_leader_epoch if v >= 2 else -1

@@ -88,6 +88,7 @@ class ZkCluster:
         self.fetchers = ReplicaFetcherManager(broker)
         self.broker_epoch = -1
         self._tasks: list[asyncio.Task[None]] = []
+        self._clients: dict[int, BrokerClient] = {}
 
     def live_broker_ids(self) -> list[int]:
         if self.cache.ready and self.cache.brokers:
@@ -167,6 +168,25 @@ class ZkCluster:
             log.warning("Could not write an ISR change notification: %s", e)
         return True
 
+    # --- requests to other brokers -------------------------------------------------------------
+    async def send_to_broker(self, broker_id: int, request: Any, version: int, timeout: float = 30.0) -> Any:
+        """An inter-broker request (transaction markers, verification) to a live broker; raises
+        ConnectionError when it cannot be reached or is not known."""
+        info = self.cache.brokers.get(broker_id)
+        if info is None:
+            raise ConnectionError(f"broker {broker_id} is not alive")
+        ep = info.endpoint(self.broker.inter_broker_listener)
+        c = self._clients.get(broker_id)
+        if c is None or (c.host, c.port) != (ep.host, ep.port):
+            if c is not None:
+                c.close()
+            c = self._clients[broker_id] = BrokerClient(ep.host, ep.port, f"samsa-broker-{self.broker.broker_id}")
+        return await c.send(request, version, timeout=timeout)
+
+    def leader_of(self, topic: str, partition: int) -> int:
+        pm = self.cache.partition(topic, partition)
+        return pm.leader if pm is not None else -1
+
     # --- sessions -----------------------------------------------------------------------------
     def _on_session_lost(self) -> None:
         if self.controller is not None:
@@ -221,6 +241,8 @@ class ZkCluster:
     async def stop(self) -> None:
         for t in self._tasks:
             t.cancel()
+        for c in self._clients.values():
+            c.close()
         await self.fetchers.shutdown()
         if self.controller is not None:
             await self.controller.shutdown()
