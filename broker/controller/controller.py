@@ -396,27 +396,29 @@ class KafkaController:
     # --- events ----------------------------------------------------------------------------------------
     async def _on_broker_change(self, ids: list[str]) -> None:
         current = {int(i) for i in ids}
-        dead = set(self.live) - current
         fresh = await asyncio.to_thread(self.zk.get_all_brokers)
-        new = {b for b in current if b not in self.live or (b in fresh and fresh[b].epoch != self.live[b].epoch)}
+        # a broker that re-registered with a new epoch (its znode's czxid) between two looks has
+        # bounced: it failed and started again, as Kafka's controller treats it
+        bounced = {b for b in current & set(self.live) if b in fresh and fresh[b].epoch != self.live[b].epoch}
+        dead = (set(self.live) - current) | bounced
+        new = {b for b in current if b in fresh and (b not in self.live or b in bounced)}
         for b in dead:
             self.live.pop(b, None)
             self.shutting_down.discard(b)
             if self.channel is not None:
                 self.channel.remove_broker(b)
-        for b in new:
-            if b in fresh:
-                self.live[b] = fresh[b]
-                self.shutting_down.discard(b)
-                if self.channel is not None:
-                    self.channel.add_broker(fresh[b])
         if dead:
-            log.info("Controller %d: brokers %s left the cluster; live brokers %s", self.broker_id, sorted(dead),
-                     sorted(self.live))
+            log.info("Controller %d: brokers %s left the cluster%s; live brokers %s", self.broker_id, sorted(dead),
+                     f" (bounced: {sorted(bounced)})" if bounced else "", sorted(set(self.live)))
             led = [tp for tp, st in self.states.items() if st.leader in dead]
             changed = await self._online_partitions(led, exclude=dead)
             changed += await self._remove_from_isr([tp for tp in self.states if tp not in led], dead)
             self._propagate(changed)
+        for b in new:
+            self.live[b] = fresh[b]
+            self.shutting_down.discard(b)
+            if self.channel is not None:
+                self.channel.add_broker(fresh[b])
         if new:
             log.info("Controller %d: brokers %s joined the cluster; live brokers %s", self.broker_id, sorted(new),
                      sorted(self.live))
