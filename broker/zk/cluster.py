@@ -91,9 +91,12 @@ class ZkCluster:
         self._clients: dict[int, BrokerClient] = {}
 
     def live_broker_ids(self) -> list[int]:
-        if self.cache.ready and self.cache.brokers:
+        """The registered brokers, read from ZooKeeper as Kafka's AdminZkClient does for replica
+        placement (the metadata cache can trail a broker's (re)registration by a moment)."""
+        try:
+            return sorted(int(b) for b in self.zk.children(zd.BROKER_IDS))
+        except Exception:
             return sorted(self.cache.brokers)
-        return sorted(int(b) for b in self.zk.children(zd.BROKER_IDS))
 
     def broker_info(self) -> zd.BrokerInfo:
         cfg = self.broker.config
