@@ -140,6 +140,8 @@ class KafkaController:
                 self._resign()
         elif current != self.broker_id:
             self._resign()
+        elif not self.active:  # our /controller znode, but we stepped down: take the role up again
+            await self._on_become_controller()
 
     def _resign(self) -> None:
         if self.active:

@@ -314,7 +314,8 @@ class KafkaZkClient:
             t.check(zd.CONTROLLER_EPOCH, controller_epoch_zk_version)
             t.set_data(path, zd.encode_partition_state(state), version=state.zk_version)
             res = t.commit()
-            if isinstance(res[0], Exception):
+            # a failed multi-op reports the failing op's error and RolledBackError for the others
+            if isinstance(res[0], (BadVersionError, NoNodeError)):
                 raise ControllerMovedError("/controller_epoch changed: another controller was elected")
             if isinstance(res[1], Exception):
                 if isinstance(res[1], NoNodeError):
