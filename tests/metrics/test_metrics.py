@@ -419,9 +419,10 @@ def test_fetch_long_poll_is_remote_time_not_local_time(metered: tuple[BrokerProc
     local = value(s, "kafka_network_requestmetrics_localtimems_sum", request="Fetch")
     total = value(s, "kafka_network_requestmetrics_totaltimems_sum", request="Fetch")
     # The handler lasted max_wait_ms; what it spent parked is remote time (all of it but the
-    # reads before and after, which a loaded machine may stretch).
-    assert 495 <= remote + local <= total <= waited_ms
-    assert remote >= 250 and local < remote
+    # reads before and after, which a loaded machine may stretch). The broker's total ends after
+    # its write returns, which may be after the client has the answer: no bound by waited_ms.
+    assert 495 <= remote + local <= total
+    assert remote >= 250 and local < remote and remote <= waited_ms
     assert value(s, "kafka_network_requestmetrics_remotetimems_bucket", request="Fetch", le="100.0") == 0
     assert value(s, "kafka_network_requestmetrics_remotetimems_bucket", request="Fetch", le="+Inf") == 1
     assert value(s, "kafka_network_requestmetrics_throttletimems_sum", request="Fetch") == 0
