@@ -6,7 +6,14 @@ partition: there is never an election to run. Named partitions answer ELECTION_N
 UNKNOWN_TOPIC_OR_PARTITION. With ``topic_partitions = null`` ("all partitions") Kafka
 leaves ELECTION_NOT_NEEDED partitions out of the answer, so the list is empty. v1 adds
 ``election_type`` (0 preferred, 1 unclean; both behave the same here) and a top-level
-``error_code``; v2 is flexible. Kept for the cluster to come.
+``error_code``; v2 is flexible.
+
+In a cluster the request is served by the active controller (others answer NOT_CONTROLLER, and
+admin clients send it to the controller): PREFERRED moves each partition's leadership to its
+first replica when that replica is alive and in sync (ELECTION_NOT_NEEDED if it already leads,
+PREFERRED_LEADER_NOT_AVAILABLE otherwise); UNCLEAN gives a leaderless partition any live
+replica (ELIGIBLE_LEADERS_NOT_AVAILABLE when none is). With ``topic_partitions = null`` every
+partition is considered and the ELECTION_NOT_NEEDED ones are left out of the answer.
 """
 
 from __future__ import annotations
@@ -34,6 +41,8 @@ async def handle_elect_leaders(ctx: RequestContext, req: Any) -> Any:
             for p in t.partitions]) for t in req.topic_partitions or []]
         extra_err: dict[str, Any] = {"error_code": int(CLUSTER_DENIED)} if ctx.version >= 1 else {}
         return R(throttle_time_ms=0, replica_election_results=results, **extra_err)
+    if broker.cluster is not None:
+        return await _elect_in_cluster(ctx, req)
     for t in req.topic_partitions or []:
         info = broker.topics.get(t.topic)
         parts = []
@@ -47,3 +56,40 @@ async def handle_elect_leaders(ctx: RequestContext, req: Any) -> Any:
         results.append(Result(topic=t.topic, partition_result=parts))
     extra: dict[str, Any] = {"error_code": 0} if ctx.version >= 1 else {}
     return R(throttle_time_ms=0, replica_election_results=results, **extra)
+
+
+_MESSAGES = {
+    ErrorCode.ELECTION_NOT_NEEDED: "Leader election not needed for topic partition.",
+    ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE: "Failed to elect leader: the preferred replica is not alive or in sync.",
+    ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE: "Failed to elect leader: no live replica.",
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: "The partition does not exist.",
+}
+
+
+async def _elect_in_cluster(ctx: RequestContext, req: Any) -> Any:
+    import asyncio  # noqa: PLC0415
+
+    R = ctx.response_class
+    Result = R.ReplicaElectionResult
+    PartR = Result.PartitionResult
+    extra: dict[str, Any] = {"error_code": 0} if ctx.version >= 1 else {}
+    controller = ctx.broker.controller
+    if controller is None or not controller.is_active:
+        if ctx.version >= 1:
+            return R(throttle_time_ms=0, error_code=int(ErrorCode.NOT_CONTROLLER), replica_election_results=[])
+        return R(throttle_time_ms=0, replica_election_results=[
+            Result(topic=t.topic, partition_result=[PartR(partition_id=p, error_code=int(ErrorCode.NOT_CONTROLLER),
+                                                          error_message=None) for p in t.partitions])
+            for t in req.topic_partitions or []])
+    tps = None if req.topic_partitions is None else [(t.topic, p) for t in req.topic_partitions for p in t.partitions]
+    unclean = ctx.version >= 1 and req.election_type == 1
+    fut = controller.enqueue("unclean_election" if unclean else "preferred_election", tps, wait=True)
+    results = await asyncio.wait_for(fut, max(req.timeout_ms, 1000) / 1000)
+    by_topic: dict[str, list[Any]] = {}
+    for (topic, p), code in results.items():
+        if tps is None and code == ErrorCode.ELECTION_NOT_NEEDED:
+            continue
+        by_topic.setdefault(topic, []).append(PartR(partition_id=p, error_code=int(code),
+                                                    error_message=_MESSAGES.get(code) if code else None))
+    return R(throttle_time_ms=0, replica_election_results=[Result(topic=t, partition_result=ps)
+                                                           for t, ps in by_topic.items()], **extra)

@@ -74,6 +74,8 @@ class KafkaController:
         self._rebalance_task: asyncio.Task[None] | None = None
         self._watching = False
         self._watched_topics: set[str] = set()
+        # ongoing reassignments: partition -> (target replicas, adding, removing)
+        self.reassignments: dict[TP, tuple[list[int], list[int], list[int]]] = {}
 
     # --- what others read ---------------------------------------------------------------------------
     @property
@@ -106,7 +108,8 @@ class KafkaController:
             "elect": self._elect, "brokers": self._on_broker_change, "topics": self._on_topic_change,
             "topic_data": self._on_topic_data, "deletions": self._on_topic_deletion,
             "isr_changes": self._on_isr_change, "controlled_shutdown": self._on_controlled_shutdown,
-            "preferred_election": self._on_preferred_election,
+            "preferred_election": self._on_preferred_election, "unclean_election": self._on_unclean_election,
+            "reassign": self._on_reassign,
         }
         while True:
             kind, args, fut = await self.events.get()
@@ -193,6 +196,7 @@ class KafkaController:
     def _load_topics(self) -> None:
         self.assignments.clear()
         self.states.clear()
+        self.reassignments.clear()
         for t in self.zk.get_all_topics():
             a = self.zk.get_topic_assignment(t)
             if a is None:
@@ -202,6 +206,10 @@ class KafkaController:
                 st = self.zk.get_partition_state(t, p)
                 if st is not None:
                     self.states[(t, p)] = st
+            for p, adding in a.adding.items():  # resume reassignments an old controller started
+                removing = a.removing.get(p, [])
+                target = [r for r in a.partitions[p] if r not in removing]
+                self.reassignments[(t, p)] = (target, list(adding), list(removing))
 
     def states_and_new(self) -> Iterable[TP]:
         for t, parts in self.assignments.items():
@@ -500,6 +508,9 @@ class KafkaController:
                 self.states[tp] = st
         if fresh:
             self._send_update_metadata(self.live)
+        done = [tp for tp in fresh if tp in self.reassignments]
+        if done:
+            await self._maybe_complete_reassignments(done)
 
     async def _on_controlled_shutdown(self, broker_id: int) -> list[TP]:
         """Move ``broker_id``'s leaderships away and stop its replicas following; returns the
@@ -563,6 +574,125 @@ class KafkaController:
             if todo:
                 log.info("Auto leader rebalance: preferred election for %d partitions", len(todo))
                 self.enqueue("preferred_election", todo)
+
+
+    async def _on_unclean_election(self, tps: list[TP] | None) -> dict[TP, ErrorCode]:
+        """ElectLeaders UNCLEAN: a partition without a live leader gets any live replica (KIP-460)."""
+        targets = [tp for tp, st in self.states.items() if st.leader not in self.live] if tps is None else tps
+        results: dict[TP, ErrorCode] = {}
+        updates = []
+        for tp in targets:
+            cur = self.states.get(tp)
+            if cur is None:
+                results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            if cur.leader in self.live:
+                results[tp] = ErrorCode.ELECTION_NOT_NEEDED
+                continue
+            live = [r for r in self._replicas(tp) if r in self.live and r not in self.shutting_down]
+            if not live:
+                results[tp] = ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+                continue
+            in_sync = [r for r in live if r in cur.isr]
+            leader = (in_sync or live)[0]
+            if not in_sync:
+                log.warning("Unclean leader election for %s-%d (ElectLeaders): electing out-of-sync replica %d",
+                            tp[0], tp[1], leader)
+            updates.append((tp[0], tp[1], cur.new_leader(leader, in_sync or [leader], self.epoch)))
+            results[tp] = ErrorCode.NONE
+        changed = await self._write_states([], updates)
+        self._propagate(changed)
+        return results
+
+    # --- partition reassignment (KIP-455) ---------------------------------------------------------------
+    async def _on_reassign(self, moves: dict[TP, list[int] | None]) -> dict[TP, tuple[ErrorCode, str | None]]:
+        """Start (or cancel, with None) reassignments: the new replicas are added and follow; when
+        all of them are in the ISR the leadership moves into the target set and the old ones are
+        dropped (see _maybe_complete_reassignments)."""
+        results: dict[TP, tuple[ErrorCode, str | None]] = {}
+        by_topic: dict[str, list[TP]] = {}
+        for tp, target in moves.items():
+            if tp[0] not in self.assignments or tp[1] not in self.assignments[tp[0]]:
+                results[tp] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unknown partition {tp[0]}-{tp[1]}")
+                continue
+            if target is None:
+                if tp not in self.reassignments:
+                    results[tp] = (ErrorCode.NO_REASSIGNMENT_IN_PROGRESS,
+                                   f"No reassignment in progress for {tp[0]}-{tp[1]}")
+                    continue
+                _target, adding, removing = self.reassignments.pop(tp)
+                original = [r for r in self._replicas(tp) if r not in adding]
+                self.assignments[tp[0]][tp[1]] = original
+                by_topic.setdefault(tp[0], []).append(tp)
+                results[tp] = (ErrorCode.NONE, None)
+                for b in adding:
+                    if b in self.live:
+                        self._send_stop_replica(b, [tp], delete=True)
+                continue
+            if len(set(target)) != len(target) or not target:
+                results[tp] = (ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Duplicate or empty replicas: {target}")
+                continue
+            unknown = [r for r in target if r not in self.live]
+            if unknown:
+                results[tp] = (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                               f"Replica assignment {target} names brokers that are not alive: {unknown}")
+                continue
+            current = self.reassignments[tp][0] if tp in self.reassignments else None
+            base = [r for r in self._replicas(tp) if current is None or r not in self.reassignments[tp][1]]
+            if target == base:
+                self.reassignments.pop(tp, None)
+                results[tp] = (ErrorCode.NONE, None)
+                continue
+            adding = [r for r in target if r not in base]
+            removing = [r for r in base if r not in target]
+            self.reassignments[tp] = (list(target), adding, removing)
+            self.assignments[tp[0]][tp[1]] = list(target) + removing
+            by_topic.setdefault(tp[0], []).append(tp)
+            results[tp] = (ErrorCode.NONE, None)
+            log.info("Reassigning %s-%d from %s to %s (adding %s, removing %s)", tp[0], tp[1], base, target, adding,
+                     removing)
+        for topic in by_topic:
+            await asyncio.to_thread(self._write_assignment, topic)
+        touched = [tp for tps in by_topic.values() for tp in tps]
+        if touched:
+            self._propagate(touched)
+            await self._maybe_complete_reassignments([tp for tp in touched if tp in self.reassignments])
+        return results
+
+    def _write_assignment(self, topic: str) -> None:
+        a = self.zk.get_topic_assignment(topic)
+        if a is None:
+            return
+        a.partitions = {p: list(r) for p, r in self.assignments[topic].items()}
+        a.adding = {tp[1]: ad for tp, (_t, ad, _r) in self.reassignments.items() if tp[0] == topic}
+        a.removing = {tp[1]: rm for tp, (_t, _a, rm) in self.reassignments.items() if tp[0] == topic}
+        self.zk.set_topic_assignment(topic, a)
+
+    async def _maybe_complete_reassignments(self, tps: list[TP]) -> None:
+        for tp in tps:
+            if tp not in self.reassignments:
+                continue
+            target, _adding, removing = self.reassignments[tp]
+            cur = self.states.get(tp)
+            if cur is None or not set(target) <= set(cur.isr):
+                continue
+            leader = cur.leader if cur.leader in target and cur.leader in self.live else \
+                next((r for r in target if r in cur.isr and r in self.live), -1)
+            if leader < 0:
+                continue
+            del self.reassignments[tp]
+            self.assignments[tp[0]][tp[1]] = list(target)
+            new = cur.new_leader(leader, [r for r in cur.isr if r in target], self.epoch)
+            changed = await self._write_states([], [(tp[0], tp[1], new)])
+            await asyncio.to_thread(self._write_assignment, tp[0])
+            for b in removing:
+                if b in self.live:
+                    self._send_stop_replica(b, [tp], delete=True)
+            self._propagate(changed or [tp])
+            log.info("Reassignment of %s-%d completed: replicas %s, leader %d", tp[0], tp[1], target, leader)
+
+    def list_reassignments(self) -> dict[TP, tuple[list[int], list[int], list[int]]]:
+        return {tp: (self._replicas(tp), ad, rm) for tp, (_t, ad, rm) in self.reassignments.items()}
 
 
 class NotControllerError(RuntimeError):

@@ -85,8 +85,6 @@ def test_under_replicated_then_whole_again(cluster3: SamsaCluster) -> None:
         describe(cluster3, "--topic", topic, "--under-replicated-partitions"), topic) == {})
 
 
-@pytest.mark.xfail(strict=True, reason="ElectLeaders (broker/apis/elect_leaders.py) is not cluster-aware yet: "
-                   "it answers ELECTION_NOT_NEEDED without asking the controller (issue 9)")
 def test_preferred_leader_election_after_restart(cluster3: SamsaCluster, tmp_path: Path) -> None:
     topic = f"ple-{uuid.uuid4().hex[:6]}"
     create(cluster3, topic, "2:0:1,0:1:2,1:2:0")  # broker 2 is the preferred leader of partition 0

@@ -1,0 +1,65 @@
+"""AlterPartitionReassignments (key 45), versions 0-1 (KIP-455).
+
+Moves partitions to new replica sets while they keep serving, as Kafka's controller does: the
+new replicas are added and follow the leader; once every one of them is in the ISR the
+leadership moves into the target set (if it was outside it) and the replicas being removed are
+stopped and deleted. ``replicas = null`` cancels an ongoing reassignment of that partition
+(NO_REASSIGNMENT_IN_PROGRESS if there is none). Served by the active controller only
+(NOT_CONTROLLER elsewhere; admin clients send it there); a single broker answers
+NOT_CONTROLLER too, as it has nowhere to move a replica. Brokers that are not alive get
+INVALID_REPLICA_ASSIGNMENT. The ongoing state lives in the topic's assignment znode
+(``adding_replicas`` / ``removing_replicas``), so a new controller resumes it. v1 adds
+``allow_replication_factor_change``, which we honour by refusing an RF change when false.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+from ..security.acl import ALTER, CLUSTER, CLUSTER_DENIED, CLUSTER_NAME, Requires
+from . import RequestContext, api
+
+
+@api(ApiKey.ALTER_PARTITION_REASSIGNMENTS, versions=(0, 1), authz=(
+    Requires(ALTER, CLUSTER, CLUSTER_DENIED, "the whole request"),))
+async def handle_alter_partition_reassignments(ctx: RequestContext, req: Any) -> Any:
+    R = ctx.response_class
+    TopicR = R.ReassignableTopicResponse
+    PartR = TopicR.ReassignablePartitionResponse
+    extra: dict[str, Any] = {"allow_replication_factor_change": req.allow_replication_factor_change} \
+        if ctx.version >= 1 else {}
+
+    def top(code: ErrorCode, message: str) -> Any:
+        return R(throttle_time_ms=0, error_code=int(code), error_message=message, responses=[], **extra)
+
+    if not ctx.authorize(ALTER, CLUSTER, CLUSTER_NAME):
+        return top(CLUSTER_DENIED, "Cluster authorization failed.")
+    controller = ctx.broker.controller
+    if controller is None or not controller.is_active:
+        return top(ErrorCode.NOT_CONTROLLER, "This broker is not the active controller.")
+    moves: dict[tuple[str, int], list[int] | None] = {}
+    refused: dict[tuple[str, int], tuple[ErrorCode, str]] = {}
+    for t in req.topics:
+        for p in t.partitions:
+            tp = (t.name, p.partition_index)
+            target = None if p.replicas is None else list(p.replicas)
+            current = controller.assignments.get(t.name, {}).get(p.partition_index)
+            if ctx.version >= 1 and not req.allow_replication_factor_change and target is not None and \
+                    current is not None and len(target) != len(current):
+                refused[tp] = (ErrorCode.INVALID_REPLICATION_FACTOR,
+                               "The replication factor is changed but allow_replication_factor_change is false")
+                continue
+            moves[tp] = target
+    results: dict[tuple[str, int], tuple[ErrorCode, str | None]] = dict(refused)
+    if moves:
+        fut = controller.enqueue("reassign", moves, wait=True)
+        results.update(await asyncio.wait_for(fut, max(req.timeout_ms, 1000) / 1000))
+    by_topic: dict[str, list[Any]] = {}
+    for (topic, p), (code, message) in results.items():
+        by_topic.setdefault(topic, []).append(PartR(partition_index=p, error_code=int(code), error_message=message))
+    return R(throttle_time_ms=0, error_code=0, error_message=None,
+             responses=[TopicR(name=t, partitions=ps) for t, ps in by_topic.items()], **extra)

@@ -1,0 +1,42 @@
+"""ListPartitionReassignments (key 46), version 0 (KIP-455).
+
+The ongoing reassignments the active controller knows (NOT_CONTROLLER elsewhere): for each
+partition its full replica set during the move, the replicas being added and those being
+removed. ``topics = null`` lists all of them; named partitions without a reassignment are left
+out, as Kafka does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+from ..security.acl import CLUSTER, CLUSTER_DENIED, CLUSTER_NAME, DESCRIBE, Requires
+from . import RequestContext, api
+
+
+@api(ApiKey.LIST_PARTITION_REASSIGNMENTS, versions=(0, 0), authz=(
+    Requires(DESCRIBE, CLUSTER, CLUSTER_DENIED, "the whole request"),))
+async def handle_list_partition_reassignments(ctx: RequestContext, req: Any) -> Any:
+    R = ctx.response_class
+    TopicR = R.OngoingTopicReassignment
+    PartR = TopicR.OngoingPartitionReassignment
+    if not ctx.authorize(DESCRIBE, CLUSTER, CLUSTER_NAME):
+        return R(throttle_time_ms=0, error_code=int(CLUSTER_DENIED), error_message="Cluster authorization failed.",
+                 topics=[])
+    controller = ctx.broker.controller
+    if controller is None or not controller.is_active:
+        return R(throttle_time_ms=0, error_code=int(ErrorCode.NOT_CONTROLLER),
+                 error_message="This broker is not the active controller.", topics=[])
+    ongoing = controller.list_reassignments()
+    wanted = None if req.topics is None else {(t.name, p) for t in req.topics for p in t.partition_indexes}
+    by_topic: dict[str, list[Any]] = {}
+    for (topic, p), (replicas, adding, removing) in sorted(ongoing.items()):
+        if wanted is not None and (topic, p) not in wanted:
+            continue
+        by_topic.setdefault(topic, []).append(PartR(partition_index=p, replicas=replicas, adding_replicas=adding,
+                                                    removing_replicas=removing))
+    return R(throttle_time_ms=0, error_code=0, error_message=None,
+             topics=[TopicR(name=t, partitions=ps) for t, ps in by_topic.items()])
