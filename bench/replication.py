@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""Replication: what a 3-broker Samsa cluster (real ZooKeeper) costs and how fast it heals.
+
+Figures, each in a fresh cluster on this machine (three broker processes and one ZooKeeper):
+
+1. produce throughput, 1 KiB messages, one confluent-kafka (librdkafka) producer, 3 partitions:
+   RF 1 acks=1, RF 3 acks=1 and RF 3 acks=all (min.insync.replicas 2), with the ratio of RF 3
+   acks=all to RF 1 acks=1 (the issue's aim: >= 0.5x);
+2. failover: a partition leader is SIGKILLed while an acks=all producer sends one message at a
+   time; the time from the kill to the next acknowledged message (aim: within the ZooKeeper
+   session timeout plus 2 s; ``zookeeper.session.timeout.ms`` is --session-ms);
+3. catch-up: a follower is stopped, ``--lag-mb`` of data is written without it, then it is
+   started again; the time from its start to its return to the ISR (the issue names 1 GB:
+   ``--lag-mb 1024``; the default is smaller to keep a run short), and the MB/s that implies.
+
+Usage::
+
+    python bench/replication.py                     # ~2 minutes
+    python bench/replication.py --lag-mb 1024 --seconds 20 --json out.json
+
+It is a script, not a test: nothing here asserts a speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from confluent_kafka import Producer  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+from tests.support.cluster import SamsaCluster  # noqa: E402
+
+quiet = logging.getLogger("bench.replication")
+quiet.addHandler(logging.NullHandler())
+quiet.propagate = False
+
+
+def admin(c: SamsaCluster) -> AdminClient:
+    return AdminClient({"bootstrap.servers": c.bootstrap, "logger": quiet})
+
+
+def create(c: SamsaCluster, topic: str, rf: int, parts: int = 3) -> None:
+    a = admin(c)
+    for f in a.create_topics([NewTopic(topic, parts, rf, config={"min.insync.replicas": str(min(2, rf))})]).values():
+        f.result(30)
+    wait_isr(c, topic, rf)
+
+
+def wait_isr(c: SamsaCluster, topic: str, n: int, timeout: float = 600) -> float:
+    t0 = time.monotonic()
+    a = admin(c)
+    while time.monotonic() - t0 < timeout:
+        try:
+            t = a.list_topics(topic, timeout=5).topics[topic]
+            if t.error is None and t.partitions and all(len(p.isrs) == n and p.leader >= 0
+                                                        for p in t.partitions.values()):
+                return time.monotonic() - t0
+        except Exception:
+            pass
+        time.sleep(0.05)
+    raise SystemExit(f"{topic}: ISR never reached {n}")
+
+
+def throughput(c: SamsaCluster, topic: str, acks: str, seconds: float) -> dict[str, float]:
+    p = Producer({"bootstrap.servers": c.bootstrap, "acks": acks, "linger.ms": 5, "batch.size": 262144,
+                  "queue.buffering.max.kbytes": 262144, "logger": quiet})
+    value = os.urandom(1024)
+    acked = [0]
+
+    def cb(err: Any, _m: Any) -> None:
+        if err is None:
+            acked[0] += 1
+    end = time.monotonic() + 1.0  # warm-up, not counted
+    while time.monotonic() < end:
+        try:
+            p.produce(topic, value, on_delivery=cb)
+        except BufferError:
+            p.poll(0.01)
+        p.poll(0)
+    p.flush(60)
+    acked[0] = 0
+    t0 = time.monotonic()
+    end = t0 + seconds
+    while time.monotonic() < end:
+        try:
+            p.produce(topic, value, on_delivery=cb)
+        except BufferError:
+            p.poll(0.01)
+        p.poll(0)
+    p.flush(120)
+    dt = time.monotonic() - t0
+    return {"msgs_per_s": acked[0] / dt, "mb_per_s": acked[0] * 1024 / dt / 1e6}
+
+
+def failover(c: SamsaCluster, topic: str) -> float:
+    md = admin(c).list_topics(topic, timeout=10).topics[topic].partitions
+    leader = md[0].leader
+    p = Producer({"bootstrap.servers": c.bootstrap, "acks": "all", "linger.ms": 0, "logger": quiet,
+                  "message.timeout.ms": 120000, "topic.metadata.refresh.interval.ms": 200,
+                  "retry.backoff.ms": 20, "retry.backoff.max.ms": 100})
+    for _ in range(20):  # connections and metadata in place
+        p.produce(topic, b"warm", partition=0)
+    p.flush(30)
+    c.kill(leader)
+    t0 = time.monotonic()
+    done: list[float] = []
+    p.produce(topic, b"after-kill", partition=0, on_delivery=lambda err, m: done.append(time.monotonic())
+              if err is None else None)
+    p.flush(120)
+    took = (done[0] - t0) if done else float("nan")
+    c.restart(leader)
+    return took
+
+
+def catch_up(c: SamsaCluster, topic: str, lag_mb: int) -> dict[str, float]:
+    md = admin(c).list_topics(topic, timeout=10).topics[topic].partitions
+    follower = next(r for r in md[0].replicas if r != md[0].leader)
+    c.kill(follower)
+    a = admin(c)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # the ISR has to shrink first, or acks=all would wait for it
+        if follower not in a.list_topics(topic, timeout=5).topics[topic].partitions[0].isrs:
+            break
+        time.sleep(0.2)
+    p = Producer({"bootstrap.servers": c.bootstrap, "acks": "1", "linger.ms": 20, "batch.size": 1048576,
+                  "compression.type": "none", "queue.buffering.max.kbytes": 524288, "logger": quiet})
+    value = os.urandom(1024)
+    n = lag_mb * 1024
+    for _ in range(n):
+        while True:
+            try:
+                p.produce(topic, value, partition=0)
+                break
+            except BufferError:
+                p.poll(0.05)
+        p.poll(0)
+    p.flush(600)
+    t0 = time.monotonic()
+    c.restart(follower, timeout=120)
+    deadline = time.monotonic() + 1800
+    while time.monotonic() < deadline:
+        if follower in a.list_topics(topic, timeout=5).topics[topic].partitions[0].isrs:
+            break
+        time.sleep(0.1)
+    took = time.monotonic() - t0
+    return {"seconds": took, "mb_per_s": lag_mb * 1.048576 / took}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seconds", type=float, default=10.0, help="each throughput case (default 10)")
+    ap.add_argument("--lag-mb", type=int, default=200, help="data written while a follower is down (default 200)")
+    ap.add_argument("--session-ms", type=int, default=6000, help="zookeeper.session.timeout.ms (default 6000)")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    out: dict[str, Any] = {"session_ms": args.session_ms}
+    with tempfile.TemporaryDirectory(prefix="samsa-bench-repl-") as tmp:
+        overrides = {"zookeeper.session.timeout.ms": args.session_ms, "log.segment.bytes": 268435456,
+                     "replica.lag.time.max.ms": 10000}
+        with SamsaCluster(Path(tmp), 3, overrides=overrides) as c:
+            c.wait_for_brokers(3)
+            for name, rf, acks in (("rf1_acks1", 1, "1"), ("rf3_acks1", 3, "1"), ("rf3_acksall", 3, "all")):
+                create(c, name.replace("_", "-"), rf)
+                out[name] = throughput(c, name.replace("_", "-"), acks, args.seconds)
+                print(f"{name:12s} {out[name]['msgs_per_s']:10,.0f} msgs/s  {out[name]['mb_per_s']:7.1f} MB/s",
+                      flush=True)
+            out["ratio_rf3_acksall_to_rf1_acks1"] = out["rf3_acksall"]["msgs_per_s"] / out["rf1_acks1"]["msgs_per_s"]
+            print(f"RF 3 acks=all / RF 1 acks=1: {out['ratio_rf3_acksall_to_rf1_acks1']:.2f}x", flush=True)
+            create(c, "failover", 3, parts=1)
+            out["failover_s"] = failover(c, "failover")
+            print(f"failover: leader SIGKILL -> next acks=all ack {out['failover_s']:.2f} s "
+                  f"(session timeout {args.session_ms / 1000:.0f} s)", flush=True)
+            wait_isr(c, "failover", 3)
+            create(c, "catchup", 3, parts=1)
+            out["catch_up"] = cu = catch_up(c, "catchup", args.lag_mb)
+            print(f"catch-up: {args.lag_mb} MB of lag, back in the ISR after {cu['seconds']:.1f} s "
+                  f"({cu['mb_per_s']:.0f} MB/s)", flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
