@@ -116,8 +116,12 @@ class LeaderEpochFileCache:
 
     def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
         """Kafka's ``endOffsetFor``: (largest epoch <= ``epoch``, the offset where it ended)."""
-        if not self.entries or epoch < self.entries[0][0]:
+        if not self.entries or epoch < 0:
             return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+        if epoch < self.entries[0][0]:
+            # older than anything this log knows: that epoch ended where the earliest known one
+            # starts (Kafka's endOffsetFor); a follower truncates there (unclean-election divergence)
+            return epoch, self.entries[0][1]
         if epoch == self.entries[-1][0] or epoch > self.entries[-1][0]:
             return self.entries[-1][0], log_end_offset
         i = bisect_right([e for e, _ in self.entries], epoch)

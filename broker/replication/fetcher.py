@@ -75,6 +75,9 @@ class ReplicaFetcher:
         self.leader_id = leader_id
         self.partitions: dict[TopicPartition, Partition] = {}
         self.needs_truncation: set[TopicPartition] = set()
+        # partitions whose fetch offset is beyond the leader's log end (an unclean election left
+        # us longer): ask for the end of the leader's *current* epoch, i.e. its log end offset
+        self.beyond_leader_end: set[TopicPartition] = set()
         self.client: BrokerClient | None = None
         self.task: asyncio.Task[None] | None = None
         self.wakeup = asyncio.Event()
@@ -107,6 +110,7 @@ class ReplicaFetcher:
     def remove(self, tp: TopicPartition) -> None:
         self.partitions.pop(tp, None)
         self.needs_truncation.discard(tp)
+        self.beyond_leader_end.discard(tp)
 
     def _connect(self) -> BrokerClient | None:
         info = self.broker.metadata_cache.brokers.get(self.leader_id) if self.broker.metadata_cache else None
@@ -151,9 +155,9 @@ class ReplicaFetcher:
         by_topic: dict[str, list[Any]] = {}
         for tp in tps:
             part = self.partitions[tp]
+            epoch = part.leader_epoch if tp in self.beyond_leader_end else part.log.latest_epoch
             by_topic.setdefault(tp.topic, []).append(R.OffsetForLeaderTopic.OffsetForLeaderPartition(
-                partition=tp.partition, current_leader_epoch=part.leader_epoch,
-                leader_epoch=part.log.latest_epoch))
+                partition=tp.partition, current_leader_epoch=part.leader_epoch, leader_epoch=epoch))
         req = R(replica_id=self.broker.broker_id, topics=[R.OffsetForLeaderTopic(topic=t, partitions=ps)
                                                           for t, ps in by_topic.items()])
         resp = await client.send(req, OFFSET_FOR_LEADER_EPOCH_VERSION, timeout=self.timeout)
@@ -171,7 +175,10 @@ class ReplicaFetcher:
                     log.warning("OffsetForLeaderEpoch for %s failed: %s", tp, code.name)
                     continue
                 leo = part.log_end_offset
-                if p.end_offset < 0 or part.log.latest_epoch < 0:
+                if tp in self.beyond_leader_end and p.end_offset >= 0:
+                    target = min(leo, p.end_offset)  # KIP-101's unclean case: down to the leader's end
+                    self.beyond_leader_end.discard(tp)
+                elif p.end_offset < 0 or part.log.latest_epoch < 0:
                     target = min(leo, part.high_watermark)  # no epoch information: fall back to the HW
                 else:
                     target = min(leo, p.end_offset)
@@ -235,8 +242,9 @@ class ReplicaFetcher:
 
     def _handle_out_of_range(self, tp: TopicPartition, part: Partition, p: Any) -> None:
         if part.log_end_offset >= p.log_start_offset:
-            # our log is longer than the leader's: find where it diverges
+            # our log is longer than the leader's: truncate to its log end offset
             self.needs_truncation.add(tp)
+            self.beyond_leader_end.add(tp)
         else:
             start = max(p.log_start_offset, 0)
             log.info("[Partition %s broker=%d] Fetch offset %d is below the leader's log start; restarting at %d",

@@ -95,6 +95,9 @@ def _targets(args: argparse.Namespace) -> list[tuple[str, int]] | None:
     return [(args.topic, args.partition)]
 
 
+NOT_CONTROLLER = 41
+
+
 def controller_id(admin: Any) -> int | None:
     """The controller's broker id from Metadata (None when the cluster names none)."""
     cid = admin.describe_cluster().get("controller_id")
@@ -115,10 +118,20 @@ def elect_leaders(admin: Any, election_type: int, targets: list[tuple[str, int]]
             by_topic.setdefault(t, []).append(p)
         topic_partitions = [ElectLeadersRequest.TopicPartitions(topic=t, partitions=ps) for t, ps in by_topic.items()]
     req = ElectLeadersRequest(election_type=election_type, topic_partitions=topic_partitions, timeout_ms=timeout_ms)
-    try:
-        resp = send_request(admin, req, node_id=controller_id(admin))
-    except IncompatibleBrokerVersion as e:
-        raise ToolError("the broker does not support ElectLeaders (API key 43)") from e
+    import time  # noqa: PLC0415
+
+    deadline = time.monotonic() + timeout_ms / 1000
+    while True:
+        try:
+            resp = send_request(admin, req, node_id=controller_id(admin))
+        except IncompatibleBrokerVersion as e:
+            raise ToolError("the broker does not support ElectLeaders (API key 43)") from e
+        # the controller moved (or was being elected) since Metadata named it: ask again, as
+        # Kafka's AdminClient does
+        if getattr(resp, "error_code", 0) == NOT_CONTROLLER and time.monotonic() < deadline:
+            time.sleep(0.5)
+            continue
+        break
     if getattr(resp, "error_code", 0):
         raise ToolError(f"leader election failed: {error_name(resp.error_code)}")
     if election_type and resp.version == 0:

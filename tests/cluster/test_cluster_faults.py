@@ -155,13 +155,15 @@ def _samsa(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "broker.cli", *args], capture_output=True, text=True, timeout=120)
 
 
+def _create_assigned(cluster: SamsaCluster, topic: str, assignment: str, config: str) -> None:
+    r = _samsa("topics", "--bootstrap-server", cluster.bootstrap, "--create", "--topic", topic,
+               "--replica-assignment", assignment, "--config", config)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
 def test_offline_partition_with_unclean_election_off_then_elected_unclean(cluster3: SamsaCluster) -> None:
     topic = f"uncl-{uuid.uuid4().hex[:6]}"
-    a = AdminClient({"bootstrap.servers": cluster3.bootstrap, "logger": quiet})
-    from confluent_kafka.admin import NewTopic
-
-    fs = a.create_topics([NewTopic(topic, replica_assignment=[[0, 1]], config={"min.insync.replicas": "1"})])
-    [f.result(30) for f in fs.values()]
+    _create_assigned(cluster3, topic, "0:1", "min.insync.replicas=1")
     wait_full_isr(cluster3, topic, 2)
     cluster3.kill(1)  # the follower goes; the leader writes on alone (ISR [0])
     wait_for(lambda: list(partitions(cluster3, topic)[0].isrs) == [0], 60, "ISR to shrink to the leader")
@@ -170,6 +172,8 @@ def test_offline_partition_with_unclean_election_off_then_elected_unclean(cluste
     assert p.flush(30) == 0
     cluster3.kill(0)
     cluster3.restart(1)
+    wait_for(lambda: sorted(b.node_id for b in cluster3.metadata(1, []).brokers) == [1, 2], 60,
+             "broker 1 to know the live brokers")
     # no in-sync replica alive: offline (leader -1), clients get LEADER_NOT_AVAILABLE
     pm = wait_for(lambda: (lambda x: x if x.leader == -1 else None)(partitions(cluster3, topic)[0]), 60,
                   "the partition to be reported offline")
@@ -183,11 +187,14 @@ def test_offline_partition_with_unclean_election_off_then_elected_unclean(cluste
     assert r.returncode == 0, r.stdout + r.stderr
     pm = wait_for(lambda: (lambda x: x if x.leader == 1 else None)(partitions(cluster3, topic)[0]), 60,
                   "broker 1 to lead after the unclean election")
+    p.produce(topic, b"after-unclean")
+    assert p.flush(30) == 0
     c = Consumer({"bootstrap.servers": cluster3.bootstrap, "group.id": "u", "logger": quiet})
     c.assign([TopicPartition(topic, 0, 0)])
     got = [m.value() for m in (c.poll(2) for _ in range(3)) if m is not None and not m.error()]
     c.close()
-    assert b"only-on-0" not in got, "the unclean election lost what only broker 0 had (as Kafka warns)"
+    # what only broker 0 had is gone, as Kafka warns an unclean election may do
+    assert got == [b"after-unclean"], got
     cluster3.restart(0)  # it truncates to the new leader's log and follows again
     wait_full_isr(cluster3, topic, 2, timeout=90)
     assert_replicas_identical(cluster3, topic, 1, {0: [0, 1]}, timeout=60)
@@ -195,12 +202,7 @@ def test_offline_partition_with_unclean_election_off_then_elected_unclean(cluste
 
 def test_unclean_election_enabled_brings_an_out_of_sync_replica_back(cluster3: SamsaCluster) -> None:
     topic = f"unon-{uuid.uuid4().hex[:6]}"
-    a = AdminClient({"bootstrap.servers": cluster3.bootstrap, "logger": quiet})
-    from confluent_kafka.admin import NewTopic
-
-    fs = a.create_topics([NewTopic(topic, replica_assignment=[[2, 0]],
-                                   config={"unclean.leader.election.enable": "true"})])
-    [f.result(30) for f in fs.values()]
+    _create_assigned(cluster3, topic, "2:0", "unclean.leader.election.enable=true")
     wait_full_isr(cluster3, topic, 2)
     cluster3.kill(0)
     wait_for(lambda: list(partitions(cluster3, topic)[0].isrs) == [2], 60, "ISR to shrink to the leader")
@@ -222,7 +224,8 @@ def test_topic_deletion_removes_every_replica(cluster3: SamsaCluster) -> None:
     a = AdminClient({"bootstrap.servers": cluster3.bootstrap, "logger": quiet})
     [f.result(30) for f in a.delete_topics([topic]).values()]
     wait_for(lambda: not any(d.exists() for d in dirs), 60, "every replica's directory to go")
-    wait_for(lambda: not partitions(cluster3, topic), 30, "the topic to leave Metadata")
+    wait_for(lambda: all(topic not in {t.name for t in cluster3.metadata(i).topics} for i in range(3)), 30,
+             "the topic to leave every broker's Metadata")
 
 
 def test_whole_cluster_restart_keeps_everything(cluster_factory: Callable[..., SamsaCluster], tmp_path: Path) -> None:
