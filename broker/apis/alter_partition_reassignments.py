@@ -5,8 +5,9 @@ new replicas are added and follow the leader; once every one of them is in the I
 leadership moves into the target set (if it was outside it) and the replicas being removed are
 stopped and deleted. ``replicas = null`` cancels an ongoing reassignment of that partition
 (NO_REASSIGNMENT_IN_PROGRESS if there is none). Served by the active controller only
-(NOT_CONTROLLER elsewhere; admin clients send it there); a single broker answers
-NOT_CONTROLLER too, as it has nowhere to move a replica. Brokers that are not alive get
+(NOT_CONTROLLER elsewhere; admin clients send it there). The single embedded broker is its own
+controller: a partition "moved" to where it already is completes at once, any other broker id
+is INVALID_REPLICA_ASSIGNMENT. Brokers that are not alive get
 INVALID_REPLICA_ASSIGNMENT. The ongoing state lives in the topic's assignment znode
 (``adding_replicas`` / ``removing_replicas``), so a new controller resumes it. v1 adds
 ``allow_replication_factor_change``, which we honour by refusing an RF change when false.
@@ -38,6 +39,8 @@ async def handle_alter_partition_reassignments(ctx: RequestContext, req: Any) ->
 
     if not ctx.authorize(ALTER, CLUSTER, CLUSTER_NAME):
         return top(CLUSTER_DENIED, "Cluster authorization failed.")
+    if ctx.broker.cluster is None:
+        return _single_broker(ctx, req, R, extra)
     controller = ctx.broker.controller
     if controller is None or not controller.is_active:
         return top(ErrorCode.NOT_CONTROLLER, "This broker is not the active controller.")
@@ -63,3 +66,26 @@ async def handle_alter_partition_reassignments(ctx: RequestContext, req: Any) ->
         by_topic.setdefault(topic, []).append(PartR(partition_index=p, error_code=int(code), error_message=message))
     return R(throttle_time_ms=0, error_code=0, error_message=None,
              responses=[TopicR(name=t, partitions=ps) for t, ps in by_topic.items()], **extra)
+
+
+def _single_broker(ctx: RequestContext, req: Any, R: Any, extra: dict[str, Any]) -> Any:
+    TopicR = R.ReassignableTopicResponse
+    PartR = TopicR.ReassignablePartitionResponse
+    me = ctx.broker.broker_id
+    out = []
+    for t in req.topics:
+        info = ctx.broker.topics.get(t.name)
+        parts = []
+        for p in t.partitions:
+            if info is None or not 0 <= p.partition_index < info.num_partitions:
+                code, msg = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unknown partition {t.name}-{p.partition_index}"
+            elif p.replicas is None:
+                code, msg = ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "No reassignment is in progress."
+            elif list(p.replicas) != [me]:
+                code, msg = ErrorCode.INVALID_REPLICA_ASSIGNMENT, \
+                    f"Replica assignment {list(p.replicas)} names brokers that are not registered (only {me} is)"
+            else:
+                code, msg = ErrorCode.NONE, None
+            parts.append(PartR(partition_index=p.partition_index, error_code=int(code), error_message=msg))
+        out.append(TopicR(name=t.name, partitions=parts))
+    return R(throttle_time_ms=0, error_code=0, error_message=None, responses=out, **extra)

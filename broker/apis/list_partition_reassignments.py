@@ -3,7 +3,7 @@
 The ongoing reassignments the active controller knows (NOT_CONTROLLER elsewhere): for each
 partition its full replica set during the move, the replicas being added and those being
 removed. ``topics = null`` lists all of them; named partitions without a reassignment are left
-out, as Kafka does.
+out, as Kafka does. The single embedded broker never has one in progress.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ async def handle_list_partition_reassignments(ctx: RequestContext, req: Any) -> 
     if not ctx.authorize(DESCRIBE, CLUSTER, CLUSTER_NAME):
         return R(throttle_time_ms=0, error_code=int(CLUSTER_DENIED), error_message="Cluster authorization failed.",
                  topics=[])
+    if ctx.broker.cluster is None:
+        return R(throttle_time_ms=0, error_code=0, error_message=None, topics=[])
     controller = ctx.broker.controller
     if controller is None or not controller.is_active:
         return R(throttle_time_ms=0, error_code=int(ErrorCode.NOT_CONTROLLER),
