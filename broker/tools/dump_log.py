@@ -405,20 +405,30 @@ def _print_log(doc: dict[str, Any], args: argparse.Namespace, out: Any) -> None:
 def main(args: argparse.Namespace) -> int | None:
     out = sys.stdout
     docs = []
+    named = {Path(f.strip()) for f in str(args.files).split(",") if f.strip()}
     for path in _expand(args.files):
-        if path.suffix == ".log":
-            if args.verify_index_only:
-                continue
-            doc = dump_log_file(path, args)
-        elif path.suffix == ".index":
-            doc = dump_index_file(path, args)
-        elif path.suffix == ".timeindex":
-            doc = dump_time_index_file(path, args)
-        elif path.suffix == ".snapshot":
-            if args.verify_index_only:
-                continue
-            doc = dump_snapshot_file(path, args)
-        else:
+        try:
+            if path.suffix == ".log":
+                if args.verify_index_only:
+                    continue
+                doc = dump_log_file(path, args)
+            elif path.suffix == ".index":
+                doc = dump_index_file(path, args)
+            elif path.suffix == ".timeindex":
+                doc = dump_time_index_file(path, args)
+            elif path.suffix == ".snapshot":
+                if args.verify_index_only:
+                    continue
+                doc = dump_snapshot_file(path, args)
+            else:
+                doc = None
+        except FileNotFoundError:
+            if path in named:
+                raise
+            # found by listing a live partition directory, then deleted by the broker (the cleaner
+            # swapped or retention removed its segment): nothing to dump
+            continue
+        if doc is None:
             doc = {"file": str(path), "type": "unknown", "problems": [f"{path.name}: not a segment file "
                                                                        "(.log, .index, .timeindex)"]}
         docs.append(doc)

@@ -38,8 +38,9 @@ def test_stale_and_future_leader_epochs_after_failover(cluster3: SamsaCluster) -
     p.produce(topic, b"v", partition=0)
     assert p.flush(30) == 0
     cluster3.kill(old_leader)
-    new_leader = wait_for(lambda: (lambda ps: ps[0].leader if ps and ps[0].leader not in (-1, old_leader)
-                                   else None)(partitions(cluster3, topic)), 60, "a new leader")
+    # (a tuple: broker 0 is a valid leader but a falsy value for wait_for)
+    (new_leader,) = wait_for(lambda: (lambda ps: (ps[0].leader,) if ps and ps[0].leader not in (-1, old_leader)
+                                      else None)(partitions(cluster3, topic)), 60, "a new leader")
     b = cluster3[new_leader]
     with RawClient(b.host, b.port) as raw:
         code, records = wait_for(lambda: (lambda r: r if r[0] == FENCED_LEADER_EPOCH else None)(
