@@ -84,6 +84,7 @@ class ZkCluster:
                        "__transaction_state": cfg.int("transaction.state.log.replication.factor")}
         self.topics = ZkTopicRegistry(self.zk, self.live_broker_ids, cfg.int("default.replication.factor"),
                                       internal_rf)
+        self.topics.broker_racks = self.live_broker_racks
         self.controller: KafkaController | None = None
         self.fetchers = ReplicaFetcherManager(broker)
         self.broker_epoch = -1
@@ -97,6 +98,13 @@ class ZkCluster:
             return sorted(int(b) for b in self.zk.children(zd.BROKER_IDS))
         except Exception:
             return sorted(self.cache.brokers)
+
+    def live_broker_racks(self) -> dict[int, str | None]:
+        """Registered broker -> its ``broker.rack`` (None where unset), from ZooKeeper."""
+        try:
+            return {b: info.rack for b, info in self.zk.get_all_brokers().items()}
+        except Exception:
+            return {}
 
     def broker_info(self) -> zd.BrokerInfo:
         cfg = self.broker.config

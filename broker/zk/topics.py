@@ -11,9 +11,12 @@ AlterConfigs, DeleteTopics on this broker) are written to ZooKeeper as Kafka's
 them sees them; the other brokers see them through their watches, and the controller reacts to
 the assignment znodes by electing leaders and sending LeaderAndIsr.
 
-Replica placement is Kafka's rack-unaware ``assignReplicasToBrokers``: a random starting
-broker, the first replicas round-robin over the sorted live brokers, the followers shifted by
-a per-round increment, so leaders and followers spread evenly.
+Replica placement is Kafka's ``assignReplicasToBrokers``: a random starting broker, the first
+replicas round-robin over the live brokers, the followers shifted by a per-round increment, so
+leaders and followers spread evenly. When every live broker has a ``broker.rack`` the rack-aware
+variant is used (Kafka's ``assignReplicasToBrokersRackAware``): brokers are listed alternating
+between racks, and each follower goes to the next broker whose rack holds no replica of the
+partition yet (until every rack has one), so losing a rack loses at most one replica each.
 """
 
 from __future__ import annotations
@@ -66,6 +69,54 @@ def assign_replicas(brokers: list[int], num_partitions: int, replication_factor:
     return out
 
 
+def rack_alternated(racks: dict[int, str]) -> list[int]:
+    """Brokers in Kafka's rack-alternating order: rack1's first, rack2's first, ..., rack1's second ..."""
+    by_rack: dict[str, list[int]] = {}
+    for b in sorted(racks):
+        by_rack.setdefault(racks[b], []).append(b)
+    ordered = [by_rack[r] for r in sorted(by_rack)]
+    out: list[int] = []
+    for i in range(max(len(x) for x in ordered)):
+        out += [x[i] for x in ordered if i < len(x)]
+    return out
+
+
+def assign_replicas_rack_aware(racks: dict[int, str], num_partitions: int, replication_factor: int, *,
+                               start_partition: int = 0, start_index: int | None = None,
+                               shift: int | None = None) -> dict[int, list[int]]:
+    """Kafka's ``assignReplicasToBrokersRackAware``: at most one replica per rack until every rack has one."""
+    if replication_factor <= 0:
+        raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.")
+    if replication_factor > len(racks):
+        raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                         f"Replication factor: {replication_factor} larger than available brokers: {len(racks)}.")
+    arranged = rack_alternated(racks)
+    n = len(arranged)
+    num_racks = len(set(racks.values()))
+    start = random.randrange(n) if start_index is None else start_index
+    next_shift = random.randrange(n) if shift is None else shift
+    out: dict[int, list[int]] = {}
+    for current in range(start_partition, start_partition + num_partitions):
+        if current > 0 and current % n == 0:
+            next_shift += 1
+        first = (current + start) % n
+        leader = arranged[first]
+        replicas, with_racks, with_brokers = [leader], {racks[leader]}, {leader}
+        k = 0
+        for _ in range(replication_factor - 1):
+            while True:
+                b = arranged[(first + 1 + (next_shift + k) % (n - 1)) % n] if n > 1 else leader
+                k += 1
+                if (racks[b] not in with_racks or len(with_racks) == num_racks) and \
+                        (b not in with_brokers or len(with_brokers) == n):
+                    replicas.append(b)
+                    with_racks.add(racks[b])
+                    with_brokers.add(b)
+                    break
+        out[current] = replicas
+    return out
+
+
 class ZkTopicRegistry(TopicRegistry):
     """A TopicRegistry backed by ZooKeeper; see the module docstring."""
 
@@ -77,6 +128,8 @@ class ZkTopicRegistry(TopicRegistry):
         self.default_rf = default_rf
         self.internal_rf = internal_rf or {}
         self.assignments: dict[str, zd.TopicAssignment] = {}
+        # live broker id -> rack, for rack-aware placement (set by the cluster services)
+        self.broker_racks: Callable[[], dict[int, str | None]] | None = None
         self._seen_changes: set[str] = set()
         self._watched: set[str] = set()
         # (entity type, name) observers of /config/changes for entities other than topics
@@ -170,6 +223,13 @@ class ZkTopicRegistry(TopicRegistry):
             log.info("Topic %s (topic ID %s) was deleted", name, topic_id_base64(info.topic_id))
             self._notify("deleted", name)
 
+    def _place(self, num_partitions: int, rf: int, start_partition: int = 0) -> dict[int, list[int]]:
+        racks = self.broker_racks() if self.broker_racks is not None else {}
+        if racks and all(racks.values()):
+            return assign_replicas_rack_aware({b: str(r) for b, r in racks.items()}, num_partitions, rf,
+                                              start_partition=start_partition)
+        return assign_replicas(self.live_brokers(), num_partitions, rf, start_partition=start_partition)
+
     # --- mutations (AdminZkClient) ----------------------------------------------------------------
     def create(self, name: str, num_partitions: int, configs: dict[str, str] | None = None, *,
                replication_factor: int | None = None,
@@ -182,7 +242,7 @@ class ZkTopicRegistry(TopicRegistry):
                 raise KafkaError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
             rf = replication_factor if replication_factor and replication_factor > 0 else \
                 self.internal_rf.get(name, self.default_rf)
-            assignment = assign_replicas(self.live_brokers(), num_partitions, rf)
+            assignment = self._place(num_partitions, rf)
         else:
             live = set(self.live_brokers())
             for p, replicas in assignment.items():
@@ -228,8 +288,7 @@ class ZkTopicRegistry(TopicRegistry):
                              f"equal to the requested {new_total}.")
         a = self.zk.get_topic_assignment(name) or self.assignments[name]
         rf = len(next(iter(a.partitions.values()))) if a.partitions else self.default_rf
-        extra = assignment or assign_replicas(self.live_brokers(), new_total - info.num_partitions, rf,
-                                              start_partition=info.num_partitions)
+        extra = assignment or self._place(new_total - info.num_partitions, rf, start_partition=info.num_partitions)
         a.partitions.update(extra)
         self.zk.set_topic_assignment(name, a)
         self.assignments[name] = a
