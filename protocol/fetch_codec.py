@@ -39,6 +39,8 @@ class PartitionData:
     # (MemoryRecords.EMPTY there). librdkafka reads a null records field in a flexible Fetch as
     # an invalid MessageSetSize and throws away the whole response, error codes and all.
     records: Region | bytes = b""
+    # KIP-951 (tag 1 of a partition, v12+): the current leader (id, epoch) when this broker is not it
+    current_leader: tuple[int, int] | None = None
 
 
 @dataclass(slots=True)
@@ -66,6 +68,7 @@ def _uvarint(n: int) -> bytes:
 
 def encode_fetch_response(version: int, correlation_id: int, topics: Sequence[TopicData], *,
                           throttle_time_ms: int = 0, error_code: int = 0, session_id: int = 0,
+                          node_endpoints: Sequence[tuple[int, str, int, str | None]] = (),
                           ) -> tuple[list[Any], int]:
     """Return (chunks, total size) of the framed response; chunks are bytes or regions."""
     flexible = version >= 12
@@ -116,11 +119,23 @@ def encode_fetch_response(version: int, correlation_id: int, topics: Sequence[To
                     chunks.append(rec)
                     buf = bytearray()
             if flexible:
-                buf += b"\x00"  # partition tagged fields
+                if p.current_leader is not None:  # tagged field 1: CurrentLeader {LeaderId, LeaderEpoch}
+                    buf += b"\x01\x01\x09" + _i32(p.current_leader[0]) + _i32(p.current_leader[1]) + b"\x00"
+                else:
+                    buf += b"\x00"  # partition tagged fields
         if flexible:
             buf += b"\x00"  # topic tagged fields
     if flexible:
-        buf += b"\x00"  # response tagged fields
+        if node_endpoints and version >= 16:  # tagged field 0: NodeEndpoints (KIP-951)
+            body = bytearray(_uvarint(len(node_endpoints) + 1))
+            for node_id, host, port, rack in node_endpoints:
+                h = host.encode()
+                body += _i32(node_id) + _uvarint(len(h) + 1) + h + _i32(port)
+                body += b"\x00" if rack is None else _uvarint(len(rack.encode()) + 1) + rack.encode()
+                body += b"\x00"
+            buf += b"\x01\x00" + _uvarint(len(body)) + body
+        else:
+            buf += b"\x00"  # response tagged fields
     if buf:
         chunks.append(bytes(buf))
     total = sum(len(c) if isinstance(c, bytes) else c.size for c in chunks)

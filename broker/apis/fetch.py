@@ -109,11 +109,36 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
             PartitionData(p, int(code), hw, lso, start, aborted, -1, data)
             for (p, code, hw, lso, start, aborted, data) in rows]))
     error_code, session_id, topics_out = fs.respond(topics_out)
+    endpoints = _leader_hints(broker, topics_out) if broker.metadata_cache is not None else ()
     # Encoded here rather than by the generic encoder so that records stay file regions (see
     # protocol.fetch_codec); the connection writes them straight from the segment files.
     return EncodedResponse(*encode_fetch_response(ctx.version, ctx.header.correlation_id, topics_out,
                                                   throttle_time_ms=throttle_ms, error_code=error_code,
-                                                  session_id=session_id))
+                                                  session_id=session_id, node_endpoints=endpoints))
+
+
+_MOVED = (int(ErrorCode.NOT_LEADER_OR_FOLLOWER), int(ErrorCode.FENCED_LEADER_EPOCH))
+
+
+def _leader_hints(broker: Any, topics: list[Any]) -> list[tuple[int, str, int, str | None]]:
+    """KIP-951: on a partition whose leadership is elsewhere, name the current leader (and its
+    endpoint, v16+) so the client goes there without a Metadata round trip."""
+    cache = broker.metadata_cache
+    leaders: set[int] = set()
+    for t in topics:
+        for p in t.partitions:
+            if p.error_code in _MOVED and t.topic is not None:
+                pm = cache.partition(t.topic, p.partition_index)
+                if pm is not None and pm.leader >= 0:
+                    p.current_leader = (pm.leader, pm.leader_epoch)
+                    leaders.add(pm.leader)
+    out = []
+    for b in sorted(leaders):
+        info = cache.brokers.get(b)
+        if info is not None:
+            ep = info.endpoint(broker.advertised.name)
+            out.append((b, ep.host, ep.port, info.rack))
+    return out
 
 
 def _unauthorized(ctx: RequestContext, req: Any, wanted: list[Any]) -> set[str]:

@@ -27,7 +27,8 @@ unless the topic's ``compression.type`` asks for a codec the producer did not us
 * Errors are per partition; v8+ adds ``error_message`` (KIP-467). Clients may not write to the
   internal topics (INVALID_TOPIC_EXCEPTION); only the coordinators append there.
 * v3 is the first version with v2 record batches; v9 is flexible (KIP-482); v10-11 add the
-  leader-discovery tags (KIP-951), which we leave empty on a single broker.
+  leader-discovery tags (KIP-951): in a cluster a NOT_LEADER_OR_FOLLOWER partition carries the
+  current leader and the response its endpoint; a single broker leaves them empty.
 """
 
 from __future__ import annotations
@@ -140,7 +141,32 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
                 presp.error_code, presp.error_message = int(res.code), res.message
             elif isinstance(res, BaseException):
                 raise res
-    return R(responses=topics_out, throttle_time_ms=ctx.throttle_ms)
+    extra: dict[str, Any] = {}
+    if ctx.version >= 10 and broker.metadata_cache is not None:
+        extra["node_endpoints"] = _leader_hints(ctx, R, topics_out)
+    return R(responses=topics_out, throttle_time_ms=ctx.throttle_ms, **extra)
+
+
+def _leader_hints(ctx: RequestContext, R: Any, topics_out: list[Any]) -> list[Any]:
+    """KIP-951 (v10+): a partition led elsewhere names its current leader, and the response that
+    leader's endpoint, so the producer retries there without a Metadata round trip."""
+    cache = ctx.broker.metadata_cache
+    PartResp = R.TopicProduceResponse.PartitionProduceResponse
+    leaders: set[int] = set()
+    for t in topics_out:
+        for p in t.partition_responses:
+            if p.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                pm = cache.partition(t.name, p.index)
+                if pm is not None and pm.leader >= 0:
+                    p.current_leader = PartResp.LeaderIdAndEpoch(leader_id=pm.leader, leader_epoch=pm.leader_epoch)
+                    leaders.add(pm.leader)
+    out = []
+    for b in sorted(leaders):
+        info = cache.brokers.get(b)
+        if info is not None:
+            ep = info.endpoint(ctx.broker.advertised.name)
+            out.append(R.NodeEndpoint(node_id=b, host=ep.host, port=ep.port, rack=info.rack))
+    return out
 
 
 def _unauthorized(ctx: RequestContext, req: Any) -> dict[str, ErrorCode]:

@@ -210,3 +210,35 @@ def test_stale_controller_epoch_is_refused(cluster3: SamsaCluster) -> None:
     assert resp.error_code == 11  # STALE_CONTROLLER_EPOCH
     # and the cluster view was not wiped by it
     assert sorted(x.node_id for x in cluster3.metadata(0, []).brokers) == [0, 1, 2]
+
+
+def test_not_leader_answers_name_the_new_leader_kip951(cluster3: SamsaCluster) -> None:
+    """Produce v10+ and Fetch v16+ from a follower: NOT_LEADER_OR_FOLLOWER with the current
+    leader and its endpoint in KIP-951's tagged fields."""
+    from kafka.protocol.consumer import FetchRequest, FetchResponse
+    from kafka.protocol.producer import ProduceResponse
+
+    topic = _topic()
+    create_topic(cluster3, topic, 1, 3)
+    ps = wait_full_isr(cluster3, topic, 3)
+    leader, epoch = ps[0].leader, None
+    follower = next(b for b in range(3) if b != leader)
+    b = cluster3[follower]
+    with RawClient(b.host, b.port) as c:
+        resp = c.roundtrip(produce_request(topic, 0, build_batch([(b"k", b"v", [])])), 11, ProduceResponse)
+        part = resp.responses[0].partition_responses[0]
+        assert part.error_code == NOT_LEADER_OR_FOLLOWER
+        assert part.current_leader.leader_id == leader and part.current_leader.leader_epoch >= 0
+        epoch = part.current_leader.leader_epoch
+        assert [(n.node_id, n.port) for n in resp.node_endpoints] == [(leader, cluster3[leader].port)]
+        T = FetchRequest.FetchTopic
+        req = FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0,
+                           session_id=0, session_epoch=-1, topics=[T(topic=topic, topic_id=None, partitions=[
+                               T.FetchPartition(partition=0, current_leader_epoch=-1, fetch_offset=0,
+                                                last_fetched_epoch=-1, log_start_offset=-1,
+                                                partition_max_bytes=1 << 20)])],
+                           forgotten_topics_data=[], rack_id="")
+        fr = c.roundtrip(req, 12, FetchResponse)
+        fp = fr.responses[0].partitions[0]
+        assert fp.error_code == NOT_LEADER_OR_FOLLOWER
+        assert (fp.current_leader.leader_id, fp.current_leader.leader_epoch) == (leader, epoch)
