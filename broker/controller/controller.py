@@ -109,7 +109,7 @@ class KafkaController:
             "topic_data": self._on_topic_data, "deletions": self._on_topic_deletion,
             "isr_changes": self._on_isr_change, "controlled_shutdown": self._on_controlled_shutdown,
             "preferred_election": self._on_preferred_election, "unclean_election": self._on_unclean_election,
-            "reassign": self._on_reassign,
+            "reassign": self._on_reassign, "legacy_reassign": self._on_legacy_reassign,
         }
         while True:
             kind, args, fut = await self.events.get()
@@ -176,14 +176,14 @@ class KafkaController:
             self.zk.watch_children(zd.BROKER_TOPICS, lambda names: self.enqueue("topics", names))
             self.zk.watch_children(zd.DELETE_TOPICS, lambda names: self.enqueue("deletions", names))
             self.zk.watch_children(zd.ISR_CHANGE_NOTIFICATION, lambda names: self.enqueue("isr_changes", names))
+            self.zk.watch_data(zd.REASSIGN_PARTITIONS, lambda data: self.enqueue("legacy_reassign", data))
         for t in self.assignments:
             self._watch_topic(t)
         # bring every partition online: new ones get their first state, leaderless ones a leader
-        changed = await self._online_partitions(list(self.states_and_new()))
+        await self._online_partitions(list(self.states_and_new()))
         self._send_update_metadata(self.live)
-        for b in self.live:
+        for b in self.live:  # everything, to every replica: a new controller trusts no broker's view
             self._send_leader_and_isr(b, [tp for tp in self.states if b in self._replicas(tp)])
-        del changed
         pending = await asyncio.to_thread(self.zk.children, zd.DELETE_TOPICS)
         if pending:
             await self._on_topic_deletion(pending)
@@ -522,7 +522,7 @@ class KafkaController:
         changed = await self._online_partitions(led, exclude={broker_id})
         followed = [tp for tp, st in self.states.items() if st.leader != broker_id and broker_id in st.isr]
         changed += await self._remove_from_isr(followed, {broker_id})
-        self._propagate([tp for tp in changed])
+        self._propagate(changed)
         self._send_stop_replica(broker_id, [tp for tp in self.states if broker_id in self._replicas(tp)
                                             and self.states[tp].leader != broker_id], delete=False)
         remaining = [tp for tp, st in self.states.items() if st.leader == broker_id]
@@ -658,6 +658,24 @@ class KafkaController:
             self._propagate(touched)
             await self._maybe_complete_reassignments([tp for tp in touched if tp in self.reassignments])
         return results
+
+    async def _on_legacy_reassign(self, data: bytes | None) -> None:
+        """The pre-KIP-455 way: a tool writes ``/admin/reassign_partitions``; the controller starts
+        those moves and deletes the znode once it has taken them over (they go on from the topic
+        znodes' adding/removing fields)."""
+        if not data:
+            return
+        try:
+            moves = zd.decode_reassignment(data)
+        except (ValueError, KeyError) as e:
+            log.warning("Ignoring unreadable %s: %s", zd.REASSIGN_PARTITIONS, e)
+            moves = {}
+        if moves:
+            results = await self._on_reassign(dict(moves))
+            bad = {tp: r for tp, r in results.items() if r[0] != ErrorCode.NONE}
+            if bad:
+                log.warning("Reassignments from %s refused: %s", zd.REASSIGN_PARTITIONS, bad)
+        await asyncio.to_thread(self.zk.delete, zd.REASSIGN_PARTITIONS)
 
     def _write_assignment(self, topic: str) -> None:
         a = self.zk.get_topic_assignment(topic)

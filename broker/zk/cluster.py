@@ -200,8 +200,22 @@ class ZkCluster:
 
     # --- sessions -----------------------------------------------------------------------------
     def _on_session_lost(self) -> None:
+        """Our registration is gone, so the controller has moved our leaderships elsewhere: stop
+        acting as leader for what we can no longer prove we lead (produces get
+        NOT_LEADER_OR_FOLLOWER and retry on the new leader) until the controller, after we
+        re-register, tells us our roles again."""
         if self.controller is not None:
             self.controller._resign()
+        rm = self.broker.replica_manager
+        led = [tp for tp, part in rm.partitions.items() if part.is_leader]
+        for tp in led:
+            part = rm.partitions[tp]
+            part.make_follower(-1, part.leader_epoch, part.isr, part.replicas, part.zk_version, part.controller_epoch)
+            for listener in rm.leadership_listeners:
+                listener(tp, False, part.leader_epoch)
+        if led:
+            log.warning("ZooKeeper session lost: stepped down as leader of %d partitions until the controller "
+                        "assigns them again", len(led))
 
     def _on_session_reestablished(self) -> None:
         asyncio.get_running_loop().create_task(self._reregister())
