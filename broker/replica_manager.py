@@ -540,11 +540,6 @@ class ReplicaManager:
             for p in parts:
                 p.remove_waiter(fut)
 
-    def append_to_local_log(self, topic: str, partition: int, records: ValidatedRecords,
-                            required_acks: int = -1) -> AppendInfo:
-        """For coordinators writing to internal topics (__consumer_offsets, __transaction_state)."""
-        return self.get_partition(topic, partition).append(records, required_acks=required_acks)
-
     async def append_internal(self, topic: str, partition: int, records: ValidatedRecords,
                               timeout: float = 30.0) -> AppendInfo:
         """A coordinator's write to its internal topic, answered once every in-sync replica has it
