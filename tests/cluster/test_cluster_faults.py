@@ -114,14 +114,17 @@ def test_broker_frozen_past_its_session_leaves_the_isr_and_rejoins(cluster3: Sam
     create_topic(cluster3, topic, 1, 3, {"min.insync.replicas": "2"})
     ps = wait_full_isr(cluster3, topic, 3)
     victim = ps[0].leader
+    # a frozen broker never answers: the client's request.timeout.ms (librdkafka: 30 s) bounds how
+    # long an in-flight batch waits before it is retried on the new leader
     with Writer(cluster3.bootstrap, topic, acks="all", **{"enable.idempotence": True,
-                                                          "message.timeout.ms": 120000}) as w:
+                                                          "message.timeout.ms": 120000,
+                                                          "request.timeout.ms": 10000}) as w:
         time.sleep(1)
         cluster3.pause(victim)  # SIGSTOP: its ZooKeeper session expires (6 s) while it is frozen
         wait_for(lambda: (lambda p: p if p.leader not in (victim, -1) and victim not in p.isrs else None)(
             partitions(cluster3, topic)[0]), 60, "leadership and ISR to move off the frozen broker")
         n = len(w.acked)
-        wait_for(lambda: len(w.acked) > n + 100, 60, "producing to continue on the new leader")
+        wait_for(lambda: len(w.acked) > n + 100, 90, "producing to continue on the new leader")
         cluster3.resume(victim)
         wait_full_isr(cluster3, topic, 3, timeout=90)
     assert not w.errors, w.errors[:5]
