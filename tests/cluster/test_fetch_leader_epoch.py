@@ -48,6 +48,8 @@ def test_stale_and_future_leader_epochs_after_failover(cluster3: SamsaCluster) -
         assert records is not None and bytes(records) == b""
         code, records = _fetch(raw, topic, 1000)
         assert code == UNKNOWN_LEADER_EPOCH and records is not None and bytes(records) == b""
-        code, records = _fetch(raw, topic, -1)
+        # the new leader's high watermark moves past the record once a follower fetches from it
+        code, records = wait_for(lambda: (lambda r: r if r[0] == 0 and r[1] else None)(_fetch(raw, topic, -1)),
+                                 30, "the record to be readable from the new leader")
         assert code == 0 and records
     cluster3.restart(old_leader)
