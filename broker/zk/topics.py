@@ -42,19 +42,28 @@ def topic_id_from_base64(text: str) -> uuid.UUID:
     return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
 
 
+def _check_replication_factor(replication_factor: int, brokers: int) -> None:
+    if replication_factor <= 0:
+        raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.")
+    if replication_factor > brokers:
+        raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                         f"Replication factor: {replication_factor} larger than available brokers: {brokers}.")
+
+
+def _start_and_shift(n: int, start_index: int | None, shift: int | None) -> tuple[int, int]:
+    """Kafka's random starting broker and follower shift (fixed ones for tests)."""
+    return (random.randrange(n) if start_index is None else start_index,
+            random.randrange(n) if shift is None else shift)
+
+
 def assign_replicas(brokers: list[int], num_partitions: int, replication_factor: int, *,
                     start_partition: int = 0, start_index: int | None = None,
                     shift: int | None = None) -> dict[int, list[int]]:
     """Kafka's rack-unaware replica placement (``AdminUtils.assignReplicasToBrokers``)."""
-    if replication_factor <= 0:
-        raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.")
-    if replication_factor > len(brokers):
-        raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
-                         f"Replication factor: {replication_factor} larger than available brokers: {len(brokers)}.")
+    _check_replication_factor(replication_factor, len(brokers))
     ids = sorted(brokers)
     n = len(ids)
-    start = random.randrange(n) if start_index is None else start_index
-    next_shift = random.randrange(n) if shift is None else shift
+    start, next_shift = _start_and_shift(n, start_index, shift)
     out: dict[int, list[int]] = {}
     current = start_partition
     for _ in range(num_partitions):
@@ -85,16 +94,11 @@ def assign_replicas_rack_aware(racks: dict[int, str], num_partitions: int, repli
                                start_partition: int = 0, start_index: int | None = None,
                                shift: int | None = None) -> dict[int, list[int]]:
     """Kafka's ``assignReplicasToBrokersRackAware``: at most one replica per rack until every rack has one."""
-    if replication_factor <= 0:
-        raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.")
-    if replication_factor > len(racks):
-        raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
-                         f"Replication factor: {replication_factor} larger than available brokers: {len(racks)}.")
+    _check_replication_factor(replication_factor, len(racks))
     arranged = rack_alternated(racks)
     n = len(arranged)
     num_racks = len(set(racks.values()))
-    start = random.randrange(n) if start_index is None else start_index
-    next_shift = random.randrange(n) if shift is None else shift
+    start, next_shift = _start_and_shift(n, start_index, shift)
     out: dict[int, list[int]] = {}
     for current in range(start_partition, start_partition + num_partitions):
         if current > 0 and current % n == 0:

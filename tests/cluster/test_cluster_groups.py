@@ -12,24 +12,7 @@ from compat_tests import test_groups_support as support
 from compat_tests.test_groups_java import java_worker  # noqa: F401  (autouse: registers the Java worker)
 from compat_tests.test_groups_support import Group, all_values, produce, unique, wait_balanced, wait_consumed
 from tests.support.cluster import SamsaCluster
-from tests.support.replicas import create_topic, wait_for, wait_full_isr
-
-
-def find_coordinator(cluster: SamsaCluster, group: str) -> int:
-    from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
-
-    from tests.support.rawclient import RawClient
-
-    for i in cluster.running():
-        b = cluster[i]
-        try:
-            with RawClient(b.host, b.port) as c:
-                r = c.roundtrip(FindCoordinatorRequest(key=group, key_type=0), 2, FindCoordinatorResponse)
-            if r.error_code == 0:
-                return int(r.node_id)
-        except OSError:
-            continue
-    return -1
+from tests.support.replicas import create_topic, find_coordinator, wait_for, wait_full_isr
 
 
 def committed_reads(workers: list[support.Worker]) -> Counter[tuple[int, int]]:

@@ -14,25 +14,13 @@ import uuid
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from tests.support.cluster import SamsaCluster
-from tests.support.rawclient import RawClient
-from tests.support.replicas import create_topic, wait_for, wait_full_isr
+from tests.support.replicas import create_topic, find_coordinator, wait_for, wait_full_isr
 
 PARTS = 3
 
 
 def txn_coordinator(cluster: SamsaCluster, tid: str) -> int:
-    from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
-
-    for i in cluster.running():
-        b = cluster[i]
-        try:
-            with RawClient(b.host, b.port) as c:
-                r = c.roundtrip(FindCoordinatorRequest(key=tid, key_type=1), 2, FindCoordinatorResponse)
-            if r.error_code == 0:
-                return int(r.node_id)
-        except OSError:
-            continue
-    return -1
+    return find_coordinator(cluster, tid, key_type=1)
 
 
 def read_committed(bootstrap: str, topic: str) -> list[bytes]:

@@ -72,3 +72,22 @@ def assert_replicas_identical(cluster: SamsaCluster, topic: str, parts: int, rep
             blobs = {b: replica_bytes(cluster[b].data_dir, topic, p) for b in replicas[p]}
             return len(set(blobs.values())) == 1 and len(next(iter(blobs.values()))) > 0
         wait_for(same, timeout, f"the replicas {replicas[p]} of {topic}-{p} to hold identical logs")
+
+
+def find_coordinator(cluster: SamsaCluster, key: str, key_type: int = 0) -> int:
+    """The coordinator broker of a group (key_type 0) or transactional id (1), asking any running
+    broker; -1 while none answers."""
+    from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
+
+    from .rawclient import RawClient
+
+    for i in cluster.running():
+        b = cluster[i]
+        try:
+            with RawClient(b.host, b.port) as c:
+                r = c.roundtrip(FindCoordinatorRequest(key=key, key_type=key_type), 2, FindCoordinatorResponse)
+            if r.error_code == 0:
+                return int(r.node_id)
+        except OSError:
+            continue
+    return -1
