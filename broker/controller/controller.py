@@ -5,8 +5,9 @@ Theory of operation: every broker runs one of these, and the broker that creates
 number that fences every older controller: brokers refuse requests with a smaller epoch, and
 each of its ZooKeeper writes is checked against that znode's version), reads the whole cluster
 state from ZooKeeper into its context (live brokers, replica assignments, partition states),
-brings every partition online and tells every broker everything: UpdateMetadata to all,
-LeaderAndIsr to every replica.
+brings every partition online, takes replicas on brokers that are not alive out of every ISR
+(they may have died with the previous controller) and tells every broker everything:
+UpdateMetadata to all, LeaderAndIsr to every replica.
 
 Afterwards it reacts to events, one at a time from one queue (Kafka's
 ``ControllerEventManager``), so its state has a single owner:
@@ -181,6 +182,14 @@ class KafkaController:
             self._watch_topic(t)
         # bring every partition online: new ones get their first state, leaderless ones a leader
         await self._online_partitions(list(self.states_and_new()))
+        # Kafka's ReplicaStateMachine.startup: a replica on a broker that is not alive now (it may
+        # have died with the previous controller, which never got to act on it) goes offline,
+        # i.e. out of every ISR, so acks=all and min.insync.replicas see the truth at once
+        offline = {r for tp in self.states for r in self.states[tp].isr if r not in self.live}
+        if offline:
+            log.info("Controller %d: removing offline brokers %s from the ISRs they are in",
+                     self.broker_id, sorted(offline))
+            await self._remove_from_isr(list(self.states), offline)
         self._send_update_metadata(self.live)
         for b in self.live:  # everything, to every replica: a new controller trusts no broker's view
             self._send_leader_and_isr(b, [tp for tp in self.states if b in self._replicas(tp)])

@@ -90,6 +90,27 @@ def test_produce_to_a_follower_gets_not_leader_and_clients_route_to_the_leader(c
     assert md.offset == 0
 
 
+def test_new_controller_takes_replicas_of_a_dead_controller_out_of_the_isrs(cluster3: SamsaCluster) -> None:
+    """The broker that dies is the controller: the next controller (Kafka's
+    ReplicaStateMachine.startup) removes its replicas from every ISR at once, long before the
+    leaders' own replica.lag.time.max.ms (30 s) would; the CI failure this pins was an ISR that
+    kept a dead controller for 40 s."""
+    topic = _topic()
+    create_topic(cluster3, topic, 3, 3)
+    ps = wait_full_isr(cluster3, topic, 3)
+    controller = cluster3.controller_id()
+    followed = [p for p, m in ps.items() if m.leader != controller]
+    cluster3.kill(controller)
+    try:
+        # ZooKeeper expires the session after 6 s; a new controller then acts at once
+        wait_for(lambda: all(controller not in partitions(cluster3, topic)[p].isrs for p in followed), 20,
+                 f"the dead controller {controller} to leave the ISRs of partitions {followed}")
+        assert cluster3.controller_id() != controller
+    finally:
+        cluster3.restart(controller)
+    wait_full_isr(cluster3, topic, 3)
+
+
 def test_acks_all_needs_min_insync_replicas(cluster3: SamsaCluster) -> None:
     """RF 3, min.insync.replicas 3: with a follower down, acks=all is refused (NOT_ENOUGH_REPLICAS)
     and nothing is appended; acks=1 still works. With all back, acks=all works again."""
