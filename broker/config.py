@@ -89,6 +89,7 @@ BROKER_DEFAULTS: dict[str, tuple[type, object]] = {
     "transaction.state.log.min.isr": (int, 2),
     "log.level": (str, "INFO"),
     "metrics.listener": (str, ""),  # http://HOST:PORT of the Prometheus endpoint; empty: off
+    "telemetry.max.bytes": (int, 1048576),  # KIP-714: largest PushTelemetry metrics payload
     # Samsa's own: the web console (broker/console/), off when empty.
     "console.listener": (str, ""),
     "console.allow.writes": (bool, False),

@@ -25,6 +25,7 @@ from kafka.protocol import sasl as _sasl
 from kafka.protocol.api_message import ApiMessage
 
 from . import inter_broker as _inter_broker
+from . import kip714 as _kip714
 from . import kip848 as _kip848
 from .api_keys import ApiKey
 
@@ -37,9 +38,9 @@ _FLEX_HDR = struct.Struct(">iib")
 def _collect() -> tuple[dict[int, Any], dict[int, Any]]:
     requests: dict[int, Any] = {}
     responses: dict[int, Any] = {}
-    # protocol.inter_broker and protocol.kip848: classes kafka-python lacks, from the schemas
+    # protocol.inter_broker, protocol.kip848 and protocol.kip714: classes kafka-python lacks, from the schemas
     # in protocol/schemas.
-    for mod in (_producer, _consumer, _metadata, _admin, _inter_broker, _kip848, _sasl):
+    for mod in (_producer, _consumer, _metadata, _admin, _inter_broker, _kip848, _kip714, _sasl):
         for name in getattr(mod, "__all__", dir(mod)):
             obj = getattr(mod, name, None)
             if not isinstance(obj, type) or not issubclass(obj, ApiMessage) or obj is ApiMessage:

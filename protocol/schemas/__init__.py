@@ -5,5 +5,6 @@ bundled schemas are, so these messages get the same generated encoders and decod
 layouts follow Kafka's published message definitions (``clients/src/main/resources/common/message``).
 Users: :mod:`protocol.inter_broker` (the ZooKeeper-mode inter-broker APIs) and
 :mod:`protocol.kip848` (ConsumerGroupHeartbeat/ConsumerGroupDescribe, and the consumer-group
-record values of ``__consumer_offsets`` from ``group-coordinator/src/main/resources/common/message``).
+record values of ``__consumer_offsets`` from ``group-coordinator/src/main/resources/common/message``),
+:mod:`protocol.kip714` (GetTelemetrySubscriptions/PushTelemetry).
 """
