@@ -60,6 +60,14 @@ class TopicPartition:
         return f"{self.topic}-{self.partition}"
 
 
+@dataclass(slots=True)
+class IsrChangeCounts:
+    """ISR changes this broker made as leader (Kafka's ReplicaManager IsrShrinksPerSec/IsrExpandsPerSec)."""
+
+    shrinks: int = 0
+    expands: int = 0
+
+
 class Partition:
     """A partition hosted here. Invariant: log_start_offset <= high_watermark <= log_end_offset;
     the high watermark never moves backwards while this broker leads the partition."""
@@ -84,6 +92,7 @@ class Partition:
         self.isr_writer: Callable[[Partition, list[int]], bool] | None = None
         self.replica_lag_time_max_ms = 30000
         self.on_storage_error: Callable[[Partition], None] | None = None  # JBOD: its log dir failed
+        self.isr_changes = IsrChangeCounts()  # the ReplicaManager's, once it adopts the partition
 
     @property
     def is_leader(self) -> bool:
@@ -272,6 +281,10 @@ class Partition:
             return
         log.info("[Partition %s broker=%d] ISR updated from %s to %s (%s)", self.tp, self.local_broker_id,
                  ",".join(map(str, old)), ",".join(map(str, new_isr)), reason)
+        if len(new_isr) < len(old):
+            self.isr_changes.shrinks += 1
+        elif len(new_isr) > len(old):
+            self.isr_changes.expands += 1
         self.isr = list(new_isr)
         if not self.maybe_increment_high_watermark():
             self._complete_produces()
@@ -345,6 +358,7 @@ class ReplicaManager:
         self.controller_epoch = 0
         self.fetcher_manager: Any = None
         self.isr_writer: Callable[[Partition, list[int]], bool] | None = None
+        self.isr_changes = IsrChangeCounts()
         self.leadership_listeners: list[Callable[[TopicPartition, bool, int], None]] = []
         # JBOD (broker/log_dirs.py): partitions whose log dir is offline, and moves in progress
         self.offline_partitions: set[TopicPartition] = set()
@@ -400,6 +414,7 @@ class ReplicaManager:
 
         part = Partition(tp, lg, self.broker_id, leader_id=leader_id)
         part.isr_writer = self.isr_writer
+        part.isr_changes = self.isr_changes
         part.replica_lag_time_max_ms = self.config.int("replica.lag.time.max.ms")
         part.on_storage_error = lambda p: on_storage_error(self, p)
         return part

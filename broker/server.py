@@ -38,7 +38,7 @@ from .config import BrokerConfig, Listener
 from .configs import DynamicBrokerConfigs
 from .fetch_session import FetchSessionCache
 from .metadata import TopicRegistry
-from .metrics.stats import RequestTimer
+from .metrics.stats import RequestTimer, note_errors, response_error_counts
 from .repeated_warnings import RepeatedWarnings
 from .replica_manager import ReplicaManager
 from .security.quotas import WAITING_APIS
@@ -427,6 +427,8 @@ class Broker:
             return None
         if isinstance(response, EncodedResponse):
             return response.chunks
+        if self.metrics is not None:  # RequestMetrics ErrorsPerSec: one walk of the response's structs
+            note_errors(response_error_counts(response))
         if request_log.isEnabledFor(logging.DEBUG):
             request_log.debug("%s v%d corr=%d client=%r", spec.name, header.api_version,
                               header.correlation_id, header.client_id)

@@ -679,6 +679,11 @@ class BrokerLogCleaner:
         self.checkpoints: dict[Path, dict[tuple[str, int], int]] = {}
         self.next_horizon: dict[tuple[str, int], int] = {}
         self.stats = CleanerStats()
+        # Kafka's LogCleaner gauges read the last pass (lastStats) and LogCleanerManager's
+        # time of the last run (broker/metrics/collectors.py LogCleanerCollector)
+        self.last_stats: CleanerStats | None = None
+        self.last_buffer_utilization = 0.0  # keys mapped / slots the dedupe buffer holds
+        self.last_run_ms = time.time() * 1000
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
 
@@ -737,6 +742,8 @@ class BrokerLogCleaner:
         self._set_first_dirty(log, result.map_end)
         self.stats.add(result.stats)
         if result.stats.passes:
+            self.last_stats = result.stats
+            self.last_buffer_utilization = result.stats.keys_mapped * OffsetMap.SLOT_BYTES / self.buffer_bytes
             s = result.stats
             logger.info("Log cleaner cleaned %s-%d up to offset %d: %d segments, %.1f KB read, %.1f KB written, "
                         "%d/%d records kept, %d tombstones and %d aborted records removed in %.2f s",
@@ -755,6 +762,7 @@ class BrokerLogCleaner:
             if not self.enabled:
                 continue
             now = int(time.time() * 1000)
+            self.last_run_ms = now
             for log in self.compacted_logs():
                 try:
                     if self.needs_cleaning(log, now):

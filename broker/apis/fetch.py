@@ -37,7 +37,7 @@ from protocol.errors import ErrorCode, KafkaError
 from protocol.fetch_codec import PartitionData, TopicData, encode_fetch_response
 
 from .. import fetch_session
-from ..metrics.stats import mark_follower_fetch
+from ..metrics.stats import mark_follower_fetch, note_errors
 from ..security.acl import CLUSTER, CLUSTER_ACTION, CLUSTER_NAME, READ, TOPIC, TOPIC_DENIED, Requires
 from . import EncodedResponse, RequestContext, api
 
@@ -109,6 +109,12 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
             PartitionData(p, int(code), hw, lso, start, aborted, -1, data)
             for (p, code, hw, lso, start, aborted, data) in rows]))
     error_code, session_id, topics_out = fs.respond(topics_out)
+    if broker.metrics is not None:  # RequestMetrics ErrorsPerSec: the response's codes, per partition
+        errors = {int(error_code): 1}
+        for t in topics_out:
+            for part in t.partitions:
+                errors[part.error_code] = errors.get(part.error_code, 0) + 1
+        note_errors(errors)
     endpoints = _leader_hints(broker, topics_out) if broker.metadata_cache is not None else ()
     # Encoded here rather than by the generic encoder so that records stay file regions (see
     # protocol.fetch_codec); the connection writes them straight from the segment files.

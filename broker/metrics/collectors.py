@@ -75,6 +75,15 @@ def _api_name(key: int) -> str:
         return str(key)
 
 
+def _error_name(code: int) -> str:
+    from protocol.errors import ErrorCode  # noqa: PLC0415
+
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return str(code)
+
+
 # Samples per family chunk: the large per-partition families are built and written in pieces
 # this size, so a scrape of 10,000 partitions yields the event loop between pieces.
 CHUNK = 500
@@ -160,6 +169,13 @@ class RequestMetricsCollector(Collector):
             for version, n in sorted(s.versions.items()):
                 req.add_metric([name, str(version)], float(n))
         yield req
+        errors = CounterMetricFamily("kafka_network_requestmetrics_errors",
+                                     "Error codes in responses, by API and error (Kafka's ErrorsPerSec; NONE "
+                                     "included, each partition's code counted).", labels=["request", "error"])
+        for name, s in apis:
+            for code, n in sorted(s.errors.items()):
+                errors.add_metric([name, _error_name(code)], float(n))
+        yield errors
         for metric, attr, doc in REQUEST_TIMES:
             fam = HistogramMetricFamily(f"kafka_network_requestmetrics_{metric}", doc + " Milliseconds.",
                                         labels=["request"])
@@ -235,14 +251,20 @@ class ReplicaManagerCollector(Collector):
         controller = getattr(broker, "controller", None)
         active = 1 if controller is not None and getattr(controller, "is_active", False) else 0
         offline = int(getattr(controller, "offline_partition_count", 0) or 0) if controller is not None else 0
-        counts = (len(rows), leaders, under, under_min, at_min, active, offline)
+        changes = getattr(broker.replica_manager, "isr_changes", None)
+        counts = (len(rows), leaders, under, under_min, at_min, active, offline,
+                  getattr(changes, "shrinks", 0), getattr(changes, "expands", 0))
         return lambda: self._families(rows, counts)
 
     @staticmethod
     def _families(rows: list[tuple[str, int, int, int, int, int, int]],
                   counts: tuple[int, ...]) -> Iterator[Metric]:
-        parts, leaders, under, under_min, at_min, active, offline = counts
+        parts, leaders, under, under_min, at_min, active, offline, shrinks, expands = counts
         prefix = "kafka_server_replicamanager_"
+        yield CounterMetricFamily(prefix + "isrshrinks", "ISR shrinks this broker made as leader "
+                                  "(IsrShrinksPerSec).", value=shrinks)
+        yield CounterMetricFamily(prefix + "isrexpands", "ISR expansions this broker made as leader "
+                                  "(IsrExpandsPerSec).", value=expands)
         yield _gauge(prefix + "partitioncount", "Partitions hosted by this broker.", parts)
         yield _gauge(prefix + "leadercount", "Partitions this broker leads.", leaders)
         yield _gauge(prefix + "underreplicatedpartitions",
@@ -400,11 +422,22 @@ class LogCleanerCollector(Collector):
         task = getattr(cleaner, "_task", None)
         dead = 1 if task is not None and task.done() and not task.cancelled() else 0
         yield _gauge("kafka_log_logcleaner_deadthreadcount", "Cleaner tasks that died.", dead)
-        read = float(getattr(stats, "bytes_read", 0))
-        written = float(getattr(stats, "bytes_written", 0))
+        # As Kafka's gauges: over the last pass (lastStats), 0 before the first one.
+        last = getattr(cleaner, "last_stats", None)
+        read = float(getattr(last, "bytes_read", 0))
+        written = float(getattr(last, "bytes_written", 0))
         yield _gauge("kafka_log_logcleaner_cleaner_recopy_percent",
-                     "Bytes written as a percentage of bytes read by the cleaner (since start).",
+                     "Bytes written as a percentage of bytes read by the last cleaning pass.",
                      100.0 * written / read if read else 0.0)
+        yield _gauge("kafka_log_logcleaner_max_clean_time_secs", "Duration of the last cleaning pass, seconds.",
+                     float(getattr(last, "seconds", 0.0)))
+        yield _gauge("kafka_log_logcleaner_max_buffer_utilization_percent",
+                     "Share of the dedupe buffer (log.cleaner.dedupe.buffer.size) the last pass's offset map "
+                     "filled, percent.", 100.0 * float(getattr(cleaner, "last_buffer_utilization", 0.0)))
+        last_run = getattr(cleaner, "last_run_ms", None)
+        yield _gauge("kafka_log_logcleanermanager_time_since_last_run_ms",
+                     "Milliseconds since the cleaner last looked for logs to clean.",
+                     max(0.0, time.time() * 1000 - last_run) if last_run is not None else 0.0)
         max_dirty = 0.0
         if cleaner is not None:
             from log.cleaner import dirty_ratio  # noqa: PLC0415

@@ -28,6 +28,11 @@ server (all times in milliseconds):
 
 Fetch is also recorded as ``FetchConsumer`` or ``FetchFollower`` (a broker's replica fetch), as
 Kafka does; the handler says which through :func:`mark_follower_fetch`.
+
+Error codes (Kafka's ``RequestMetrics`` ``ErrorsPerSec``, by request and error) are counted once
+per response from its ``error_code`` fields (:func:`response_error_counts`; Fetch, which frames
+its own response, counts its partitions' codes itself): one short walk of the response's
+structs per request, never per record.
 """
 
 from __future__ import annotations
@@ -181,12 +186,13 @@ class Histogram:
 
 
 class ApiRequestStats:
-    """Kafka's ``RequestMetrics`` for one API: requests per version and the time histograms."""
+    """Kafka's ``RequestMetrics`` for one API: requests per version, error codes, time histograms."""
 
-    __slots__ = ("versions", "queue", "local", "remote", "throttle", "send", "total")
+    __slots__ = ("versions", "errors", "queue", "local", "remote", "throttle", "send", "total")
 
     def __init__(self) -> None:
         self.versions: dict[int, int] = {}
+        self.errors: dict[int, int] = {}  # error code -> count (ErrorsPerSec), NONE included
         self.queue = Histogram()
         self.local = Histogram()
         self.remote = Histogram()
@@ -211,10 +217,63 @@ def mark_follower_fetch() -> None:
         timer.follower = True
 
 
+def note_errors(errors: dict[int, int]) -> None:
+    """Hand the current request's error counts to its timer (Kafka's ``response.errorCounts()``)."""
+    timer = CURRENT_REQUEST.get()
+    if timer is not None:
+        timer.errors = errors
+
+
+def response_error_counts(response: Any) -> dict[int, int]:
+    """Every ``error_code`` in a kafka-python response object, counted by code (NONE too).
+
+    As Kafka's ``AbstractResponse.errorCounts()``: the top-level code and each topic's or
+    partition's. The walk visits the response's structs (one per topic, partition, group...),
+    never record bytes, so it costs per partition, not per record."""
+    counts: dict[int, int] = {}
+    stack = [response]
+    while stack:
+        obj = stack.pop()
+        for kind, name in _plan(type(obj)):
+            v = getattr(obj, name)
+            if kind == 0:
+                if v is not None:
+                    counts[v] = counts.get(v, 0) + 1
+            elif kind == 1:
+                if v:
+                    stack.extend(v)
+            elif v is not None:
+                stack.append(v)
+    return counts
+
+
+# response struct class -> [(0 error_code | 1 struct array | 2 struct, field)]: only the fields
+# whose schema holds an ErrorCode somewhere below (not record errors, leader hints, endpoints)
+_PLANS: dict[type, list[tuple[int, str]]] = {}
+_KINDS = {"StructArrayField": 1, "StructField": 2}
+
+
+def _holds_error_code(spec: dict[str, Any]) -> bool:
+    return any(f.get("name") == "ErrorCode" or _holds_error_code(f) for f in spec.get("fields") or ())
+
+
+def _plan(cls: type) -> list[tuple[int, str]]:
+    plan = _PLANS.get(cls)
+    if plan is None:
+        plan = []
+        for name, f in cls._struct.fields.items():  # type: ignore[attr-defined]
+            if name == "error_code":
+                plan.append((0, name))
+            elif type(f).__name__ in _KINDS and _holds_error_code(f._json):
+                plan.append((_KINDS[type(f).__name__], name))
+        _PLANS[cls] = plan
+    return plan
+
+
 class RequestTimer:
     """The timings of one request, filled in by :meth:`run` and the connection."""
 
-    __slots__ = ("received", "started", "local", "remote", "follower")
+    __slots__ = ("received", "started", "local", "remote", "follower", "errors")
 
     def __init__(self, received: float) -> None:
         self.received = received
@@ -222,6 +281,7 @@ class RequestTimer:
         self.local = 0.0
         self.remote = 0.0
         self.follower = False
+        self.errors: dict[int, int] | None = None  # set by note_errors once the response exists
 
     def run(self, coro: Coroutine[Any, Any, Any]) -> Awaitable[Any]:
         """Await ``coro``, splitting its wall time into running (local) and suspended (remote)."""
@@ -284,6 +344,11 @@ class RequestStats:
         key = (frame[0] << 8) | frame[1]
         version = (frame[2] << 8) | frame[3]
         self._record(key, version, timer, handled, sent, throttle_ms)
+        errors = timer.errors
+        if errors:  # ErrorsPerSec is kept per API only (Fetch, not FetchConsumer/FetchFollower)
+            counts = self.apis[key].errors
+            for code, n in errors.items():
+                counts[code] = counts.get(code, 0) + n
         if key == 1:  # Fetch
             self._record(FETCH_FOLLOWER if timer.follower else FETCH_CONSUMER, version, timer, handled, sent,
                          throttle_ms)

@@ -93,3 +93,37 @@ def test_cluster_metrics_leaders_replication_and_under_replication(cluster_facto
              90, "under-replication cleared once the broker is back")
     s = _scrape_all(ports, [0, 1, 2])
     assert sum(value(s[i], "kafka_controller_kafkacontroller_activecontrollercount") for i in s) == 1
+
+
+def test_isr_shrinks_and_expands_are_counted_by_the_leaders(cluster_factory) -> None:  # type: ignore[no-untyped-def]
+    """A follower killed: each survivor leading one of its partitions drops it from the ISR
+    (replica.lag.time.max.ms=2000 notices well before the 6 s ZooKeeper session expires, which
+    would have the controller do it instead); restarted, it catches up and is taken back."""
+    ports = {i: free_port() for i in range(3)}
+    cluster: SamsaCluster = cluster_factory(
+        3, overrides={"replica.lag.time.max.ms": 2000},
+        broker_overrides={i: {"metrics.listener": f"http://127.0.0.1:{p}"} for i, p in ports.items()})
+    topic = f"isr-{uuid.uuid4().hex[:8]}"
+    create_topic(cluster, topic, 3, 3)
+    ps = wait_full_isr(cluster, topic, 3)
+    prod = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for i in range(30):
+        prod.produce(topic, value=b"v%d" % i, partition=i % 3)
+    assert prod.flush(30) == 0
+
+    def totals(running: list[int], name: str) -> float:
+        s = _scrape_all(ports, running)
+        return sum(value(s[i], f"kafka_server_replicamanager_{name}_total") for i in s)
+
+    shrinks0, expands0 = totals([0, 1, 2], "isrshrinks"), totals([0, 1, 2], "isrexpands")
+    victim = 2
+    led_by_survivors = sum(1 for m in ps.values() if m.leader != victim)
+    assert led_by_survivors >= 1
+    cluster.kill(victim)
+    wait_for(lambda: totals([0, 1], "isrshrinks") - shrinks0 >= led_by_survivors, 60,
+             f"the survivors to shrink the ISR of the {led_by_survivors} partition(s) they lead")
+    cluster.restart(victim)
+    wait_full_isr(cluster, topic, 3, timeout=90)
+    # every partition of the topic took the restarted broker back (the restarted broker's own
+    # counters start at 0, so the sum over all three only grows)
+    wait_for(lambda: totals([0, 1, 2], "isrexpands") - expands0 >= 3, 30, "three ISR expansions counted")

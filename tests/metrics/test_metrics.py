@@ -122,6 +122,19 @@ def test_failed_produce_is_counted_per_topic(metered: tuple[BrokerProcess, int])
     failed = value(s, "kafka_server_brokertopicmetrics_failedproducerequests_total", topic="strict")
     assert failed == 2
     assert value(s, "kafka_server_brokertopicmetrics_failedproducerequests_total") == failed
+    # RequestMetrics ErrorsPerSec: the two refusals by their Kafka error name, beside the NONEs.
+    assert value(s, "kafka_network_requestmetrics_errors_total", request="Produce",
+                 error="NOT_ENOUGH_REPLICAS") == 2
+    assert value(s, "kafka_network_requestmetrics_errors_total", request="Metadata", error="NONE") >= 1
+    with RawClient(b.host, b.port) as rc:  # a Fetch past the end: OFFSET_OUT_OF_RANGE, counted once
+        code, _hw, _data = rc.fetch_raw("strict", 0, 1000)
+        assert code == 1  # OFFSET_OUT_OF_RANGE
+        rc.fetch_raw("strict", 0, 0)
+    s = scrape(port)
+    assert value(s, "kafka_network_requestmetrics_errors_total", request="Fetch", error="OFFSET_OUT_OF_RANGE") == 1
+    assert value(s, "kafka_network_requestmetrics_errors_total", request="Fetch", error="NONE") >= 3
+    assert ("kafka_network_requestmetrics_errors_total",
+            frozenset({("request", "FetchConsumer"), ("error", "NONE")})) not in s
     assert value(s, "kafka_server_brokertopicmetrics_messagesin_total", topic="strict") == 0
     assert value(s, "kafka_log_log_logendoffset", topic="strict", partition="0") == 0
     # A made-up topic name never becomes a label.
@@ -541,3 +554,37 @@ def test_lag_of_a_kip848_consumer_group(broker_factory: Callable[..., BrokerProc
         assert consumer_groups == 1
     finally:
         c.close()
+
+
+def test_log_cleaner_gauges_follow_a_cleaning_pass(broker_factory: Callable[..., BrokerProcess]) -> None:
+    port = free_port()
+    b = broker_factory({"metrics.listener": f"http://127.0.0.1:{port}", "log.cleaner.backoff.ms": "300"})
+    s = scrape(port)
+    assert value(s, "kafka_log_logcleaner_max_clean_time_secs") == 0  # no pass yet
+    assert value(s, "kafka_log_logcleaner_max_buffer_utilization_percent") == 0
+    assert 0 <= value(s, "kafka_log_logcleanermanager_time_since_last_run_ms") < 60_000
+    create_topic(b.bootstrap, "compacted", 1, {"cleanup.policy": "compact", "segment.bytes": "16384",
+                                               "min.cleanable.dirty.ratio": "0.01"})
+    kp = KafkaProducer(bootstrap_servers=b.bootstrap, linger_ms=5)
+    for i in range(4000):
+        kp.send("compacted", key=b"key-%d" % (i % 50), value=b"value-%05d" % i)
+    kp.flush()
+    kp.close()
+
+    def cleaned() -> dict[Any, float] | None:
+        s = scrape(port)
+        return s if value(s, "samsa_log_cleaner_passes_total") >= 1 else None
+
+    deadline = time.monotonic() + 60
+    while (s2 := cleaned()) is None:
+        assert time.monotonic() < deadline, "no cleaning pass within 60 s"
+        time.sleep(0.3)
+    assert value(s2, "kafka_log_logcleaner_max_clean_time_secs") > 0
+    # 50 keys of 16-byte slots in a 128 MiB buffer: a tiny but non-zero share
+    util = value(s2, "kafka_log_logcleaner_max_buffer_utilization_percent")
+    assert 0 < util < 1, util
+    # most records were superseded, so the pass wrote back far less than it read
+    recopy = value(s2, "kafka_log_logcleaner_cleaner_recopy_percent")
+    assert 0 < recopy < 50, recopy
+    # the cleaner wakes every log.cleaner.backoff.ms=300
+    assert value(s2, "kafka_log_logcleanermanager_time_since_last_run_ms") < 5000
