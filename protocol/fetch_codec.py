@@ -7,7 +7,7 @@ response header, topic and partition fields, length prefixes) and leaves each re
 the region object the log handed out, so the connection can write it with ``sendfile`` or one
 ``pread`` straight into the socket buffer.
 
-Versions 4-17 (flexible from 12, topic ids from 13). The output is a list of chunks, ``bytes``
+Versions 4-18 (flexible from 12, topic ids from 13). The output is a list of chunks, ``bytes``
 or regions (anything with ``size``), whose concatenation is the framed response.
 """
 

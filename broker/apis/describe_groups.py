@@ -1,19 +1,22 @@
-"""DescribeGroups (key 15), versions 0-5.
+"""DescribeGroups (key 15), versions 0-6.
 
 State, protocol type, chosen protocol and members of each group; in the Stable state each
 member also carries its subscription metadata and assignment (empty otherwise, as Kafka does).
-A group that does not exist is described as ``Dead`` with no error.
+A group that does not exist (or is a consumer-protocol group, which ConsumerGroupDescribe
+describes) is described as ``Dead`` with no error before v6, and from v6 as GROUP_ID_NOT_FOUND with
+Kafka's message "Group <id> not found." (KIP-1043).
 
 Version notes: v1 ``throttle_time_ms``; v2 no change (KIP-219); v3
 ``include_authorized_operations`` (KIP-430: without ACLs every group operation is allowed:
-READ, DELETE, DESCRIBE); v4 members' ``group_instance_id`` (KIP-345); v5 flexible. v6
-(KIP-1043, GROUP_ID_NOT_FOUND for unknown groups) is not served.
+READ, DELETE, DESCRIBE); v4 members' ``group_instance_id`` (KIP-345); v5 flexible; v6 the
+per-group ``error_message`` and GROUP_ID_NOT_FOUND (KIP-1043).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from groupcoord.state import GroupState
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -24,9 +27,10 @@ from . import RequestContext, api
 # field as the set of its bit positions. INT32_MIN (bit 31 alone) means "not requested".
 GROUP_OPERATIONS = {3, 6, 8}
 OPERATIONS_OMITTED = {31}
+DEAD = GroupState.DEAD.value
 
 
-@api(ApiKey.DESCRIBE_GROUPS, versions=(0, 5), authz=(Requires(DESCRIBE, GROUP, GROUP_DENIED, "each group"),))
+@api(ApiKey.DESCRIBE_GROUPS, versions=(0, 6), authz=(Requires(DESCRIBE, GROUP, GROUP_DENIED, "each group"),))
 async def handle_describe_groups(ctx: RequestContext, req: Any) -> Any:
     R = ctx.response_class
     G = R.DescribedGroup
@@ -48,6 +52,11 @@ async def handle_describe_groups(ctx: RequestContext, req: Any) -> Any:
                          authorized_operations=ops))
             continue
         d = coord.describe_group(group_id)
+        if ctx.version >= 6 and d.error is ErrorCode.NONE and d.state == DEAD:
+            out.append(G(error_code=int(ErrorCode.GROUP_ID_NOT_FOUND), error_message=f"Group {group_id} not found.",
+                         group_id=group_id, group_state="", protocol_type="", protocol_data="", members=[],
+                         authorized_operations=ops))
+            continue
         out.append(G(error_code=int(d.error), group_id=group_id,
                      group_state=d.state if d.error is ErrorCode.NONE else "",
                      protocol_type=d.protocol_type, protocol_data=d.protocol,

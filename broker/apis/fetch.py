@@ -1,4 +1,4 @@
-"""Fetch (key 1), versions 4-17.
+"""Fetch (key 1), versions 4-18.
 
 Reads whole batches from each partition's log, as stored, up to the high watermark
 (``isolation_level`` 0) or the last stable offset (1, KIP-98) and returns them with the
@@ -16,7 +16,9 @@ start offset, or an error (FETCH_SESSION_ID_NOT_FOUND / INVALID_FETCH_SESSION_EP
 level when the session is gone or the epoch is wrong). v12+ is flexible; v13+ names topics by id (KIP-516)
 and an unknown id gets UNKNOWN_TOPIC_ID. Out-of-range offsets get OFFSET_OUT_OF_RANGE with the
 current bounds. v9+ ``current_leader_epoch`` (KIP-320): older than the partition's leader epoch
-is FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH (-1 skips the check). Every error partition
+is FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH (-1 skips the check). v17 adds a follower's
+tagged directory id (KIP-853) and v18 its tagged high watermark (KIP-1166), both unused here; the
+response is v16's. Every error partition
 carries empty records, never null (protocol/fetch_codec.py).
 
 Replication reuses this path (Kafka's ``ReplicaFetcherThread``): a Fetch whose ``replica_id``
@@ -42,7 +44,7 @@ from ..security.acl import CLUSTER, CLUSTER_ACTION, CLUSTER_NAME, READ, TOPIC, T
 from . import EncodedResponse, RequestContext, api
 
 
-@api(ApiKey.FETCH, versions=(4, 17), authz=(
+@api(ApiKey.FETCH, versions=(4, 18), authz=(
     Requires(READ, TOPIC, TOPIC_DENIED, "each topic (consumer fetch)"),
     Requires(CLUSTER_ACTION, CLUSTER, TOPIC_DENIED, "follower fetch (replica id >= 0): every partition")))
 async def handle_fetch(ctx: RequestContext, req: Any) -> Any:

@@ -1,11 +1,13 @@
-"""ListOffsets (key 2), versions 1-9.
+"""ListOffsets (key 2), versions 1-10.
 
 Special timestamps: -2 earliest (log start offset), -1 latest (high watermark, or the last
 stable offset under read_committed, v2+ KIP-98), -3 max timestamp (v7, KIP-734), -4 earliest
-local (v8, KIP-1005: no tiered storage, so the log start offset), -5 earliest pending upload
-(v9, KIP-1023: nothing is uploaded, so -1 as Kafka does without tiered storage). Any other
+local (v8, KIP-405: no tiered storage, so the log start offset), -5 latest tiered
+(v9, KIP-1005: nothing is tiered, so -1 as Kafka does without tiered storage). Any other
 value finds the first offset whose timestamp is at or after it, through the time index; none
-gives offset -1 and timestamp -1. v4+ returns the leader epoch (KIP-320).
+gives offset -1 and timestamp -1. v4+ returns the leader epoch (KIP-320). v10 adds the request's
+``timeout_ms`` (KIP-1075), a bound on remote-storage lookups: every answer here is local, so it is
+not waited on. v11 (-6, KIP-1023) is Kafka 4.2's and not served.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from . import RequestContext, api
 EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL, EARLIEST_PENDING_UPLOAD = -2, -1, -3, -4, -5
 
 
-@api(ApiKey.LIST_OFFSETS, versions=(1, 9), authz=(Requires(DESCRIBE, TOPIC, TOPIC_DENIED, "each topic"),))
+@api(ApiKey.LIST_OFFSETS, versions=(1, 10), authz=(Requires(DESCRIBE, TOPIC, TOPIC_DENIED, "each topic"),))
 async def handle_list_offsets(ctx: RequestContext, req: Any) -> Any:
     rm = ctx.broker.replica_manager
     R = ctx.response_class

@@ -1,4 +1,4 @@
-"""Metadata (key 3), versions 0-12.
+"""Metadata (key 3), versions 0-13.
 
 Lists this broker and the topics asked for (all topics when the list is null; v0 uses an empty
 list for "all"). Authorization: a listing shows only the topics the principal may DESCRIBE; a
@@ -14,7 +14,8 @@ listed like any other once they exist, with ``is_internal`` true, as Kafka does;
 them with their own ``exclude.internal.topics``. v10+ carries topic ids; v12+ topics may be asked for by id
 (KIP-516): an unknown id, or a null name without an id, gets UNKNOWN_TOPIC_ID; v10-11 may not use
 ids or null names (INVALID_REQUEST on every topic, as Kafka answers). v7+ the leader epoch
-(KIP-320).
+(KIP-320). v13 adds a top-level ``error_code`` (KIP-1102, for REBOOTSTRAP_REQUIRED, which a broker
+that is part of its own cluster never needs to send): always NONE here.
 
 In a cluster the brokers, the controller and each partition's leader, replicas, ISR and offline
 replicas come from the metadata cache the controller keeps current (UpdateMetadata); a partition
@@ -38,7 +39,7 @@ from . import RequestContext, api
 ZERO_UUID = uuid.UUID(int=0)
 
 
-@api(ApiKey.METADATA, versions=(0, 12), authz=(
+@api(ApiKey.METADATA, versions=(0, 13), authz=(
     Requires(DESCRIBE, TOPIC, TOPIC_DENIED, "each topic: unauthorized ones left out of a listing"),
     Requires(CREATE, CLUSTER, TOPIC_DENIED, "auto-creation: CREATE on the cluster or on the topic")))
 async def handle_metadata(ctx: RequestContext, req: Any) -> Any:
@@ -133,7 +134,7 @@ async def handle_metadata(ctx: RequestContext, req: Any) -> Any:
                                 authorized_operations=ctx.authorized_operations(TOPIC, name) if topic_ops else None))
 
     brokers, controller_id = cluster_brokers(ctx)
-    return R(throttle_time_ms=0,
+    return R(throttle_time_ms=0, error_code=0,
              brokers=[R.MetadataResponseBroker(node_id=b, host=h, port=port, rack=rack) for b, h, port, rack in brokers],
              cluster_id=broker.cluster_id, controller_id=controller_id, topics=topics_out,
              authorized_operations=ctx.authorized_operations(CLUSTER, CLUSTER_NAME)

@@ -1,4 +1,4 @@
-"""OffsetFetch (key 9), versions 1-9.
+"""OffsetFetch (key 9), versions 1-10.
 
 Returns a group's committed offsets (offset -1 and no error for a partition with none, or for a
 group that does not exist). A null topic list (v2+) asks for every partition the group has
@@ -9,12 +9,16 @@ Version notes: v2 a null ``topics`` means all, and a top-level ``error_code`` (K
 ``require_stable`` (KIP-447): partitions with transactional offsets still awaiting their
 marker answer UNSTABLE_OFFSET_COMMIT; v8 asks for several ``groups`` in one request, each with
 its own error (KIP-709); v9 adds KIP-848 member id/epoch, checked for consumer groups
-(UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH) and unused by classic groups. v10 names
-topics by id and is not served. Before v2 a group-level error is reported on every partition.
+(UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH) and unused by classic groups; v10 names topics by id
+(KIP-848/KIP-516): an id this broker does not know answers UNKNOWN_TOPIC_ID on each partition
+asked for, and a fetch of every partition leaves out committed offsets of topics that no longer
+exist (they have no id to name them by). Before v2 a group-level error is reported on every
+partition.
 """
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 from protocol.api_keys import ApiKey
@@ -62,7 +66,7 @@ def _fetch(ctx: RequestContext, group_id: str, topics: Any, require_stable: bool
     return code, list(by_topic.items())
 
 
-@api(ApiKey.OFFSET_FETCH, versions=(1, 9), authz=(
+@api(ApiKey.OFFSET_FETCH, versions=(1, 10), authz=(
     Requires(DESCRIBE, GROUP, GROUP_DENIED, "each group_id"),
     Requires(DESCRIBE, TOPIC, TOPIC_DENIED, "each topic; unauthorized ones left out of an all-topics fetch")))
 async def handle_offset_fetch(ctx: RequestContext, req: Any) -> Any:
@@ -74,14 +78,29 @@ async def handle_offset_fetch(ctx: RequestContext, req: Any) -> Any:
         P = T.OffsetFetchResponsePartitions
         groups = []
         for g in req.groups:
-            code, topics = _fetch(ctx, g.group_id, g.topics, req.require_stable,
+            topics_in, unknown = g.topics, []
+            if v >= 10 and g.topics is not None:
+                topics_in = []
+                for t in g.topics:
+                    info = ctx.broker.topics.by_id(t.topic_id)
+                    if info is None:
+                        unknown.append(T(topic_id=t.topic_id, partitions=[
+                            P(partition_index=p, committed_offset=-1, committed_leader_epoch=-1, metadata=None,
+                              error_code=int(ErrorCode.UNKNOWN_TOPIC_ID)) for p in t.partition_indexes]))
+                    else:
+                        topics_in.append(SimpleNamespace(name=info.name, partition_indexes=t.partition_indexes))
+            code, topics = _fetch(ctx, g.group_id, topics_in, req.require_stable,
                                   g.member_id if v >= 9 else None,
                                   g.member_epoch if v >= 9 else -1)
-            groups.append(G(group_id=g.group_id, error_code=int(code), topics=[
-                T(name=name, partitions=[
-                    P(partition_index=p, committed_offset=o.offset, committed_leader_epoch=o.leader_epoch,
-                      metadata=o.metadata, error_code=int(o.error)) for p, o in parts])
-                for name, parts in topics]))
+            out = []
+            for name, parts in topics:
+                ps = [P(partition_index=p, committed_offset=o.offset, committed_leader_epoch=o.leader_epoch,
+                        metadata=o.metadata, error_code=int(o.error)) for p, o in parts]
+                if v < 10:
+                    out.append(T(name=name, partitions=ps))
+                elif (info := ctx.broker.topics.get(name)) is not None:
+                    out.append(T(topic_id=info.topic_id, partitions=ps))
+            groups.append(G(group_id=g.group_id, error_code=int(code), topics=out + unknown))
         return R(throttle_time_ms=0, groups=groups)
     T = R.OffsetFetchResponseTopic
     P = T.OffsetFetchResponsePartition

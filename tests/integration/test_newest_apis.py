@@ -25,7 +25,7 @@ from protocol.kip714 import (
     PushTelemetryResponse,
 )
 from tests.support.brokers import BrokerProcess, make_broker
-from tests.support.rawclient import RawClient
+from tests.support.rawclient import RawClient, build_batch
 
 ZERO = uuid.UUID(int=0)
 
@@ -90,3 +90,130 @@ def test_push_telemetry_validation(client: RawClient, change: dict[str, Any], co
         fields["subscription_id"] = sub.subscription_id ^ 1
     resp = client.roundtrip(PushTelemetryRequest[0](**fields), 0, PushTelemetryResponse)
     assert resp.error_code == code
+
+
+# -- the newest versions of the classic APIs ------------------------------------------------
+
+TOPIC = "newest"
+
+
+@pytest.fixture(scope="module")
+def topic_id(broker: BrokerProcess) -> uuid.UUID:
+    """TOPIC, created by auto-creation (2 partitions) with one record in partition 0; its id."""
+    from kafka.protocol.metadata import MetadataRequest, MetadataResponse
+
+    with RawClient(broker.host, broker.port) as c:
+        resp = c.roundtrip(MetadataRequest[13](topics=[MetadataRequest[13].MetadataRequestTopic(name=TOPIC)],
+                                               allow_auto_topic_creation=True,
+                                               include_topic_authorized_operations=False), 13, MetadataResponse)
+        assert c.produce(TOPIC, 0, build_batch([(b"k", b"v", [])]))[0] == 0
+        c.find_coordinator("g10")  # loads the group coordinator
+    assert resp.error_code == 0
+    (t,) = resp.topics
+    assert t.error_code == 0 and len(t.partitions) == 2
+    return t.topic_id
+
+
+def test_metadata_v13_has_a_top_level_error_code(client: RawClient, topic_id: uuid.UUID) -> None:
+    from kafka.protocol.metadata import MetadataRequest, MetadataResponse
+
+    assert client.versions[ApiKey.METADATA][1] == 13
+    by_id = client.roundtrip(MetadataRequest[13](
+        topics=[MetadataRequest[13].MetadataRequestTopic(topic_id=topic_id, name=None)],
+        allow_auto_topic_creation=False, include_topic_authorized_operations=False), 13, MetadataResponse)
+    assert by_id.error_code == 0
+    assert [(t.name, t.error_code) for t in by_id.topics] == [(TOPIC, 0)]
+
+
+def test_list_offsets_v10(client: RawClient, topic_id: uuid.UUID) -> None:
+    from kafka.protocol.consumer import ListOffsetsRequest, ListOffsetsResponse
+
+    Req = ListOffsetsRequest[10]
+    T = Req.ListOffsetsTopic
+    req = Req(replica_id=-1, isolation_level=0, timeout_ms=5000, topics=[T(name=TOPIC, partitions=[
+        T.ListOffsetsPartition(partition_index=p, current_leader_epoch=-1, timestamp=-1) for p in (0, 1)])])
+    resp = client.roundtrip(req, 10, ListOffsetsResponse)
+    assert [(p.partition_index, p.error_code, p.offset) for p in resp.topics[0].partitions] == [(0, 0, 1), (1, 0, 0)]
+
+
+def test_describe_groups_v6_unknown_group(client: RawClient) -> None:
+    from kafka.protocol.admin import DescribeGroupsRequest, DescribeGroupsResponse
+
+    for version, code, state in ((6, 69, ""), (5, 0, "Dead")):  # GROUP_ID_NOT_FOUND from v6 (KIP-1043)
+        resp = client.roundtrip(DescribeGroupsRequest[version](groups=["no-such-group"],
+                                                               include_authorized_operations=False),
+                                version, DescribeGroupsResponse)
+        (g,) = resp.groups
+        assert (g.error_code, g.group_state) == (code, state)
+        if version >= 6:
+            assert g.error_message == "Group no-such-group not found."
+
+
+def _commit(client: RawClient, version: int, group: str, topic: Any, offsets: dict[int, int]) -> Any:
+    from kafka.protocol.consumer import OffsetCommitRequest, OffsetCommitResponse
+
+    Req = OffsetCommitRequest[version]
+    T = Req.OffsetCommitRequestTopic
+    key = {"topic_id": topic} if version >= 10 else {"name": topic}
+    req = Req(group_id=group, generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
+              topics=[T(**key, partitions=[T.OffsetCommitRequestPartition(
+                  partition_index=p, committed_offset=o, committed_leader_epoch=-1, committed_metadata="m")
+                  for p, o in offsets.items()])])
+    return client.roundtrip(req, version, OffsetCommitResponse)
+
+
+def _fetch_offsets(client: RawClient, version: int, group: str, topic: Any, partitions: list[int] | None) -> Any:
+    from kafka.protocol.consumer import OffsetFetchRequest, OffsetFetchResponse
+
+    Req = OffsetFetchRequest[version]
+    G = Req.OffsetFetchRequestGroup
+    key = {"topic_id": topic} if version >= 10 else {"name": topic}
+    topics = None if partitions is None else [G.OffsetFetchRequestTopics(**key, partition_indexes=partitions)]
+    req = Req(groups=[G(group_id=group, member_id=None, member_epoch=-1, topics=topics)], require_stable=False)
+    (g,) = client.roundtrip(req, version, OffsetFetchResponse).groups
+    return g
+
+
+def test_offset_commit_and_fetch_v10_name_topics_by_id(client: RawClient, topic_id: uuid.UUID) -> None:
+    resp = _commit(client, 10, "g10", topic_id, {0: 1, 1: 0})
+    assert [(t.topic_id, [(p.partition_index, p.error_code) for p in t.partitions]) for t in resp.topics] == \
+        [(topic_id, [(0, 0), (1, 0)])]
+    g = _fetch_offsets(client, 10, "g10", topic_id, [0, 1])
+    assert g.error_code == 0
+    assert [(t.topic_id, [(p.partition_index, p.committed_offset, p.metadata, p.error_code) for p in t.partitions])
+            for t in g.topics] == [(topic_id, [(0, 1, "m", 0), (1, 0, "m", 0)])]
+    # the same offsets by name at v9, and every committed partition (null topics) by id at v10
+    g9 = _fetch_offsets(client, 9, "g10", TOPIC, [0, 1])
+    assert [(t.name, [p.committed_offset for p in t.partitions]) for t in g9.topics] == [(TOPIC, [1, 0])]
+    every = _fetch_offsets(client, 10, "g10", None, None)
+    assert [(t.topic_id, sorted(p.partition_index for p in t.partitions)) for t in every.topics] == [(topic_id, [0, 1])]
+    # a v9 commit is read back by id
+    _commit(client, 9, "g10", TOPIC, {1: 5})
+    g = _fetch_offsets(client, 10, "g10", topic_id, [1])
+    assert g.topics[0].partitions[0].committed_offset == 5
+
+
+def test_offset_commit_and_fetch_v10_unknown_topic_id(client: RawClient, topic_id: uuid.UUID) -> None:
+    unknown = uuid.uuid4()
+    resp = _commit(client, 10, "g10-unknown", unknown, {0: 1})
+    assert [(t.topic_id, [p.error_code for p in t.partitions]) for t in resp.topics] == [(unknown, [100])]
+    g = _fetch_offsets(client, 10, "g10-unknown", unknown, [0, 3])
+    assert [(t.topic_id, [(p.partition_index, p.error_code) for p in t.partitions]) for t in g.topics] == \
+        [(unknown, [(0, 100), (3, 100)])]  # UNKNOWN_TOPIC_ID
+
+
+def test_fetch_v18(client: RawClient, topic_id: uuid.UUID) -> None:
+    from kafka.protocol.consumer import FetchRequest, FetchResponse
+
+    assert client.versions[ApiKey.FETCH][1] == 18
+    Req = FetchRequest[18]
+    T = Req.FetchTopic
+    req = Req(max_wait_ms=500, min_bytes=1, max_bytes=1 << 20, isolation_level=0, session_id=0, session_epoch=-1,
+              topics=[T(topic_id=topic_id, partitions=[T.FetchPartition(
+                  partition=0, current_leader_epoch=-1, fetch_offset=0, last_fetched_epoch=-1, log_start_offset=-1,
+                  partition_max_bytes=1 << 20)])], forgotten_topics_data=[], rack_id="")
+    resp = client.roundtrip(req, 18, FetchResponse)
+    (t,) = resp.responses
+    (p,) = t.partitions
+    assert (t.topic_id, p.error_code, p.high_watermark) == (topic_id, 0, 1)
+    assert p.records

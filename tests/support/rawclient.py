@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import socket
 import struct
+import time
 from dataclasses import dataclass
 
 from kafka.protocol.consumer import FetchRequest, FetchResponse
@@ -105,6 +106,19 @@ class RawClient:
         (got,) = struct.unpack_from(">i", payload, 0)
         assert got == corr, f"correlation id {got} != {corr}"
         return response_cls.decode(payload, version=version, header=True)
+
+    def find_coordinator(self, key: str, key_type: int = 0, timeout: float = 30.0) -> int:
+        """Ask FindCoordinator (v2) for a group (key_type 0) or transactional id (1) until it
+        answers without error (the coordinator's partition loads on first use); its node id."""
+        from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
+
+        deadline = time.monotonic() + timeout
+        while True:
+            r = self.roundtrip(FindCoordinatorRequest(key=key, key_type=key_type), 2, FindCoordinatorResponse)
+            if r.error_code == 0:
+                return int(r.node_id)
+            assert time.monotonic() < deadline, f"no coordinator for {key!r}: error {r.error_code}"
+            time.sleep(0.1)
 
     # -- Produce ------------------------------------------------------------
     def produce(self, topic: str, partition: int, records: bytes) -> tuple[int, int]:
