@@ -1,8 +1,10 @@
-"""DescribeCluster (key 60), versions 0-1 (KIP-700).
+"""DescribeCluster (key 60), versions 0-2 (KIP-700).
 
 The cluster id, the controller (this broker, which plays KRaft's controller role on a single
 node) and the broker list. v1 (KIP-919) adds ``endpoint_type``: only brokers (1) are served;
-asking for controllers gets UNSUPPORTED_ENDPOINT_TYPE as from a Kafka broker.
+asking for controllers gets UNSUPPORTED_ENDPOINT_TYPE as from a Kafka broker. v2 (KIP-1073) adds
+``include_fenced_brokers`` and each broker's ``is_fenced``: fencing is KRaft's, so every listed
+broker is live and unfenced, and the flag changes nothing.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from ..security.acl import CLUSTER, CLUSTER_NAME, NO_AUTHZ
 from . import RequestContext, api
 
 
-@api(ApiKey.DESCRIBE_CLUSTER, versions=(0, 1), authz=NO_AUTHZ)  # KIP-430 operations only
+@api(ApiKey.DESCRIBE_CLUSTER, versions=(0, 2), authz=NO_AUTHZ)  # KIP-430 operations only
 async def handle_describe_cluster(ctx: RequestContext, req: Any) -> Any:
     broker = ctx.broker
     R = ctx.response_class
@@ -29,6 +31,6 @@ async def handle_describe_cluster(ctx: RequestContext, req: Any) -> Any:
     brokers, controller_id = cluster_brokers(ctx)
     return R(throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=1, cluster_id=broker.cluster_id,
              controller_id=controller_id,
-             brokers=[R.DescribeClusterBroker(broker_id=b, host=h, port=p, rack=rack) for b, h, p, rack in brokers],
+             brokers=[R.DescribeClusterBroker(broker_id=b, host=h, port=p, rack=rack, is_fenced=False) for b, h, p, rack in brokers],
              authorized_operations=ctx.authorized_operations(CLUSTER, CLUSTER_NAME)
              if req.include_cluster_authorized_operations else None)

@@ -25,6 +25,7 @@ without a leader (yet, or because no in-sync replica is alive) gets LEADER_NOT_A
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from protocol.api_keys import ApiKey
@@ -103,32 +104,10 @@ async def handle_metadata(ctx: RequestContext, req: Any) -> Any:
                 topics_out.append(Topic(error_code=code, name=name, topic_id=ZERO_UUID,
                                         is_internal=False, partitions=[]))
                 continue
-        parts = []
-        cache = broker.metadata_cache
-        for p in range(info.num_partitions):
-            if cache is not None:
-                pm = cache.partition(name, p)
-                if pm is None or pm.leader < 0:
-                    parts.append(Part(error_code=ErrorCode.LEADER_NOT_AVAILABLE, partition_index=p, leader_id=-1,
-                                      leader_epoch=pm.leader_epoch if pm else -1,
-                                      replica_nodes=list(pm.replicas) if pm else [],
-                                      isr_nodes=list(pm.isr) if pm else [],
-                                      offline_replicas=list(pm.offline) if pm else []))
-                else:
-                    parts.append(Part(error_code=0, partition_index=p, leader_id=pm.leader,
-                                      leader_epoch=pm.leader_epoch, replica_nodes=list(pm.replicas),
-                                      isr_nodes=list(pm.isr), offline_replicas=list(pm.offline)))
-                continue
-            part = broker.replica_manager.partitions.get(TopicPartition(name, p))
-            if part is None:
-                offline = [broker.broker_id] if TopicPartition(name, p) in broker.replica_manager.offline_partitions \
-                    else []  # JBOD: its log dir failed
-                parts.append(Part(error_code=ErrorCode.LEADER_NOT_AVAILABLE, partition_index=p, leader_id=-1,
-                                  leader_epoch=-1, replica_nodes=offline, isr_nodes=[], offline_replicas=offline))
-            else:
-                parts.append(Part(error_code=0, partition_index=p, leader_id=part.leader_id,
-                                  leader_epoch=part.leader_epoch, replica_nodes=list(part.replicas),
-                                  isr_nodes=list(part.isr), offline_replicas=[]))
+        parts = [Part(error_code=int(st.error), partition_index=st.index, leader_id=st.leader,
+                      leader_epoch=st.leader_epoch, replica_nodes=st.replicas, isr_nodes=st.isr,
+                      offline_replicas=st.offline)
+                 for st in (partition_state(ctx, name, p) for p in range(info.num_partitions))]
         topics_out.append(Topic(error_code=0, name=name, topic_id=info.topic_id, is_internal=info.is_internal,
                                 partitions=parts,
                                 authorized_operations=ctx.authorized_operations(TOPIC, name) if topic_ops else None))
@@ -156,3 +135,38 @@ def cluster_brokers(ctx: RequestContext) -> tuple[list[tuple[int, str, int, str 
         out.append((b.id, ep.host, ep.port, b.rack))
     return out, cache.controller_id
 
+
+
+@dataclass(slots=True)
+class PartitionState:
+    """What Metadata and DescribeTopicPartitions say about one partition."""
+
+    index: int
+    error: ErrorCode
+    leader: int
+    leader_epoch: int
+    replicas: list[int]
+    isr: list[int]
+    offline: list[int]
+
+
+def partition_state(ctx: RequestContext, topic: str, p: int) -> PartitionState:
+    """A partition's leader, epoch, replicas, ISR and offline replicas: from the controller's
+    metadata cache in a cluster, from the local replica on a single broker; LEADER_NOT_AVAILABLE
+    without a live leader."""
+    broker = ctx.broker
+    cache = broker.metadata_cache
+    if cache is not None:
+        pm = cache.partition(topic, p)
+        if pm is None or pm.leader < 0:
+            return PartitionState(p, ErrorCode.LEADER_NOT_AVAILABLE, -1, pm.leader_epoch if pm else -1,
+                                  list(pm.replicas) if pm else [], list(pm.isr) if pm else [],
+                                  list(pm.offline) if pm else [])
+        return PartitionState(p, ErrorCode.NONE, pm.leader, pm.leader_epoch, list(pm.replicas), list(pm.isr),
+                              list(pm.offline))
+    tp = TopicPartition(topic, p)
+    part = broker.replica_manager.partitions.get(tp)
+    if part is None:
+        offline = [broker.broker_id] if tp in broker.replica_manager.offline_partitions else []  # JBOD: dir failed
+        return PartitionState(p, ErrorCode.LEADER_NOT_AVAILABLE, -1, -1, offline, [], offline)
+    return PartitionState(p, ErrorCode.NONE, part.leader_id, part.leader_epoch, list(part.replicas), list(part.isr), [])

@@ -217,3 +217,68 @@ def test_fetch_v18(client: RawClient, topic_id: uuid.UUID) -> None:
     (p,) = t.partitions
     assert (t.topic_id, p.error_code, p.high_watermark) == (topic_id, 0, 1)
     assert p.records
+
+
+# -- DescribeTopicPartitions (KIP-966) ------------------------------------------------------
+
+def _describe(client: RawClient, names: list[str], limit: int = 2000, cursor: tuple[str, int] | None = None) -> Any:
+    from kafka.protocol.admin import DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse
+
+    Req = DescribeTopicPartitionsRequest[0]
+    req = Req(topics=[Req.TopicRequest(name=n) for n in names], response_partition_limit=limit,
+              cursor=None if cursor is None else Req.Cursor(topic_name=cursor[0], partition_index=cursor[1]))
+    return client.roundtrip(req, 0, DescribeTopicPartitionsResponse)
+
+
+def _pages(client: RawClient, names: list[str], limit: int) -> list[list[tuple[str, int]]]:
+    pages, cursor = [], None
+    while True:
+        resp = _describe(client, names, limit, cursor)
+        pages.append([(t.name, p.partition_index) for t in resp.topics for p in t.partitions])
+        if resp.next_cursor is None:
+            return pages
+        cursor = (resp.next_cursor.topic_name, resp.next_cursor.partition_index)
+        assert len(pages) < 20
+
+
+def test_describe_topic_partitions(client: RawClient, topic_id: uuid.UUID) -> None:
+    resp = _describe(client, [TOPIC, "no-such-topic"])
+    assert resp.next_cursor is None
+    known, unknown = sorted(resp.topics, key=lambda t: t.name)
+    assert (known.name, known.error_code, known.topic_id, known.is_internal) == (TOPIC, 0, topic_id, False)
+    assert [(p.partition_index, p.error_code, p.leader_id, p.replica_nodes, p.isr_nodes) for p in known.partitions] \
+        == [(0, 0, 0, [0], [0]), (1, 0, 0, [0], [0])]
+    assert known.topic_authorized_operations != -2147483648  # filled (every operation, without ACLs)
+    assert (unknown.name, unknown.error_code, unknown.partitions) == ("no-such-topic", 3, [])
+
+
+def test_describe_topic_partitions_pages_with_a_cursor(client: RawClient, topic_id: uuid.UUID) -> None:
+    from kafka.protocol.admin import CreateTopicsRequest, CreateTopicsResponse
+
+    Req = CreateTopicsRequest[5]
+    client.roundtrip(Req(topics=[Req.CreatableTopic(name=n, num_partitions=k, replication_factor=1, assignments=[],
+                                                    configs=[]) for n, k in (("paged-a", 3), ("paged-b", 2))],
+                         timeout_ms=10000, validate_only=False), 5, CreateTopicsResponse)
+    every = [("paged-a", 0), ("paged-a", 1), ("paged-a", 2), ("paged-b", 0), ("paged-b", 1)]
+    assert _pages(client, ["paged-b", "paged-a"], 2) == [every[0:2], every[2:4], every[4:]]
+    assert _pages(client, ["paged-b", "paged-a"], 3) == [every[0:3], every[3:]]  # limit at a topic's end
+    assert _pages(client, ["paged-a", "paged-b"], 2000) == [every]
+    # an empty list describes every topic, paged the same way
+    listed = [tp for page in _pages(client, [], 4) for tp in page]
+    assert [tp for tp in listed if tp[0].startswith("paged-")] == every and (TOPIC, 1) in listed
+    # a cursor into the middle; a cursor naming a topic not asked for; a negative partition
+    assert _pages(client, ["paged-a", "paged-b"], 10) == [every] and \
+        [(t.name, [p.partition_index for p in t.partitions]) for t in
+         _describe(client, ["paged-a", "paged-b"], 10, ("paged-a", 2)).topics] == [("paged-a", [2]), ("paged-b", [0, 1])]
+    for cursor in (("elsewhere", 0), ("paged-a", -1)):
+        resp = _describe(client, ["paged-a", "paged-b"], 10, cursor)
+        assert {t.error_code for t in resp.topics} == {42}  # INVALID_REQUEST
+
+
+def test_describe_cluster_v2(client: RawClient) -> None:
+    from kafka.protocol.admin import DescribeClusterRequest, DescribeClusterResponse
+
+    resp = client.roundtrip(DescribeClusterRequest[2](include_cluster_authorized_operations=False, endpoint_type=1,
+                                                      include_fenced_brokers=True), 2, DescribeClusterResponse)
+    assert resp.error_code == 0
+    assert [(b.broker_id, b.is_fenced) for b in resp.brokers] == [(0, False)]
