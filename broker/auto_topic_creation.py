@@ -47,6 +47,7 @@ log = logging.getLogger("samsa.topics")
 
 GROUP_METADATA_TOPIC_NAME = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC_NAME = "__transaction_state"
+SHARE_GROUP_STATE_TOPIC_NAME = "__share_group_state"
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +68,12 @@ INTERNAL_TOPIC_SPECS: dict[str, InternalTopicSpec] = {
     TRANSACTION_STATE_TOPIC_NAME: InternalTopicSpec(
         "transaction.state.log.num.partitions", "transaction.state.log.segment.bytes",
         (("cleanup.policy", "compact"), ("compression.type", "uncompressed")), "txn_coordinator"),
+    # Kafka's share coordinator keeps its topic with cleanup.policy=delete and no retention: a
+    # snapshot supersedes the records before it (groupcoord/share/state.py).
+    SHARE_GROUP_STATE_TOPIC_NAME: InternalTopicSpec(
+        "share.coordinator.state.topic.num.partitions", "share.coordinator.state.topic.segment.bytes",
+        (("cleanup.policy", "delete"), ("retention.ms", "-1"), ("compression.type", "producer")),
+        "share_coordinator"),
 }
 DEFAULT_INTERNAL_SEGMENT_BYTES = 104857600  # Kafka's default for both *.segment.bytes
 

@@ -53,7 +53,7 @@ SENDFILE = os.environ.get("SAMSA_FETCH_SENDFILE") == "1"
 
 # Modules with ``async start(broker)`` / ``async stop(broker)`` that run beside the partitions,
 # started in this order after the logs are loaded and stopped in reverse before they close.
-COMPONENTS = ("broker.metrics", "groupcoord.plugin", "txn.plugin", "log.cleaner", "broker.console")
+COMPONENTS = ("broker.metrics", "groupcoord.plugin", "broker.share.plugin", "txn.plugin", "log.cleaner", "broker.console")
 request_log = logging.getLogger("samsa.request")
 # A client sending garbage gets its connection closed each time; the log says so a few times
 # per cause and minute, then counts (broker/repeated_warnings.py).
@@ -234,6 +234,8 @@ class Broker:
         self.connections: set[KafkaConnection] = set()
         self.servers: list[asyncio.base_events.Server] = []
         self.group_coordinator: Any = None
+        self.share_coordinator: Any = None  # broker/share/plugin.py
+        self.share_partition_manager: Any = None
         self.txn_coordinator: Any = None
         self.fetch_sessions = FetchSessionCache(config.int("max.incremental.fetch.session.cache.slots"))
         self.producer_ids: Any = None

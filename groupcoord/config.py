@@ -35,6 +35,10 @@ class GroupConfig:
     # The first is the default for members that name none (group.remote.assignor).
     group_consumer_assignors: tuple[str, ...] = ("uniform", "range")
     group_consumer_migration_policy: str = "bidirectional"
+    # KIP-932 share groups (Kafka 4.1 names and defaults).
+    group_share_heartbeat_interval_ms: int = 5000
+    group_share_session_timeout_ms: int = 45000
+    group_share_max_size: int = 200
 
     _PROPERTIES = {
         "offsets.topic.num.partitions": "offsets_topic_num_partitions",
@@ -54,6 +58,9 @@ class GroupConfig:
         "group.consumer.max.size": "group_consumer_max_size",
         "group.consumer.assignors": "group_consumer_assignors",
         "group.consumer.migration.policy": "group_consumer_migration_policy",
+        "group.share.heartbeat.interval.ms": "group_share_heartbeat_interval_ms",
+        "group.share.session.timeout.ms": "group_share_session_timeout_ms",
+        "group.share.max.size": "group_share_max_size",
     }
     # Kafka's class names for the assignors name the same ones.
     _ASSIGNOR_CLASSES = {
@@ -96,6 +103,9 @@ class GroupConfig:
         between("group.consumer.session.timeout.ms", self.group_consumer_session_timeout_ms,
                 "group.consumer.min.session.timeout.ms", self.group_consumer_min_session_timeout_ms,
                 "group.consumer.max.session.timeout.ms", self.group_consumer_max_session_timeout_ms)
+        if self.group_share_heartbeat_interval_ms >= self.group_share_session_timeout_ms:
+            raise ValueError("group.share.heartbeat.interval.ms must be less than "
+                             "group.share.session.timeout.ms")
         if self.group_consumer_heartbeat_interval_ms >= self.group_consumer_session_timeout_ms:
             raise ValueError("group.consumer.heartbeat.interval.ms must be less than "
                              "group.consumer.session.timeout.ms")

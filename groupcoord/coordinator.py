@@ -52,6 +52,9 @@ from .records import (
     offset_commit_record,
 )
 from .shard import NO_GENERATION, NO_PROTOCOL, UNKNOWN_MEMBER_ID, TopicPartition, _map_store_error
+from .share.group import ShareGroup
+from .share.manager import ShareGroupManager
+from .share.records import decode_share_key
 from .state import GroupState
 from .storage import OffsetsStorage, TxnMarker, TxnRecord
 from .timer import Scheduler
@@ -93,7 +96,8 @@ class GroupListing:
     group_type: str = "classic"
 
 
-class GroupCoordinator(ClassicGroupManager, ConsumerGroupMigration, OffsetMetadataManager):
+class GroupCoordinator(ClassicGroupManager, ConsumerGroupMigration, ShareGroupManager,
+                       OffsetMetadataManager):
     """Classic and consumer (KIP-848) groups and their offsets, backed by ``__consumer_offsets``.
 
     ``topics`` returns the cluster's topics as ``{name: (topic id, partitions, internal)}``;
@@ -105,6 +109,10 @@ class GroupCoordinator(ClassicGroupManager, ConsumerGroupMigration, OffsetMetada
                  topics: Callable[[], TopicsView] | None = None) -> None:
         super().__init__(storage, config, scheduler)
         self._init_consumer_groups(topics)
+        self._init_share_groups()
+
+    def _topic_view(self) -> TopicsView:
+        return self.topics()
 
     async def startup(self, partitions: Iterable[int] | None = None) -> None:
         """Replay our ``__consumer_offsets`` partitions, then serve. Requests for a group whose
@@ -148,6 +156,7 @@ class GroupCoordinator(ClassicGroupManager, ConsumerGroupMigration, OffsetMetada
                 for member in group.members.values():
                     self._schedule_heartbeat(group, member)
         self._schedule_consumer_timers(partition)
+        self._schedule_share_timers(partition)
 
     def unload_partition(self, partition: int) -> None:
         """This broker no longer leads ``partition`` of __consumer_offsets: forget its groups, so
@@ -159,6 +168,9 @@ class GroupCoordinator(ClassicGroupManager, ConsumerGroupMigration, OffsetMetada
         for gid in [g for g in self.consumer_groups if self._partition(g) == partition]:
             self._unload_consumer_group(self.consumer_groups.pop(gid))
             self._cg_locks.pop(gid, None)
+        for gid in [g for g in self.share_groups if self._partition(g) == partition]:
+            self._unload_share_group(self.share_groups.pop(gid))
+            self._sg_locks.pop(gid, None)
 
     async def shutdown(self) -> None:
         """Stop serving: parked requests answer NOT_COORDINATOR, timers stop."""
@@ -169,6 +181,8 @@ class GroupCoordinator(ClassicGroupManager, ConsumerGroupMigration, OffsetMetada
             self._unload_group(group)
         for cgroup in self.consumer_groups.values():
             self._unload_consumer_group(cgroup)
+        for sgroup in self.share_groups.values():
+            self._unload_share_group(sgroup)
         self._owned.clear()
         for t in list(self._tasks):
             t.cancel()
@@ -218,6 +232,13 @@ class GroupCoordinator(ClassicGroupManager, ConsumerGroupMigration, OffsetMetada
             if wanted_types is not None and "consumer" not in wanted_types:
                 continue
             out.append(GroupListing(cg.group_id, cg.protocol_type, state, "consumer"))
+        for sg in self.share_groups.values():
+            state = sg.state.value
+            if wanted is not None and state.lower() not in wanted:
+                continue
+            if wanted_types is not None and "share" not in wanted_types:
+                continue
+            out.append(GroupListing(sg.group_id, sg.protocol_type, state, "share"))
         return (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self._loading else ErrorCode.NONE), out
 
     async def delete_groups(self, group_ids: list[str]) -> dict[str, ErrorCode]:
@@ -230,6 +251,10 @@ class GroupCoordinator(ClassicGroupManager, ConsumerGroupMigration, OffsetMetada
             cgroup = self.consumer_groups.get(group_id)
             if cgroup is not None:
                 results[group_id] = await self._delete_consumer_group(cgroup)
+                continue
+            sgroup = self.share_groups.get(group_id)
+            if sgroup is not None:
+                results[group_id] = await self._delete_share_group(sgroup)
                 continue
             group = self.groups.get(group_id)
             if group is None or group.is_in(GroupState.DEAD):
@@ -249,6 +274,19 @@ class GroupCoordinator(ClassicGroupManager, ConsumerGroupMigration, OffsetMetada
                 self._drop_group(group_id)
                 results[group_id] = _map_store_error(e, commit=False)
         return results
+
+    async def _delete_share_group(self, group: ShareGroup) -> ErrorCode:
+        if group.members:
+            return ErrorCode.NON_EMPTY_GROUP
+        try:
+            async with self._sg_locks.setdefault(group.group_id, asyncio.Lock()):
+                await self._write(group.group_id, self.share_group_tombstones(group))
+        except Exception as e:
+            self.share_groups.pop(group.group_id, None)
+            return _map_store_error(e, commit=False)
+        for listener in self.share_group_deleted:
+            listener(group.group_id)
+        return ErrorCode.NONE
 
     def _on_downgraded(self, group_id: str) -> None:
         """A consumer group just became a classic group (KIP-848 downgrade): its members rejoin."""
@@ -286,6 +324,11 @@ class GroupCoordinator(ClassicGroupManager, ConsumerGroupMigration, OffsetMetada
             if ck is not None:
                 self._seq += 1
                 self.replay_consumer_record(ck, value)
+                return
+            sk = decode_share_key(key)
+            if sk is not None:
+                self._seq += 1
+                self.replay_share_record(sk, value)
             return
         self._seq += 1
         if isinstance(k, OffsetCommitKey):

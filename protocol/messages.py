@@ -27,6 +27,7 @@ from kafka.protocol.api_message import ApiMessage
 from . import inter_broker as _inter_broker
 from . import kip714 as _kip714
 from . import kip848 as _kip848
+from . import kip932 as _kip932
 from .api_keys import ApiKey
 
 _HDR = struct.Struct(">hhi")
@@ -38,9 +39,9 @@ _FLEX_HDR = struct.Struct(">iib")
 def _collect() -> tuple[dict[int, Any], dict[int, Any]]:
     requests: dict[int, Any] = {}
     responses: dict[int, Any] = {}
-    # protocol.inter_broker, protocol.kip848 and protocol.kip714: classes kafka-python lacks, from the schemas
-    # in protocol/schemas.
-    for mod in (_producer, _consumer, _metadata, _admin, _inter_broker, _kip848, _kip714, _sasl):
+    # protocol.inter_broker, protocol.kip848, protocol.kip714 and protocol.kip932: classes
+    # kafka-python lacks, from the schemas in protocol/schemas.
+    for mod in (_producer, _consumer, _metadata, _admin, _inter_broker, _kip848, _kip714, _kip932, _sasl):
         for name in getattr(mod, "__all__", dir(mod)):
             obj = getattr(mod, name, None)
             if not isinstance(obj, type) or not issubclass(obj, ApiMessage) or obj is ApiMessage:

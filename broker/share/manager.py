@@ -1,0 +1,262 @@
+"""The share partitions of this broker and the share sessions that use them (KIP-932; Kafka's
+``SharePartitionManager``).
+
+Theory of operation
+-------------------
+One :class:`SharePartitionManager` per broker owns every :class:`SharePartition` of the
+partitions it leads, keyed by (group id, topic id, partition), and the
+:class:`~broker.share.session.ShareSessionCache`. Everything runs on the event loop.
+
+* A share-partition is created on its first ShareFetch: from the state the share coordinator
+  holds (:mod:`groupcoord.share.state`), or -- the first time the group reads the partition --
+  at the high watermark (``share.auto.offset.reset`` = ``latest``, Kafka's default) or the log
+  start offset (``earliest``), written as the partition's first snapshot.
+* :meth:`acquire` hands records to a member; :meth:`acknowledge` applies its acknowledgements.
+  Every change that must survive a restart is written to the share coordinator before the
+  acknowledgement is answered.
+* Acquisition locks time out in a background task (the next deadline, at most every 100 ms);
+  records released by a timeout, a RELEASE, a closed session or a departed member wake parked
+  ShareFetches, as new data on a partition does.
+
+``share.auto.offset.reset`` is a group config in Kafka (IncrementalAlterConfigs on a GROUP
+resource, which Samsa does not keep yet); here the broker property of that name sets it for
+every group. ``share.isolation.level`` is read_uncommitted: records up to the high watermark.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from groupcoord.share.state import ShareCoordinator, SharePartitionKey
+from protocol.errors import ErrorCode, KafkaError
+
+from .partition import Acquired, SharePartition
+from .session import ShareSessionCache
+
+log = logging.getLogger("samsa.share")
+
+READ_CHUNK = 1 << 20
+
+
+@dataclass(slots=True)
+class ShareFetchResult:
+    error: ErrorCode = ErrorCode.NONE
+    acquired: list[Acquired] = field(default_factory=list)
+    records: list[bytes] = field(default_factory=list)
+    leader_id: int = -1
+    leader_epoch: int = -1
+
+
+@dataclass(slots=True)
+class ShareConfig:
+    """Kafka's broker properties for share groups, with Kafka's defaults."""
+
+    record_lock_duration_ms: int = 30000
+    delivery_count_limit: int = 5
+    max_share_sessions: int = 2000
+    auto_offset_reset: str = "latest"
+
+    @classmethod
+    def from_broker(cls, config: Any) -> ShareConfig:
+        def get(name: str, default: int) -> int:
+            raw = config.get(name)
+            return default if raw is None else int(raw)
+        reset = str(config.get("share.auto.offset.reset") or "latest").strip().lower()
+        return cls(get("group.share.record.lock.duration.ms", 30000),
+                   get("group.share.delivery.count.limit", 5),
+                   get("group.share.max.share.sessions", 2000),
+                   reset if reset in ("earliest", "latest") else "latest")
+
+
+class SharePartitionManager:
+    def __init__(self, broker: Any, coordinator: ShareCoordinator,
+                 config: ShareConfig | None = None) -> None:
+        self.broker = broker
+        self.coordinator = coordinator
+        self.config = config or ShareConfig()
+        self.partitions: dict[SharePartitionKey, SharePartition] = {}
+        self.sessions = ShareSessionCache(self.config.max_share_sessions)
+        self._init_locks: dict[SharePartitionKey, asyncio.Lock] = {}
+        self._waiters: set[asyncio.Future[None]] = set()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._expire_locks_loop())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    @staticmethod
+    def now_ms() -> int:
+        return int(time.time() * 1000)
+
+    # --- share partitions -----------------------------------------------------------------------
+
+    async def share_partition(self, group_id: str, topic_id: uuid.UUID, topic: str,
+                              partition: int) -> SharePartition:
+        """The share-partition, created on first use. KafkaError if this broker cannot serve it."""
+        key = (group_id, topic_id, partition)
+        sp = self.partitions.get(key)
+        if sp is not None:
+            return sp
+        part = self.broker.replica_manager.get_partition(topic, partition)
+        part.check_leader()
+        async with self._init_locks.setdefault(key, asyncio.Lock()):
+            sp = self.partitions.get(key)
+            if sp is not None:
+                return sp
+            await self.coordinator.ensure_loaded(key)
+            state = self.coordinator.read_state(key)
+            if state is None:
+                start = part.log_start_offset if self.config.auto_offset_reset == "earliest" \
+                    else part.high_watermark
+                await self.coordinator.initialize(key, start, part.leader_epoch)
+                sp = SharePartition(group_id, topic, partition, start,
+                                    delivery_count_limit=self.config.delivery_count_limit)
+            else:
+                sp = SharePartition(group_id, topic, partition, state.start_offset, state.batches,
+                                    delivery_count_limit=self.config.delivery_count_limit)
+            sp.move_start_to(part.log_start_offset)
+            self.partitions[key] = sp
+            log.info("Share partition %s-%d of group %s starts at offset %d", topic, partition,
+                     group_id, sp.start_offset)
+            return sp
+
+    def acquire(self, sp: SharePartition, member_id: str, max_records: int) -> ShareFetchResult:
+        try:
+            part = self.broker.replica_manager.get_partition(sp.topic, sp.partition)
+            part.check_leader()
+        except KafkaError as e:
+            return ShareFetchResult(e.code)
+        sp.move_start_to(part.log_start_offset)
+
+        def read(offset: int) -> bytes | None:
+            info = part.read(offset, READ_CHUNK)
+            return info.read() if info is not None else None
+
+        acquired, records = sp.acquire(member_id, max_records, self.now_ms(),
+                                       self.config.record_lock_duration_ms, part.high_watermark, read)
+        return ShareFetchResult(ErrorCode.NONE, acquired, records, part.leader_id, part.leader_epoch)
+
+    def has_available(self, sp: SharePartition) -> bool:
+        try:
+            part = self.broker.replica_manager.get_partition(sp.topic, sp.partition)
+        except KafkaError:
+            return True  # an error is something to answer
+        return sp.has_available(part.high_watermark)
+
+    async def acknowledge(self, key: SharePartitionKey, member_id: str,
+                          batches: list[tuple[int, int, list[int]]]) -> ErrorCode:
+        sp = self.partitions.get(key)
+        if sp is None:
+            return ErrorCode.INVALID_RECORD_STATE  # nothing was acquired here (or a restart since)
+        sp.expire_locks(self.now_ms())
+        err = sp.acknowledge(member_id, batches)
+        try:
+            await self._persist(key, sp)
+        except KafkaError as e:
+            return e.code
+        if err == ErrorCode.NONE:
+            self.wake()
+        return err
+
+    async def release(self, group_id: str, member_id: str,
+                      keys: Iterable[SharePartitionKey] | None = None) -> None:
+        """Give back what ``member_id`` holds (its session closed, or it left the group)."""
+        hit = False
+        for key, sp in list(self.partitions.items()):
+            if key[0] != group_id or (keys is not None and key not in keys):
+                continue
+            if sp.release_member(member_id):
+                hit = True
+                await self._persist_quietly(key, sp)
+        if hit:
+            self.wake()
+
+    def on_member_removed(self, group_id: str, member_id: str) -> None:
+        self.sessions.close(group_id, member_id)
+        task = asyncio.get_running_loop().create_task(self.release(group_id, member_id))
+        _tasks.add(task)
+        task.add_done_callback(_tasks.discard)
+
+    def on_group_deleted(self, group_id: str) -> None:
+        keys = [k for k in self.partitions if k[0] == group_id]
+        for k in keys:
+            del self.partitions[k]
+        keys += [k for k in self.coordinator.states if k[0] == group_id and k not in keys]
+        task = asyncio.get_running_loop().create_task(self.coordinator.delete(keys))
+        _tasks.add(task)
+        task.add_done_callback(_tasks.discard)
+
+    async def _persist(self, key: SharePartitionKey, sp: SharePartition) -> None:
+        moved, batches = sp.take_changes()
+        if moved or batches:
+            await self.coordinator.write(key, sp.start_offset, batches)
+
+    async def _persist_quietly(self, key: SharePartitionKey, sp: SharePartition) -> None:
+        try:
+            await self._persist(key, sp)
+        except Exception as e:  # the state is in memory; the next write carries it again
+            log.warning("Could not write the share state of %s: %s", key, e)
+
+    # --- waiting ------------------------------------------------------------------------------------
+
+    def wake(self) -> None:
+        waiters, self._waiters = self._waiters, set()
+        for fut in waiters:
+            if not fut.done():
+                fut.set_result(None)
+
+    async def wait(self, sps: list[SharePartition], timeout: float) -> None:
+        """Park until new data on one of the partitions, a release, or ``timeout`` seconds."""
+        if timeout <= 0:
+            return
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[None] = loop.create_future()
+        parts = []
+        for sp in sps:
+            try:
+                parts.append(self.broker.replica_manager.get_partition(sp.topic, sp.partition))
+            except KafkaError:
+                continue
+        for p in parts:
+            p.add_waiter(fut)
+        self._waiters.add(fut)
+        try:
+            await asyncio.wait_for(fut, timeout)
+        except TimeoutError:
+            pass
+        finally:
+            self._waiters.discard(fut)
+            for p in parts:
+                p.remove_waiter(fut)
+
+    async def _expire_locks_loop(self) -> None:
+        while True:
+            now = self.now_ms()
+            nxt = None
+            released = False
+            for key, sp in list(self.partitions.items()):
+                if sp.expire_locks(now):
+                    released = True
+                    await self._persist_quietly(key, sp)
+                d = sp.next_deadline_ms()
+                if d is not None and (nxt is None or d < nxt):
+                    nxt = d
+            if released:
+                self.wake()
+            delay = 0.1 if nxt is None else min(max((nxt - self.now_ms()) / 1000, 0.01), 0.1)
+            await asyncio.sleep(delay)
+
+
+_tasks: set[asyncio.Task[None]] = set()

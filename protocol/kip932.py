@@ -1,0 +1,70 @@
+"""KIP-932 (share groups) message classes kafka-python 3.0 lacks, built by its own JSON-schema
+machinery, as :mod:`protocol.kip848` does for consumer groups.
+
+Requests and responses (ShareGroupHeartbeat 76, ShareGroupDescribe 77, ShareFetch 78,
+ShareAcknowledge 79) are registered by API key in :mod:`protocol.messages`. The ``ApiData``
+classes are record values: share groups in ``__consumer_offsets``
+(:mod:`groupcoord.share.records`) and share-partition state in ``__share_group_state``
+(:mod:`groupcoord.share.state`). Schemas live in :mod:`protocol.schemas`. No I/O.
+"""
+
+from __future__ import annotations
+
+from kafka.protocol.api_data import ApiData
+from kafka.protocol.api_message import ApiMessage
+
+_SCHEMAS = "protocol.schemas"
+
+
+class ShareGroupHeartbeatRequest(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg]
+    pass
+
+
+class ShareGroupHeartbeatResponse(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg]
+    pass
+
+
+class ShareGroupDescribeRequest(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg]
+    pass
+
+
+class ShareGroupDescribeResponse(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg]
+    pass
+
+
+class ShareFetchRequest(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg]
+    pass
+
+
+class ShareFetchResponse(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg]
+    pass
+
+
+class ShareAcknowledgeRequest(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg]
+    pass
+
+
+class ShareAcknowledgeResponse(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg]
+    pass
+
+
+class ShareGroupMetadataValue(ApiData, load_json=_SCHEMAS):  # type: ignore[call-arg]
+    pass
+
+
+class ShareGroupMemberMetadataValue(ApiData, load_json=_SCHEMAS):  # type: ignore[call-arg]
+    pass
+
+
+class ShareSnapshotValue(ApiData, load_json=_SCHEMAS):  # type: ignore[call-arg]
+    pass
+
+
+class ShareUpdateValue(ApiData, load_json=_SCHEMAS):  # type: ignore[call-arg]
+    pass
+
+
+MESSAGES = [ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse,
+            ShareGroupDescribeRequest, ShareGroupDescribeResponse,
+            ShareFetchRequest, ShareFetchResponse,
+            ShareAcknowledgeRequest, ShareAcknowledgeResponse]
