@@ -16,10 +16,12 @@ the Kafka protocol through kafka-python clients run on the console's own worker 
 Kafka listener. A console port already in use is logged as an error at start and the broker
 carries on without the console.
 
-Layout: :mod:`.http` (the HTTP/1.1 server), :mod:`.api` (routes and the JSON API),
-:mod:`.cluster` (the protocol view and the sampled history), :mod:`.messages` (bounded,
-escaped record pages), ``static/`` (the hand-written front end: HTML, CSS, vanilla JS with
-SVG charts; no build step, no CDN).
+Layout: :mod:`.http` (the HTTP/1.1 server), :mod:`.api` (routes: pages, the JSON API,
+static files), :mod:`.pages` (each page rendered as HTML on the console's worker thread),
+:mod:`.markup` (the escaping HTML builder, formats, tables and the SVG line chart),
+:mod:`.cluster` (the protocol view and the sampled history), :mod:`.messages` (bounded
+record pages), ``static/`` (CSS, the favicon, and ``app.js``: in-place refresh of a page's
+live regions and the write forms; no build step, no CDN).
 """
 
 from __future__ import annotations

@@ -1,6 +1,11 @@
-"""The console's routes: the JSON API under ``/api/`` and the static front end.
+"""The console's routes: server-rendered pages, the JSON API under ``/api/``, static assets.
 
-Reads (GET):
+Pages (GET, HTML, :mod:`.pages`; readable without JavaScript): ``/`` (overview), ``/topics``,
+``/topics/<name>``, ``/topics/<name>/messages?partition=P&offset=O|timestamp=MS&limit=N``,
+``/groups``, ``/groups/<id>``, ``/transactions``, ``/security``. A page that fails (unknown
+topic, unreachable cluster) is an HTML page with the reason and the matching status.
+
+JSON reads (GET), used by scripts and tests:
 
 - ``/api/overview``: cluster id, controller, brokers, versions, partition counts,
   under-replicated and offline counts, latest rates.
@@ -29,13 +34,14 @@ import re
 from importlib import resources
 from typing import Any
 
+from . import pages
 from .cluster import ClusterView, ConsoleError
 from .http import HttpError, Request, Response, error_response, json_response
 from .messages import MAX_PAGE
 
-STATIC_TYPES = {".html": "text/html", ".js": "application/javascript", ".css": "text/css",
+STATIC_TYPES = {".js": "application/javascript", ".css": "text/css",
                 ".svg": "image/svg+xml"}
-STATIC_NAME = re.compile(r"^[a-z0-9_-]+\.(html|js|css|svg)$")
+STATIC_NAME = re.compile(r"^[a-z0-9_-]+\.(js|css|svg)$")
 READ_ONLY_MESSAGE = ("This console is read-only. Restart the broker with console.allow.writes=true "
                      "to create topics, add partitions, alter configs, reset offsets or delete records.")
 
@@ -77,15 +83,13 @@ class ConsoleApp:
 
     async def __call__(self, req: Request) -> Response:
         seg = req.segments
+        if seg and seg[0] == "static" and len(seg) == 2:
+            return self._static(seg[1])
+        if seg == ["favicon.ico"]:
+            return self._static("favicon.svg")
+        if not seg or seg[0] != "api":
+            return await self._page(req, seg)
         try:
-            if not seg or seg == ["index.html"]:
-                return self._static("index.html")
-            if seg[0] == "static" and len(seg) == 2:
-                return self._static(seg[1])
-            if seg == ["favicon.ico"]:
-                return self._static("favicon.svg")
-            if seg[0] != "api":
-                raise HttpError(404, f"no page at {req.path}")
             if req.method == "POST":
                 return await self._write(req, seg[1:])
             if req.method not in ("GET", "HEAD"):
@@ -93,6 +97,20 @@ class ConsoleApp:
             return await self._read(req, seg[1:])
         except ConsoleError as e:
             return error_response(e.status, str(e))
+
+    async def _page(self, req: Request, seg: list[str]) -> Response:
+        """An HTML page, rendered on the console's worker thread (never on the broker's loop)."""
+        found = pages.route(seg)
+        try:
+            if found is None:
+                raise HttpError(404, f"No page at {req.path}.")
+            if req.method not in ("GET", "HEAD"):
+                raise HttpError(405, f"method {req.method} not allowed on a page; writes go to /api/")
+            page, args = found
+            status, body = await self.view.call(page, self.view, self.allow_writes, req.query, *args)
+        except (ConsoleError, HttpError) as e:
+            status, body = pages.error_page(e.status, str(e), self.allow_writes)
+        return Response(status, body, "text/html")
 
     def _static(self, name: str) -> Response:
         if not STATIC_NAME.match(name):

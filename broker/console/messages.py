@@ -8,8 +8,8 @@ value and header is cut to :data:`MAX_FIELD_BYTES` before it is rendered, so a p
 holds more than about a fetch plus ``limit`` small strings, however large the partition is.
 
 Invariants: a rendered field is a dict ``{"format": "null"|"json"|"text"|"hex", "text": str,
-"size": int, "truncated": bool}``; ``text`` is plain text (never markup): the front end puts it
-in the page with ``textContent``, so message contents cannot inject HTML.
+"size": int, "truncated": bool}``; ``text`` is plain text (never markup): the pages escape it
+(:mod:`.markup`) and the JSON API returns it as a string, so message contents cannot inject HTML.
 """
 
 from __future__ import annotations

@@ -36,6 +36,7 @@ if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
     pytest.skip("Debian chromium/chromium-driver not installed (apt-get install -y chromium chromium-driver)",
                 allow_module_level=True)
 
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
@@ -73,23 +74,36 @@ def _errors(driver: Any) -> list[dict[str, Any]]:
     return [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
 
 
-def _open(driver: Any, http: ConsoleHttp, hash_: str, ready_css: str, shot: str, timeout: float = 60) -> None:
+def _open(driver: Any, http: ConsoleHttp, path: str, ready_css: str, shot: str, timeout: float = 60) -> None:
     driver.get("about:blank")  # a fresh document: no element of the previous page can satisfy the wait
-    driver.get(f"{http.base}/#{hash_}")
+    driver.get(f"{http.base}{path}")
     WebDriverWait(driver, timeout, 0.2).until(lambda d: d.find_elements(By.CSS_SELECTOR, ready_css))
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     driver.save_screenshot(str(ARTIFACTS / f"{shot}.png"))
     errors = _errors(driver)
-    assert not errors, f"console errors on {hash_}: {errors}"
+    assert not errors, f"console errors on {path}: {errors}"
     assert not driver.find_elements(By.CSS_SELECTOR, ".error[data-page-error]")
 
 
 def _card(driver: Any, name: str) -> str:
-    return str(driver.find_element(By.CSS_SELECTOR, f'[data-card="{name}"] .value').text)
+    # read in one script call: a refresh swaps the live region, and an element found in one
+    # WebDriver call may be gone by the next
+    return str(driver.execute_script(
+        "const e = document.querySelector(arguments[0]); if (!e) throw new Error('no ' + arguments[0]);"
+        "return e.innerText;", f'[data-card="{name}"] .value'))
+
+
+def _cells(driver: Any, row_xpath: str) -> list[str] | None:
+    """The cell texts of the first row matching ``row_xpath``, read in one script call (atomic
+    with respect to the page's refresh swapping its live regions)."""
+    return driver.execute_script(  # type: ignore[no-any-return]
+        "const r = document.evaluate(arguments[0], document, null, XPathResult.FIRST_ORDERED_NODE_TYPE, null)"
+        ".singleNodeValue; return r ? [...r.querySelectorAll('td')].map(td => td.innerText) : null;", row_xpath)
 
 
 def _wait_text(driver: Any, fn: Any, timeout: float = 60) -> Any:
-    return WebDriverWait(driver, timeout, 0.3).until(lambda d: fn(d))
+    return WebDriverWait(driver, timeout, 0.3, ignored_exceptions=(StaleElementReferenceException,)).until(
+        lambda d: fn(d))
 
 
 def test_pages_load_and_show_what_the_protocol_reports(cluster: tuple[BrokerProcess, ConsoleHttp],
@@ -120,8 +134,8 @@ def test_pages_load_and_show_what_the_protocol_reports(cluster: tuple[BrokerProc
     assert _card(browser, "under_replicated") == "0" and _card(browser, "offline") == "0"
 
     _open(browser, http, "/topics", "table", "topics")
-    row = browser.find_element(By.XPATH, "//tr[td/a[text()='clicks']]")
-    cells = [c.text for c in row.find_elements(By.TAG_NAME, "td")]
+    cells = _cells(browser, "//tr[td/a[text()='clicks']]")
+    assert cells is not None
     assert cells[2] == "3" and cells[5] == f"{sum(ends.values()):,}"
 
     _open(browser, http, "/topics/clicks", "table", "topic")
@@ -144,12 +158,16 @@ def test_pages_load_and_show_what_the_protocol_reports(cluster: tuple[BrokerProc
     # readable on a phone: nothing wider than the screen (wide tables scroll inside their box)
     browser.set_window_size(390, 844)
     try:
-        for hash_, shot in [("/", "overview-phone"), ("/topics/clicks", "topic-phone"),
-                            ("/topics/clicks/messages?partition=0&offset=0", "messages-phone")]:
-            _open(browser, http, hash_, "h2, article.msg", shot)
+        for path, shot in [("/", "overview-phone"), ("/topics/clicks", "topic-phone"),
+                           ("/topics/clicks/messages?partition=0&offset=0", "messages-phone")]:
+            _open(browser, http, path, "h2, article.msg", shot)
             assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth + 1"), shot
     finally:
         browser.set_window_size(1280, 1000)
+
+    # an old single-page link (/#/topics) still lands on its page
+    _open(browser, http, "/#/topics/clicks", "h1", "old-link")
+    _wait_text(browser, lambda d: d.find_element(By.TAG_NAME, "h1").text == "Topic clicks")
 
     _open(browser, http, "/groups", ".empty, table", "groups")
     _open(browser, http, "/transactions", "h2", "transactions")
@@ -158,13 +176,49 @@ def test_pages_load_and_show_what_the_protocol_reports(cluster: tuple[BrokerProc
     assert _errors(browser) == []
 
 
+def test_pages_read_with_javascript_off(cluster: tuple[BrokerProcess, ConsoleHttp]) -> None:
+    """The same Chromium with JavaScript disabled: the pages are all there, figures included."""
+    b, http = cluster
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    profile = tempfile.mkdtemp(prefix="samsa-chromium-nojs-")
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-dev-shm-usage",
+                 "--window-size=1280,1000", f"--user-data-dir={profile}"):
+        opts.add_argument(flag)
+    opts.add_experimental_option("prefs", {"profile.managed_default_content_settings.javascript": 2})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+    try:
+        driver.get(f"{http.base}/topics/clicks")
+        rows = driver.find_elements(By.XPATH, "//h2[text()='Partitions']/following-sibling::div[1]//tbody/tr")
+        assert len(rows) == 3
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        driver.save_screenshot(str(ARTIFACTS / "topic-no-javascript.png"))
+        driver.get(f"{http.base}/topics/clicks/messages?partition=0&offset=0&limit=200")
+        shown = [a.get_attribute("data-offset") for a in driver.find_elements(By.CSS_SELECTOR, "article.msg")]
+        assert len(shown) >= 2 and shown[:2] == ["0", "1"]
+        # the browse form works as a plain GET
+        form = driver.find_element(By.ID, "browse")
+        at = form.find_element(By.NAME, "at")
+        at.clear()
+        at.send_keys("1")
+        form.find_element(By.NAME, "limit").clear()
+        form.find_element(By.NAME, "limit").send_keys("1")
+        form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+        WebDriverWait(driver, 30, 0.2).until(lambda d: "offset=" not in d.current_url and "at=1" in d.current_url)
+        assert [a.get_attribute("data-offset") for a in driver.find_elements(By.CSS_SELECTOR, "article.msg")] == ["1"]
+        driver.save_screenshot(str(ARTIFACTS / "messages-no-javascript.png"))
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
 def test_live_chart_moves_while_a_producer_runs(cluster: tuple[BrokerProcess, ConsoleHttp], browser: Any) -> None:
     b, http = cluster
     _open(browser, http, "/", '[data-chart="throughput"]', "overview-idle")
 
     def bytes_in_path(d: Any) -> str:
-        found = d.find_elements(By.CSS_SELECTOR, '[data-chart="throughput"] path[data-series="bytes in/s"]')
-        return str(found[0].get_attribute("d")) if found else ""
+        return str(d.execute_script("const p = document.querySelector(arguments[0]); return p ? p.getAttribute('d') : ''",
+                                    '[data-chart="throughput"] path[data-series="bytes in/s"]'))
 
     before = bytes_in_path(browser)
     stop = threading.Event()
@@ -322,8 +376,7 @@ def test_transactions_page_shows_an_open_transaction(cluster: tuple[BrokerProces
         finally:
             admin.close()
         _open(browser, http, "/transactions", "h2", "transactions-open")
-        row = _wait_text(browser, lambda d: d.find_elements(By.XPATH, "//tr[td[text()='ui-tx']]"))[0]
-        cells = [c.text for c in row.find_elements(By.TAG_NAME, "td")]
+        cells = _wait_text(browser, lambda d: _cells(d, "//tr[td[text()='ui-tx']]"))
         assert cells[1] == "Ongoing" and cells[2] == str(pid) and cells[6] == "ui-txns-0"
         browser.save_screenshot(str(ARTIFACTS / "transactions-open.png"))
     finally:

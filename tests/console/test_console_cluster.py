@@ -79,6 +79,14 @@ def test_cluster_up_serves_one_console_for_all_brokers(tmp_path: Path) -> None:
                 assert ov["offline"] == 0  # every partition still has a leader on broker 0
                 topic = {t["name"]: t for t in http.get("/api/topics")["topics"]}["spread"]
                 assert topic["under_replicated"] == 2
+                # the server-rendered pages say the same (read as HTML, no JavaScript)
+                page = http.page("/topics/spread")
+                meta = {p["partition_index"]: p for p in admin.describe_topics(["spread"])[0]["partitions"]}
+                for row in page.section("Partitions").rows():
+                    m = meta[int(row[0])]
+                    assert row[1] == str(m["leader_id"]) and row[3] == ", ".join(map(str, m["replica_nodes"]))
+                    assert row[4] == ", ".join(map(str, m["isr_nodes"])) and len(m["isr_nodes"]) == 1
+                http.wait_for_page("/", lambda pg: pg.card("under_replicated") == str(under_replicated()))
         finally:
             admin.close()
         down = samsa("cluster", "down", "--dir", str(folder))
