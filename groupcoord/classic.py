@@ -96,6 +96,8 @@ class ClassicGroupManager(CoordinatorShard):
         err = self._validate(group_id)
         if err:
             return JoinGroupResult(err, member_id)
+        if group_id in getattr(self, "share_groups", ()):  # KIP-932: a share group's id
+            return JoinGroupResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id)
         if not (self.config.group_min_session_timeout_ms <= session_timeout_ms
                 <= self.config.group_max_session_timeout_ms):
             return JoinGroupResult(ErrorCode.INVALID_SESSION_TIMEOUT, member_id)

@@ -157,6 +157,9 @@ class ConsumerGroupManager(CoordinatorShard):
             err = self._validate(req.group_id)
             if err:
                 return ConsumerGroupHeartbeatResult(err)
+            if req.group_id in getattr(self, "share_groups", ()):
+                raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND,
+                                 f"Group {req.group_id} is not a consumer group.")
             if req.member_epoch != 0 and req.group_id not in self.consumer_groups and \
                     req.group_id not in self.groups:
                 # Not a group: answered without creating per-group state (a lock) for the id.
