@@ -2,7 +2,8 @@
 machinery, as :mod:`protocol.kip848` does for consumer groups.
 
 Requests and responses (ShareGroupHeartbeat 76, ShareGroupDescribe 77, ShareFetch 78,
-ShareAcknowledge 79) are registered by API key in :mod:`protocol.messages`. The ``ApiData``
+ShareAcknowledge 79, and the admin APIs DescribeShareGroupOffsets 90, AlterShareGroupOffsets 91,
+DeleteShareGroupOffsets 92) are registered by API key in :mod:`protocol.messages`. The ``ApiData``
 classes are record values: share groups in ``__consumer_offsets``
 (:mod:`groupcoord.share.records`) and share-partition state in ``__share_group_state``
 (:mod:`groupcoord.share.state`). Schemas live in :mod:`protocol.schemas`. No I/O.
@@ -48,6 +49,30 @@ class ShareAcknowledgeResponse(ApiMessage, load_json=_SCHEMAS):  # type: ignore[
     pass
 
 
+class DescribeShareGroupOffsetsRequest(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg]
+    pass
+
+
+class DescribeShareGroupOffsetsResponse(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg]
+    pass
+
+
+class AlterShareGroupOffsetsRequest(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg]
+    pass
+
+
+class AlterShareGroupOffsetsResponse(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg]
+    pass
+
+
+class DeleteShareGroupOffsetsRequest(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg]
+    pass
+
+
+class DeleteShareGroupOffsetsResponse(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg]
+    pass
+
+
 class ShareGroupMetadataValue(ApiData, load_json=_SCHEMAS):  # type: ignore[call-arg]
     pass
 
@@ -67,4 +92,7 @@ class ShareUpdateValue(ApiData, load_json=_SCHEMAS):  # type: ignore[call-arg]
 MESSAGES = [ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse,
             ShareGroupDescribeRequest, ShareGroupDescribeResponse,
             ShareFetchRequest, ShareFetchResponse,
-            ShareAcknowledgeRequest, ShareAcknowledgeResponse]
+            ShareAcknowledgeRequest, ShareAcknowledgeResponse,
+            DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse,
+            AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse,
+            DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse]

@@ -198,6 +198,33 @@ class SharePartitionManager:
         _tasks.add(task)
         task.add_done_callback(_tasks.discard)
 
+    # --- admin: DescribeShareGroupOffsets, AlterShareGroupOffsets, DeleteShareGroupOffsets -------
+
+    def start_offset(self, key: SharePartitionKey) -> tuple[int, int] | None:
+        """(share-partition start offset, leader epoch), or None if the group never read it."""
+        sp = self.partitions.get(key)
+        state = self.coordinator.read_state(key)
+        epoch = state.leader_epoch if state is not None else -1
+        if sp is not None:
+            return sp.start_offset, epoch
+        return (state.start_offset, epoch) if state is not None else None
+
+    def keys_of(self, group_id: str) -> list[SharePartitionKey]:
+        keys = {k for k in self.partitions if k[0] == group_id}
+        keys |= {k for k in self.coordinator.states if k[0] == group_id}
+        return sorted(keys, key=lambda k: (str(k[1]), k[2]))
+
+    async def reset_start_offset(self, key: SharePartitionKey, offset: int, leader_epoch: int) -> None:
+        """Start the share-partition afresh at ``offset`` (AlterShareGroupOffsets on an empty group)."""
+        self.partitions.pop(key, None)
+        await self.coordinator.ensure_loaded(key)
+        await self.coordinator.initialize(key, offset, leader_epoch)
+
+    async def delete_state(self, keys: list[SharePartitionKey]) -> None:
+        for key in keys:
+            self.partitions.pop(key, None)
+        await self.coordinator.delete(keys)
+
     async def _persist(self, key: SharePartitionKey, sp: SharePartition) -> None:
         moved, batches = sp.take_changes()
         if moved or batches:

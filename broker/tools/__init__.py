@@ -1,6 +1,6 @@
 """The ``samsa`` operator commands, modelled on Kafka's ``bin/kafka-*.sh`` scripts.
 
-``register(subparsers)`` adds ``topics``, ``configs``, ``consumer-groups``,
+``register(subparsers)`` adds ``topics``, ``configs``, ``consumer-groups``, ``share-groups``,
 ``console-producer``, ``console-consumer``, ``dump-log``, ``get-offsets``,
 ``reassign-partitions``, ``leader-election`` and ``cluster`` to an
 argparse sub-parser set (``broker/cli.py`` adds them beside ``samsa broker``). Each
@@ -28,10 +28,11 @@ from . import (
     get_offsets,
     leader_election,
     reassign_partitions,
+    share_groups,
     topics,
 )
 
-COMMANDS = (topics, configs, consumer_groups, console_producer, console_consumer, dump_log, get_offsets,
+COMMANDS = (topics, configs, consumer_groups, share_groups, console_producer, console_consumer, dump_log, get_offsets,
             reassign_partitions, leader_election, cluster, acls)
 
 

@@ -234,3 +234,46 @@ def test_broker_restart_redelivers_only_unacknowledged(tmp_path: Path) -> None:
             c.close()
     finally:
         b.kill()
+
+
+def test_share_groups_tool_and_admin_apis(share_broker: BrokerProcess) -> None:
+    """``samsa share-groups`` over ShareGroupDescribe, DescribeShareGroupOffsets,
+    AlterShareGroupOffsets, DeleteShareGroupOffsets and DeleteGroups; ListGroups shows the type."""
+    from tests.tools.test_cli import samsa, samsa_json
+
+    sent = [f"a{i}".encode() for i in range(10)]
+    t = topic_with(share_broker, sent)
+    g = f"g-{uuid.uuid4().hex[:6]}"
+    bs = ("--bootstrap-server", share_broker.bootstrap)
+    c = consumer(share_broker, g, t, **{"share.acknowledgement.mode": "explicit"})
+    try:
+        poll_until(c, 10, ack=lambda m: c.acknowledge(
+            m, AcknowledgeType.ACCEPT if int(m.value()[1:]) < 6 else AcknowledgeType.RELEASE))
+        members = samsa_json("share-groups", *bs, "--describe", "--group", g, "--members")
+        assert [(m["group"], [tuple(a) for a in m["assignment"]]) for m in members] == [(g, [(t, 0)])]
+        assert samsa("share-groups", *bs, "--reset-offsets", "--group", g, "--topic", t, "--to-earliest",
+                     "--execute", check=False).returncode != 0, "a group with members cannot be reset"
+    finally:
+        c.close()
+    listed = samsa_json("consumer-groups", *bs, "--list", "--type", "share")
+    assert {"group": g, "protocol_type": "share", "state": "Empty", "type": "share"} in listed
+    assert g in [x["group"] for x in samsa_json("share-groups", *bs, "--list")]
+    offsets = samsa_json("share-groups", *bs, "--describe", "--group", g)
+    assert [(o["topic"], o["partition"], o["start_offset"], o["lag"]) for o in offsets] == [(t, 0, 6, 4)]
+    state = samsa_json("share-groups", *bs, "--describe", "--group", g, "--state")
+    assert (state[0]["state"], state[0]["members"]) == ("Empty", 0)
+    # Back to the beginning: the group receives every record again.
+    reset = samsa_json("share-groups", *bs, "--reset-offsets", "--group", g, "--topic", t, "--to-earliest",
+                       "--execute")
+    assert [(r["new_start_offset"], r["error"]) for r in reset] == [(0, None)]
+    c = consumer(share_broker, g, t)
+    try:
+        assert sorted(values(poll_until(c, 10))) == sorted(sent)
+        c.poll(0.5)
+    finally:
+        c.close()
+    deleted = samsa_json("share-groups", *bs, "--delete-offsets", "--group", g, "--topic", t)
+    assert deleted == [{"group": g, "topic": t, "error": None}]
+    assert [o["start_offset"] for o in samsa_json("share-groups", *bs, "--describe", "--group", g)] == []
+    assert samsa_json("share-groups", *bs, "--delete", "--group", g) == [{"group": g, "error": None}]
+    assert g not in [x["group"] for x in samsa_json("share-groups", *bs, "--list")]
