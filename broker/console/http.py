@@ -122,7 +122,9 @@ def parse_head(head: bytes) -> Request:
     except ValueError as e:
         raise HttpError(400, f"bad query string: {e}") from e
     query = {k: v[-1] for k, v in qs.items()}
-    segments = [s for s in path.split("/") if s]
+    # segments are split before decoding, so a name with a "/" in it (a group id may have one)
+    # arrives as %2F and stays one segment
+    segments = [unquote(s) for s in split.path.split("/") if s]
     return Request(method.upper(), path, query, headers, b"", segments)
 
 

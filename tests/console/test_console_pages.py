@@ -102,6 +102,12 @@ def test_group_lag_is_in_the_html(console: tuple[BrokerProcess, ConsoleHttp, Any
                        timeout=60)
     admin.alter_group_offsets("html-readers", {TopicPartition("lagged", 0): OffsetAndMetadata(15, "", None)})
     assert http.page("/groups/html-readers").card("total_lag") == "0"
+    # a group id with a slash in it has its own page (linked as %2F from the list)
+    admin.alter_group_offsets("team/a", {TopicPartition("lagged", 1): OffsetAndMetadata(10, "", None)})
+    listed = http.wait_for_page("/groups", lambda pg: any(r[0] == "team/a" for r in pg.root.rows()))
+    href = next(a.attrs["href"] for a in listed.find_all("a") if a.text == "team/a")
+    assert href == "/groups/team%2Fa"
+    assert http.page(str(href)).card("total_lag") == "5"
 
 
 def test_messages_are_escaped_and_browsable_without_javascript(console: tuple[BrokerProcess, ConsoleHttp, Any]) -> None:
