@@ -110,6 +110,32 @@ def hot_path_overhead(n: int = 200_000) -> None:
     off, on, per_partition = asyncio.run(run())
     print(f"hot path: request timing {1e6 * (on - off) / n:.2f} us CPU per request, "
           f"Produce counters {1e6 * per_partition / n:.2f} us per partition")
+    error_counts_overhead(n // 4)
+
+
+def error_counts_overhead(n: int) -> None:
+    """CPU of the ErrorsPerSec count (response_error_counts) on a Produce v9 response of 1 and
+    10 partitions, beside what encoding the same response costs anyway; best of 3."""
+    from broker.metrics.stats import response_error_counts  # noqa: PLC0415
+    from protocol.messages import encode_response, response_class  # noqa: PLC0415
+
+    cls = response_class(0, 9)
+    part = cls.TopicProduceResponse.PartitionProduceResponse
+    for parts in (1, 10):
+        resp = cls(responses=[cls.TopicProduceResponse(name="orders", partition_responses=[
+            part(index=i, error_code=0, base_offset=1000 * i) for i in range(parts)])], throttle_time_ms=0)
+        count = encode = float("inf")
+        for _ in range(3):
+            t = time.process_time()
+            for _ in range(n):
+                response_error_counts(resp)
+            count = min(count, time.process_time() - t)
+            t = time.process_time()
+            for _ in range(n):
+                encode_response(0, 9, 1, resp)
+            encode = min(encode, time.process_time() - t)
+        print(f"hot path: error counts {1e6 * count / n:.2f} us per Produce response of {parts} partition(s) "
+              f"(encoding it: {1e6 * encode / n:.2f} us)")
 
 
 def main(argv: list[str] | None = None) -> int:
