@@ -26,8 +26,17 @@ A transaction open longer than its ``transaction.timeout.ms`` is aborted by
 (fencing the producer) and the abort proceeds as above. Idle transactional ids older than
 ``transactional.id.expiration.ms`` are tombstoned by :meth:`expire_transactional_ids`.
 
-Only the transactions v1 protocol is served (InitProducerId <= v5, EndTxn <= v4): every client
-we support (Java 3.9, librdkafka, kafka-python) speaks it. This module does no network I/O.
+Transactions v2 (KIP-890 part 2, ``transaction_version`` 2: EndTxn v5, Produce v12,
+TxnOffsetCommit v5, AddPartitionsToTxn v5 from a partition leader): partitions join the
+transaction implicitly when the producer first writes to them (:meth:`add_partitions` on the
+leader's behalf), and every EndTxn bumps the producer epoch -- Prepare* is written with epoch+1
+(the old epoch kept as ``last_producer_epoch``), the markers carry the new epoch, which fences
+any late write of the finished transaction, and EndTxn answers the new producer id and epoch.
+An exhausted epoch (``Short.MAX - 1``) instead allocates ``next_producer_id``, written with
+Prepare* and installed (at epoch 0) by Complete*. A retried EndTxn v5 (its answer lost) carries
+the previous epoch and is answered with the current one; a v2 producer may also abort when no
+transaction is open (Empty/Complete* -> PrepareAbort, bumping the epoch). Older clients keep
+transactions v1 unchanged. This module does no network I/O.
 """
 
 from __future__ import annotations
@@ -162,7 +171,7 @@ class TransactionCoordinator:
             return
         m = tlog.decode_value(value).to_metadata(tid)
         old = self.transactions.get(tid)
-        if old is not None:
+        if old is not None and m.last_producer_id == NO_PRODUCER_ID:
             # Not in TransactionLogValue v0: carried over from memory (lost only on restart).
             m.last_producer_id = old.last_producer_id
         self.transactions[tid] = m
@@ -402,8 +411,11 @@ class TransactionCoordinator:
             raise KafkaError(ErrorCode.PRODUCER_FENCED)
 
     async def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                             partitions: Iterable[TopicPartition]) -> None:
-        """Add partitions to the open transaction, starting one if none is open."""
+                             partitions: Iterable[TopicPartition], transaction_version: int = 0) -> None:
+        """Add partitions to the open transaction, starting one if none is open.
+
+        ``transaction_version`` 2: the add is implicit (a Produce v12 or TxnOffsetCommit v5 on the
+        producer's behalf); a transaction it starts ends with the v2 rules."""
         parts = set(partitions)
         m = self._get(transactional_id)
         self._check_producer(m, producer_id, producer_epoch)
@@ -415,8 +427,10 @@ class TransactionCoordinator:
             return
         now = self.clock()
         start = now if m.state.is_complete else m.txn_start_timestamp
+        version = max(transaction_version, m.client_transaction_version) if m.state is TS.ONGOING \
+            else transaction_version
         nxt = m.prepare(TS.ONGOING, partitions=m.partitions | parts, txn_start_timestamp=start,
-                        txn_last_update_timestamp=now)
+                        txn_last_update_timestamp=now, client_transaction_version=version)
         await self._write(m, nxt)
 
     def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
@@ -455,28 +469,54 @@ class TransactionCoordinator:
 
     # --- EndTxn ---------------------------------------------------------------------------
 
-    async def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool) -> None:
-        """EndTxn: decide the outcome (Prepare* durable), then complete it (markers, Complete*)."""
+    async def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool,
+                      transaction_version: int = 0) -> InitProducerIdResult:
+        """EndTxn: decide the outcome (Prepare* durable), then complete it (markers, Complete*).
+
+        Returns the producer id and epoch the client continues with: unchanged for transactions
+        v1, bumped (or a new producer id at epoch 0) for v2 (EndTxn v5)."""
         m = self._get(transactional_id)
-        if m.producer_id != producer_id:
+        tv2 = transaction_version >= 2
+        # v2: a retry of an EndTxn that already bumped the epoch, or rotated an exhausted one.
+        retry = tv2 and (producer_id == m.producer_id and producer_epoch == m.last_producer_epoch
+                         and producer_epoch != NO_PRODUCER_EPOCH
+                         or producer_id == m.last_producer_id and m.producer_epoch == 0
+                         and is_epoch_exhausted(producer_epoch))
+        if m.producer_id != producer_id and not retry:
             raise KafkaError(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
-        if producer_epoch != m.producer_epoch:
+        if producer_epoch != m.producer_epoch and not retry:
             raise KafkaError(ErrorCode.PRODUCER_FENCED)
         if m.pending_transition_in_progress:
             raise KafkaError(ErrorCode.CONCURRENT_TRANSACTIONS)
         st = m.state
-        if st is TS.ONGOING:
+        current = InitProducerIdResult(m.producer_id, m.producer_epoch)
+        if retry and st is TS.ONGOING:  # the old epoch's transaction ended; this one is not its
+            raise KafkaError(ErrorCode.PRODUCER_FENCED)
+        if st is TS.ONGOING or tv2 and not retry and not commit and st.is_complete:
             if commit and self.fault == "crash-before-prepare":
                 _crash(f"fault injection: before PrepareCommit of {transactional_id}")
+            changes: dict[str, object] = {}
+            if tv2:  # KIP-890 part 2: the epoch moves on with every transaction
+                changes = {"producer_epoch": m.producer_epoch + 1, "last_producer_epoch": m.producer_epoch,
+                           "client_transaction_version": transaction_version}
+                if m.is_producer_epoch_exhausted:
+                    changes["next_producer_id"] = self._new_producer_id()
+                if st.is_complete:  # aborting with no transaction open: nothing to mark
+                    changes.update(partitions=set(), txn_start_timestamp=self.clock())
             nxt = m.prepare(TS.PREPARE_COMMIT if commit else TS.PREPARE_ABORT,
-                            txn_last_update_timestamp=self.clock())
+                            txn_last_update_timestamp=self.clock(), **changes)
             installed = await self._write(m, nxt)
             task = self._start_completion(installed)
             if self.config.end_txn_wait_ms > 0:
                 await asyncio.wait([task], timeout=self.config.end_txn_wait_ms / 1000)
-            return
+            if installed.next_producer_id != NO_PRODUCER_ID:
+                return InitProducerIdResult(installed.next_producer_id, 0)
+            return InitProducerIdResult(installed.producer_id, installed.producer_epoch)
         if st is TS.COMPLETE_COMMIT and commit or st is TS.COMPLETE_ABORT and not commit:
-            return  # a retry of an EndTxn that already completed
+            if tv2 and not retry:
+                raise KafkaError(ErrorCode.INVALID_TXN_STATE,
+                                 f"transactional id {transactional_id} has no open transaction to end")
+            return current  # a retry of an EndTxn that already completed
         if st is TS.PREPARE_COMMIT and commit or st is TS.PREPARE_ABORT and not commit:
             raise KafkaError(ErrorCode.CONCURRENT_TRANSACTIONS)
         raise KafkaError(ErrorCode.INVALID_TXN_STATE,
@@ -522,8 +562,12 @@ class TransactionCoordinator:
                 backoff = min(backoff * 2, 5.0)  # a partition that stays unavailable is retried gently
         while True:
             m = self.transactions[transactional_id]
+            rotate: dict[str, object] = {}
+            if m.next_producer_id != NO_PRODUCER_ID:  # v2, epoch exhausted: the new producer id starts
+                rotate = {"producer_id": m.next_producer_id, "producer_epoch": 0, "last_producer_id": m.producer_id,
+                          "last_producer_epoch": NO_PRODUCER_EPOCH, "next_producer_id": NO_PRODUCER_ID}
             nxt = m.prepare(TS.COMPLETE_COMMIT if commit else TS.COMPLETE_ABORT, partitions=set(),
-                            txn_last_update_timestamp=self.clock())
+                            txn_last_update_timestamp=self.clock(), **rotate)
             try:
                 await self._write(m, nxt)
                 return

@@ -112,9 +112,10 @@ class TransactionMetadata:
 
     Invariants: ``partitions`` is empty unless ``state`` is Ongoing, Prepare* or
     PrepareEpochFence; ``txn_start_timestamp`` is -1 when no transaction has started since the
-    last InitProducerId. ``last_producer_id`` / ``last_producer_epoch`` are kept in memory only
-    (as in Kafka with ``TransactionLogValue`` v0): they let a KIP-360 retry of InitProducerId
-    be recognised, and are lost on restart, which only turns such a retry into PRODUCER_FENCED.
+    last InitProducerId. ``last_producer_epoch`` is kept in memory only, as is ``last_producer_id``
+    with ``TransactionLogValue`` v0 (v1, written for transactions v2, persists it): they let a
+    KIP-360 retry of InitProducerId, or a retried EndTxn v5, be recognised, and are lost on
+    restart, which only turns such a retry into PRODUCER_FENCED.
     """
 
     transactional_id: str
@@ -127,6 +128,11 @@ class TransactionMetadata:
     partitions: set[TopicPartition] = field(default_factory=set)
     txn_start_timestamp: int = -1
     txn_last_update_timestamp: int = -1
+    # Transactions v2 (KIP-890 part 2): the version of the protocol the client ends its
+    # transactions with (2: every EndTxn bumps the epoch), and the producer id an exhausted
+    # epoch rotates to when the transaction completes (TransactionLogValue v1 tagged fields).
+    client_transaction_version: int = 0
+    next_producer_id: int = NO_PRODUCER_ID
     # Not part of the persisted record: the state a write in flight is moving this id to.
     pending_state: TransactionState | None = None
     # A fence whose PrepareAbort write failed: the next fence must not bump the epoch again.

@@ -129,11 +129,12 @@ def verify_transactional_produce(broker: Any, transactional_id: str | None, topi
 
 
 async def verify_remotely(broker: Any, transactional_id: str, producer_id: int, producer_epoch: int,
-                          topic: str, partition: int) -> ErrorCode | None:
+                          topic: str, partition: int, add: bool = False) -> ErrorCode | None:
     """In a cluster whose transaction coordinator for ``transactional_id`` is another broker: ask it
     (AddPartitionsToTxn v4 ``verify_only``, KIP-890's broker-to-broker form) whether the partition
-    is in the producer's open transaction. None when the coordinator is this broker (or there is
-    no cluster): verify locally."""
+    is in the producer's open transaction -- or, with ``add`` (transactions v2), have it added
+    (AddPartitionsToTxn v5, ``verify_only`` false). None when the coordinator is this broker (or
+    there is no cluster): verify or add locally."""
     coord = getattr(broker, "txn_coordinator", None)
     cluster = getattr(broker, "cluster", None)
     if cluster is None or coord is None:
@@ -148,9 +149,9 @@ async def verify_remotely(broker: Any, transactional_id: str, producer_id: int, 
     R = AddPartitionsToTxnRequest
     T = R.AddPartitionsToTxnTransaction
     req = R(transactions=[T(transactional_id=transactional_id, producer_id=producer_id, producer_epoch=producer_epoch,
-                            verify_only=True, topics=[T.AddPartitionsToTxnTopic(name=topic, partitions=[partition])])])
+                            verify_only=not add, topics=[T.AddPartitionsToTxnTopic(name=topic, partitions=[partition])])])
     try:
-        resp = await cluster.send_to_broker(leader, req, 4)
+        resp = await cluster.send_to_broker(leader, req, 5 if add else 4)
         return ErrorCode(resp.results_by_transaction[0].topic_results[0].results_by_partition[0].partition_error_code)
     except (ConnectionError, IndexError) as e:
         log.info("Verifying %s-%d with the transaction coordinator (broker %d) failed: %s", topic, partition,
@@ -159,12 +160,19 @@ async def verify_remotely(broker: Any, transactional_id: str, producer_id: int, 
 
 
 async def verify_transactional_produce_in_cluster(broker: Any, transactional_id: str | None, topic: str,
-                                                  partition: int, batches: Iterable[Any]) -> ErrorCode:
-    """:func:`verify_transactional_produce`, asking the coordinator broker when it is another one."""
+                                                  partition: int, batches: Iterable[Any], add: bool = False) -> ErrorCode:
+    """:func:`verify_transactional_produce`, asking the coordinator broker when it is another one.
+
+    ``add`` (Produce v12+, transactions v2, KIP-890 part 2): rather than refusing a partition that
+    is not yet in the transaction, the leader has the coordinator add it (starting the
+    transaction if none is open), as Kafka's ``AddPartitionsToTxnManager`` does."""
     txn = [h for h in batches if h.is_transactional and not h.is_control]
     if txn and transactional_id:
         code = await verify_remotely(broker, transactional_id, txn[0].producer_id, txn[0].producer_epoch,
-                                     topic, partition)
+                                     topic, partition, add)
+        if code is None and add:
+            code = await add_partition_locally(broker, transactional_id, txn[0].producer_id,
+                                               txn[0].producer_epoch, topic, partition)
         if code is not None:
             if code in _VERIFY_RETRIABLE:
                 return ErrorCode.NOT_ENOUGH_REPLICAS
@@ -172,6 +180,20 @@ async def verify_transactional_produce_in_cluster(broker: Any, transactional_id:
                 return ErrorCode.INVALID_PRODUCER_EPOCH
             return code
     return verify_transactional_produce(broker, transactional_id, topic, partition, batches)
+
+
+async def add_partition_locally(broker: Any, transactional_id: str, producer_id: int, producer_epoch: int,
+                                topic: str, partition: int) -> ErrorCode | None:
+    """Transactions v2 on the coordinator broker itself: add the partition to the producer's
+    transaction (NONE), or the coordinator's error; None without a coordinator."""
+    coord = getattr(broker, "txn_coordinator", None)
+    if coord is None:
+        return None
+    try:
+        await coord.add_partitions(transactional_id, producer_id, producer_epoch, [(topic, partition)], 2)
+    except KafkaError as e:
+        return e.code
+    return ErrorCode.NONE
 
 
 class BrokerTransactionStorage:

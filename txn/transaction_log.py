@@ -11,8 +11,8 @@ Kafka operator's tools read our internal topic and we could read theirs:
   2 ClientTransactionVersion).
 * a null value is a tombstone: the transactional id expired (state Dead).
 
-We write version 0, as Kafka 3.x does for clients using transactions v1 (every client we
-serve); we read both. The partition of a transactional id is
+We write version 0 for transactions v1, and version 1 (with its tagged fields) once a client
+ends its transactions with transactions v2 (KIP-890 part 2), as Kafka 4 does; we read both. The partition of a transactional id is
 ``abs(java String.hashCode(transactional_id)) % transaction.state.log.num.partitions``.
 
 This module does no I/O.
@@ -80,11 +80,11 @@ def _group_partitions(partitions: set[tuple[str, int]]) -> list[tuple[str, list[
 
 
 def encode_value(m: TransactionMetadata) -> bytes:
-    """TransactionLogValue v0 for ``m``. Empty carries a null partition list, as Kafka writes it."""
-    if m.state in (TransactionState.DEAD, TransactionState.PREPARE_EPOCH_FENCE):
-        raise ValueError(f"state {m.state.wire_name} is never written to the transaction log")
-    if m.state is TransactionState.EMPTY and m.partitions:
-        raise ValueError("an Empty transaction cannot have partitions")
+    """TransactionLogValue for ``m``: v1 for transactions v2, else v0. Empty carries a null
+    partition list, as Kafka writes it."""
+    _check_writable(m)
+    if m.client_transaction_version >= 2 or m.next_producer_id != -1:
+        return encode_value_v1(m, m.next_producer_id, m.client_transaction_version)
     out = bytearray(_VALUE_HEAD.pack(VALUE_VERSION, m.producer_id, m.producer_epoch, m.txn_timeout_ms,
                                      m.state.value))
     if m.state is TransactionState.EMPTY:
@@ -99,6 +99,13 @@ def encode_value(m: TransactionMetadata) -> bytes:
                 out += _I.pack(p)
     out += _Q.pack(m.txn_last_update_timestamp) + _Q.pack(m.txn_start_timestamp)
     return bytes(out)
+
+
+def _check_writable(m: TransactionMetadata) -> None:
+    if m.state in (TransactionState.DEAD, TransactionState.PREPARE_EPOCH_FENCE):
+        raise ValueError(f"state {m.state.wire_name} is never written to the transaction log")
+    if m.state is TransactionState.EMPTY and m.partitions:
+        raise ValueError("an Empty transaction cannot have partitions")
 
 
 def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
@@ -142,7 +149,8 @@ class DecodedValue:
             txn_timeout_ms=self.txn_timeout_ms, state=self.state,
             partitions=set() if self.state is TransactionState.EMPTY else set(self.partitions),
             txn_start_timestamp=self.txn_start_timestamp,
-            txn_last_update_timestamp=self.txn_last_update_timestamp)
+            txn_last_update_timestamp=self.txn_last_update_timestamp,
+            client_transaction_version=self.client_transaction_version, next_producer_id=self.next_producer_id)
 
 
 def decode_value(value: bytes) -> DecodedValue:
@@ -200,7 +208,7 @@ def decode_value(value: bytes) -> DecodedValue:
 
 def encode_value_v1(m: TransactionMetadata, next_producer_id: int = -1,
                     client_transaction_version: int = 0) -> bytes:
-    """TransactionLogValue v1 (flexible). Not written by Samsa today; used to test the reader."""
+    """TransactionLogValue v1 (flexible): written for transactions v2 (see :func:`encode_value`)."""
     out = bytearray(_VALUE_HEAD.pack(1, m.producer_id, m.producer_epoch, m.txn_timeout_ms, m.state.value))
     if m.state is TransactionState.EMPTY:
         out.append(0)

@@ -10,8 +10,9 @@ so that EndTxn knows where to write markers.
 * v2+: PRODUCER_FENCED is sent as is; v0-1 clients get INVALID_PRODUCER_EPOCH instead (KIP-588).
 * v4+ (KIP-890 part 1): the batched broker-to-broker form, several transactions per request,
   each with ``verify_only``: verification answers whether the partitions are already in the
-  open transaction (NONE / INVALID_TXN_STATE) without adding them. v5 only adds the
-  TRANSACTION_ABORTABLE error code, which we never need to send.
+  open transaction (NONE / INVALID_TXN_STATE) without adding them. v5 is what a partition
+  leader sends for transactions v2 (KIP-890 part 2, Produce v12 / TxnOffsetCommit v5): with
+  ``verify_only`` false it adds the partitions, starting a v2 transaction if none is open.
 * v3+ is flexible (KIP-482).
 """
 
@@ -42,7 +43,7 @@ def _fenced(code: ErrorCode, version: int) -> ErrorCode:
 
 
 async def _add(ctx: RequestContext, tid: str, pid: int, epoch: int, topics: Any,
-               verify_only: bool) -> dict[tuple[str, int], ErrorCode]:
+               verify_only: bool, transaction_version: int = 0) -> dict[tuple[str, int], ErrorCode]:
     parts = [(t.name, p) for t in topics for p in t.partitions]
     if ctx.broker.authorizer is not None:
         if not ctx.authorize(WRITE, TRANSACTIONAL_ID, tid):
@@ -61,7 +62,7 @@ async def _add(ctx: RequestContext, tid: str, pid: int, epoch: int, topics: Any,
     if verify_only:
         return coord.verify_partitions(tid, pid, epoch, parts)
     try:
-        await coord.add_partitions(tid, pid, epoch, parts)
+        await coord.add_partitions(tid, pid, epoch, parts, transaction_version)
         code = ErrorCode.NONE
     except KafkaError as e:
         code = e.code
@@ -93,7 +94,7 @@ async def handle_add_partitions_to_txn(ctx: RequestContext, req: Any) -> Any:
     out = []
     for txn in req.transactions:
         results = await _add(ctx, txn.transactional_id, txn.producer_id, txn.producer_epoch, txn.topics,
-                             txn.verify_only)
+                             txn.verify_only, 2 if ctx.version >= 5 else 0)
         out.append(R.AddPartitionsToTxnResult(transactional_id=txn.transactional_id,
                                               topic_results=_topic_results(R, results, ctx.version)))
     return R(throttle_time_ms=0, error_code=0, results_by_transaction=out)

@@ -1,4 +1,4 @@
-"""Produce (key 0), versions 3-11.
+"""Produce (key 0), versions 3-12.
 
 Hot path. Each partition's records are treated as opaque v2 batches: the 61-byte headers are
 read, CRCs checked, compressed payloads verified as Kafka's LogValidator does, then the log
@@ -16,7 +16,9 @@ unless the topic's ``compression.type`` asks for a codec the producer did not us
   INVALID_PRODUCER_EPOCH; nothing is written in those cases.
 * Transactional batches are verified against the transaction coordinator (KIP-890 part 1):
   a partition not in the producer's ongoing transaction is refused, so no late or zombie write
-  can open a transaction that no marker will close.
+  can open a transaction that no marker will close. From v12 (transactions v2, KIP-890 part 2)
+  the producer no longer sends AddPartitionsToTxn: the coordinator adds the partition on the
+  leader's request instead (``txn/plugin.py``), the same check with the add folded in.
 * Authorization: WRITE on the transactional id when the request carries one (else every
   partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED), WRITE on each topic (else
   TOPIC_AUTHORIZATION_FAILED, decided before the topic's existence so nothing leaks).
@@ -28,7 +30,8 @@ unless the topic's ``compression.type`` asks for a codec the producer did not us
   internal topics (INVALID_TOPIC_EXCEPTION); only the coordinators append there.
 * v3 is the first version with v2 record batches; v9 is flexible (KIP-482); v10-11 add the
   leader-discovery tags (KIP-951): in a cluster a NOT_LEADER_OR_FOLLOWER partition carries the
-  current leader and the response its endpoint; a single broker leaves them empty.
+  current leader and the response its endpoint; a single broker leaves them empty. v12 is v11 on
+  the wire (transactions v2 above).
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ from . import RequestContext, api
 log = logging.getLogger("samsa.produce")
 
 
-@api(ApiKey.PRODUCE, versions=(3, 11), authz=(
+@api(ApiKey.PRODUCE, versions=(3, 12), authz=(
     Requires(WRITE, TRANSACTIONAL_ID, TXN_DENIED, "transactional_id, when set: every partition"),
     Requires(WRITE, TOPIC, TOPIC_DENIED, "each topic")))
 async def handle_produce(ctx: RequestContext, req: Any) -> Any:
@@ -96,7 +99,8 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
                 if any(h.is_transactional for h in records.batches):
                     # KIP-890 part 1: only into a partition of the producer's open transaction
                     code = await verify_transactional_produce_in_cluster(
-                        broker, req.transactional_id, name, pdata.index, records.batches)
+                        broker, req.transactional_id, name, pdata.index, records.batches,
+                        add=ctx.version >= 12)
                     if code:
                         raise KafkaError(code, "the partition is not part of the producer's open transaction")
                 info = part.append(records, required_acks=acks)

@@ -1,4 +1,4 @@
-"""TxnOffsetCommit (key 28), versions 0-4.
+"""TxnOffsetCommit (key 28), versions 0-5.
 
 The second half of ``sendOffsetsToTransaction`` (KIP-98; KIP-447 for v3+): the producer sends
 the consumer group's offsets to the group coordinator, which holds them back until the
@@ -12,7 +12,9 @@ becomes visible: consume-transform-produce is exactly once.
 * v3+ (KIP-447) carries the consumer's ``member_id``/``generation_id``/``group_instance_id``
   so a zombie consumer's offsets are refused (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
   FENCED_INSTANCE_ID); v0-2 skip those checks. v2 adds ``committed_leader_epoch``; v3+ is
-  flexible. v5 (transactions v2, KIP-890) is not served.
+  flexible. v5 is transactions v2 (KIP-890 part 2): the producer sends no AddOffsetsToTxn, so the
+  group's ``__consumer_offsets`` partition joins the transaction here, implicitly (asking the
+  coordinator broker with AddPartitionsToTxn v5 when it is another one).
 * Unknown topics get UNKNOWN_TOPIC_OR_PARTITION per partition.
 
 The group coordinator (``groupcoord``) writes the offsets at once as one transactional batch
@@ -42,7 +44,7 @@ from ..security.acl import (
 from . import RequestContext, api
 
 
-@api(ApiKey.TXN_OFFSET_COMMIT, versions=(0, 4), authz=(
+@api(ApiKey.TXN_OFFSET_COMMIT, versions=(0, 5), authz=(
     Requires(WRITE, TRANSACTIONAL_ID, TXN_DENIED, "transactional_id: every partition"),
     Requires(READ, GROUP, GROUP_DENIED, "group_id: every partition"), Requires(READ, TOPIC, TOPIC_DENIED, "each topic")))
 async def handle_txn_offset_commit(ctx: RequestContext, req: Any) -> Any:
@@ -69,11 +71,17 @@ async def handle_txn_offset_commit(ctx: RequestContext, req: Any) -> Any:
     elif not req.group_id:
         code = ErrorCode.INVALID_GROUP_ID
     else:
-        from txn.plugin import verify_remotely  # noqa: PLC0415
+        from txn.plugin import add_partition_locally, verify_remotely  # noqa: PLC0415
 
         # in a cluster the transaction's coordinator may be another broker: ask it (KIP-890)
+        offsets_topic, offsets_partition = coord.offsets_partition(req.group_id)
         remote = await verify_remotely(broker, req.transactional_id, req.producer_id, req.producer_epoch,
-                                       *coord.offsets_partition(req.group_id))
+                                       offsets_topic, offsets_partition, add=v >= 5)
+        if remote is None and v >= 5:
+            remote = await add_partition_locally(broker, req.transactional_id, req.producer_id, req.producer_epoch,
+                                                 offsets_topic, offsets_partition)
+            if remote is ErrorCode.NONE:
+                remote = None  # added: validate below as for v0-4
         if remote is not None:
             code = remote
         else:
