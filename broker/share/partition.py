@@ -275,22 +275,20 @@ class SharePartition:
     @staticmethod
     def _batches_for(acquired: list[Acquired], fresh: list[tuple[int, int, bytes]],
                      read: Callable[[int], bytes | None]) -> list[bytes]:
-        """The log batches holding the acquired offsets, each once, in offset order."""
+        """The log batches holding the acquired offsets, each once, in offset order. ``fresh``
+        (sorted, just read for new records) is used as is; redelivered ranges are read again."""
         out: list[tuple[int, bytes]] = []
         covered = -1  # last offset of the last batch taken
-        fresh_by_base = {base: (last, raw) for base, last, raw in fresh}
+        fresh_bases = [b for b, _, _ in fresh]
         for a in acquired:
             offset = max(a.first_offset, covered + 1)
             while offset <= a.last_offset:
-                hit = None
-                for base, (last, raw) in fresh_by_base.items():
-                    if base <= offset <= last:
-                        hit = (base, last, raw)
-                        break
-                if hit is not None:
-                    out.append((hit[0], hit[2]))
-                    covered = hit[1]
-                    offset = covered + 1
+                i = bisect_right(fresh_bases, offset) - 1
+                if i >= 0 and fresh[i][1] >= offset:
+                    base, last, raw = fresh[i]
+                    out.append((base, raw))
+                    covered = last
+                    offset = last + 1
                     continue
                 data = read(offset)
                 if not data:

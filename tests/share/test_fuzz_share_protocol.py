@@ -1,5 +1,6 @@
 """Fuzzing the KIP-932 APIs like the others (tests/integration/test_fuzz.py): valid
-ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch and ShareAcknowledge requests, mutated
+ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge,
+DescribeShareGroupOffsets, AlterShareGroupOffsets and DeleteShareGroupOffsets requests, mutated
 (bytes flipped, inserted, deleted, appended). Whatever comes back must carry the request's
 correlation id, and the broker must stay healthy (it produces and fetches, its log is clean).
 """
@@ -46,6 +47,14 @@ def _requests() -> list[Any]:
             topics=[A(topic_id=TID, partitions=[A.AcknowledgePartition(partition_index=0, acknowledgement_batches=[
                 A.AcknowledgePartition.AcknowledgementBatch(first_offset=0, last_offset=1,
                                                             acknowledge_types=[2, 3])])])]),
+        kip932.DescribeShareGroupOffsetsRequest(groups=[
+            kip932.DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup(group_id="fz", topics=None)]),
+        kip932.AlterShareGroupOffsetsRequest(group_id="fz", topics=[
+            kip932.AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic(topic_name="a", partitions=[
+                kip932.AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic
+                .AlterShareGroupOffsetsRequestPartition(partition_index=0, start_offset=5)])]),
+        kip932.DeleteShareGroupOffsetsRequest(group_id="fz", topics=[
+            kip932.DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic(topic_name="a")]),
     ]
 
 
@@ -54,7 +63,8 @@ def _requests() -> list[Any]:
 def test_mutated_kip932_requests(fuzz_broker: Any, data: st.DataObject) -> None:  # noqa: F811
     req = data.draw(st.sampled_from(_requests()), "request")
     req.with_header(correlation_id=CORR, client_id="fuzz")
-    payload = bytes(req.encode(version=1, header=True, framed=False))
+    version = 0 if req.API_KEY >= 90 else 1  # the admin APIs are at v0, the others at v1
+    payload = bytes(req.encode(version=version, header=True, framed=False))
     header_len = 2 + 2 + 4 + 2 + len(b"fuzz") + 1  # flexible: one tagged-fields byte
     body = mutate(payload[header_len:], data.draw(mutations, "mutations"))
     frame = payload[:header_len] + body
