@@ -1,4 +1,4 @@
-"""Produce (key 0), versions 3-12.
+"""Produce (key 0), versions 3-13.
 
 Hot path. Each partition's records are treated as opaque v2 batches: the 61-byte headers are
 read, CRCs checked, compressed payloads verified as Kafka's LogValidator does, then the log
@@ -31,7 +31,8 @@ unless the topic's ``compression.type`` asks for a codec the producer did not us
 * v3 is the first version with v2 record batches; v9 is flexible (KIP-482); v10-11 add the
   leader-discovery tags (KIP-951): in a cluster a NOT_LEADER_OR_FOLLOWER partition carries the
   current leader and the response its endpoint; a single broker leaves them empty. v12 is v11 on
-  the wire (transactions v2 above).
+  the wire (transactions v2 above); v13 names topics by id (KIP-516): an unknown id answers
+  UNKNOWN_TOPIC_ID on each of its partitions, and the response names topics by the same ids.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ from . import RequestContext, api
 log = logging.getLogger("samsa.produce")
 
 
-@api(ApiKey.PRODUCE, versions=(3, 12), authz=(
+@api(ApiKey.PRODUCE, versions=(3, 13), authz=(
     Requires(WRITE, TRANSACTIONAL_ID, TXN_DENIED, "transactional_id, when set: every partition"),
     Requires(WRITE, TOPIC, TOPIC_DENIED, "each topic")))
 async def handle_produce(ctx: RequestContext, req: Any) -> Any:
@@ -69,15 +70,18 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
     pending: list[tuple[Any, Any, int]] = []  # (partition response, partition, required offset)
     info: Any = None
     denied: dict[str, ErrorCode] = {}
+    by_id = ctx.version >= 13
+    names = [_topic_name(broker, t) if by_id else t.name for t in req.topic_data]
     if broker.authorizer is not None:
-        denied = _unauthorized(ctx, req)
-    for topic in req.topic_data:
-        name = topic.name
+        denied = _unauthorized(ctx, req, names)
+    for topic, name in zip(req.topic_data, names, strict=True):
         parts_out = []
         for pdata in topic.partition_data:
             base_offset, append_time, start_offset = -1, -1, -1
             code, message, record_errors = ErrorCode.NONE, None, []
             try:
+                if name is None:
+                    raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, f"Topic id {topic.topic_id} is unknown")
                 if denied and name in denied:
                     raise KafkaError(denied[name])
                 if acks not in (-1, 0, 1):
@@ -109,6 +113,7 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
                 if stats is not None:
                     stats.produced(name, info.last_offset - info.first_offset + 1, len(pdata.records))
             except DuplicateSequenceError as d:
+                assert name is not None  # only raised by an append, which needs the name
                 part = rm.get_partition(name, pdata.index)
                 base_offset, start_offset = d.first_offset, part.log_start_offset
                 append_time = d.timestamp if part.log.config.log_append_time else -1
@@ -117,9 +122,10 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
                 if isinstance(e, RecordValidationError):  # KIP-467: which records, and why
                     record_errors = [PartResp.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
                                      for i, m in e.record_errors]
-                if stats is not None:
+                if stats is not None and name is not None:
                     stats.produce_failed(name, int(code))
-                if code not in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER):
+                if code not in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                                ErrorCode.UNKNOWN_TOPIC_ID):
                     log.info("Produce to %s-%d from %r failed: %s", name, pdata.index,
                              ctx.header.client_id, e)
             presp = PartResp(index=pdata.index, error_code=int(code), base_offset=base_offset,
@@ -130,7 +136,8 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
                     part.high_watermark <= info.last_offset:
                 pending.append((presp, part, info.last_offset + 1))
             info = None
-        topics_out.append(TopicResp(name=name, partition_responses=parts_out))
+        topics_out.append(TopicResp(topic_id=topic.topic_id, partition_responses=parts_out) if by_id
+                          else TopicResp(name=name, partition_responses=parts_out))
     quotas = broker.quotas
     if quotas is not None and quotas.enabled:
         size = sum(len(p.records or b"") for t in req.topic_data for p in t.partition_data)
@@ -147,20 +154,26 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
                 raise res
     extra: dict[str, Any] = {}
     if ctx.version >= 10 and broker.metadata_cache is not None:
-        extra["node_endpoints"] = _leader_hints(ctx, R, topics_out)
+        extra["node_endpoints"] = _leader_hints(ctx, R, topics_out, names)
     return R(responses=topics_out, throttle_time_ms=ctx.throttle_ms, **extra)
 
 
-def _leader_hints(ctx: RequestContext, R: Any, topics_out: list[Any]) -> list[Any]:
+def _topic_name(broker: Any, topic: Any) -> str | None:
+    """v13+: the name of the topic a request names by id; None for an unknown id."""
+    info = broker.topics.by_id(topic.topic_id) if topic.topic_id is not None else None
+    return info.name if info is not None else None
+
+
+def _leader_hints(ctx: RequestContext, R: Any, topics_out: list[Any], names: list[str | None]) -> list[Any]:
     """KIP-951 (v10+): a partition led elsewhere names its current leader, and the response that
     leader's endpoint, so the producer retries there without a Metadata round trip."""
     cache = ctx.broker.metadata_cache
     PartResp = R.TopicProduceResponse.PartitionProduceResponse
     leaders: set[int] = set()
-    for t in topics_out:
+    for t, name in zip(topics_out, names, strict=True):
         for p in t.partition_responses:
-            if p.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
-                pm = cache.partition(t.name, p.index)
+            if p.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER and name is not None:
+                pm = cache.partition(name, p.index)
                 if pm is not None and pm.leader >= 0:
                     p.current_leader = PartResp.LeaderIdAndEpoch(leader_id=pm.leader, leader_epoch=pm.leader_epoch)
                     leaders.add(pm.leader)
@@ -173,10 +186,10 @@ def _leader_hints(ctx: RequestContext, R: Any, topics_out: list[Any]) -> list[An
     return out
 
 
-def _unauthorized(ctx: RequestContext, req: Any) -> dict[str, ErrorCode]:
+def _unauthorized(ctx: RequestContext, req: Any, names: list[str | None]) -> dict[str, ErrorCode]:
     """Topic -> the authorization error its partitions answer (Kafka's order of checks)."""
     tid = req.transactional_id
+    known = [n for n in names if n is not None]
     if tid is not None and not ctx.authorize(WRITE, TRANSACTIONAL_ID, tid):
-        return {t.name: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED for t in req.topic_data}
-    return {t.name: ErrorCode.TOPIC_AUTHORIZATION_FAILED for t in req.topic_data
-            if not ctx.authorize(WRITE, TOPIC, t.name)}
+        return dict.fromkeys(known, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    return {n: ErrorCode.TOPIC_AUTHORIZATION_FAILED for n in known if not ctx.authorize(WRITE, TOPIC, n)}

@@ -282,3 +282,18 @@ def test_describe_cluster_v2(client: RawClient) -> None:
                                                       include_fenced_brokers=True), 2, DescribeClusterResponse)
     assert resp.error_code == 0
     assert [(b.broker_id, b.is_fenced) for b in resp.brokers] == [(0, False)]
+
+
+def test_produce_v13_names_topics_by_id(client: RawClient, topic_id: uuid.UUID) -> None:
+    from kafka.protocol.producer import ProduceRequest, ProduceResponse
+
+    assert client.versions[ApiKey.PRODUCE][1] == 13
+    R = ProduceRequest[13]
+    unknown = uuid.uuid4()
+    req = R(transactional_id=None, acks=-1, timeout_ms=5000, topic_data=[
+        R.TopicProduceData(topic_id=t, partition_data=[R.TopicProduceData.PartitionProduceData(
+            index=1, records=build_batch([(b"k", b"v13", [])]))]) for t in (topic_id, unknown)])
+    resp = client.roundtrip(req, 13, ProduceResponse)
+    assert [(t.topic_id, [(p.index, p.error_code) for p in t.partition_responses]) for t in resp.responses] == \
+        [(topic_id, [(1, 0)]), (unknown, [(1, 100)])]  # UNKNOWN_TOPIC_ID
+    assert client.fetch(TOPIC, 1, 0)[2][-1].value == b"v13"
