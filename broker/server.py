@@ -147,6 +147,8 @@ class KafkaConnection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self.broker.connections.discard(self)
+        if self.broker.share_partition_manager is not None:  # KIP-932: its share sessions end
+            self.broker.share_partition_manager.on_connection_closed(self.peer)
         self.wakeup.set()
         self.write_ok.set()
         if self.task is not None:

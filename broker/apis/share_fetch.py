@@ -131,7 +131,7 @@ async def handle_share_fetch(ctx: RequestContext, req: Any) -> Any:
         if acks:
             return top(ErrorCode.INVALID_REQUEST,
                        "Acknowledge data present on initial share fetch request.")
-        session, _old = sessions.open(group_id, member_id, requested)
+        session, _old = sessions.open(group_id, member_id, requested, (ctx.client_host, ctx.client_port))
     else:
         err, session = sessions.use(group_id, member_id, epoch)
         if err:

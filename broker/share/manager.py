@@ -183,6 +183,15 @@ class SharePartitionManager:
         if hit:
             self.wake()
 
+    def on_connection_closed(self, connection: object) -> None:
+        """A client connection closed: the share sessions it opened end, their records go back."""
+        for s in self.sessions.of_connection(connection):
+            self.sessions.close(s.group_id, s.member_id)
+            keys = {(s.group_id, t, p) for t, p in s.partitions}
+            task = asyncio.get_running_loop().create_task(self.release(s.group_id, s.member_id, keys))
+            _tasks.add(task)
+            task.add_done_callback(_tasks.discard)
+
     def on_member_removed(self, group_id: str, member_id: str) -> None:
         self.sessions.close(group_id, member_id)
         task = asyncio.get_running_loop().create_task(self.release(group_id, member_id))

@@ -277,3 +277,69 @@ def test_share_groups_tool_and_admin_apis(share_broker: BrokerProcess) -> None:
     assert [o["start_offset"] for o in samsa_json("share-groups", *bs, "--describe", "--group", g)] == []
     assert samsa_json("share-groups", *bs, "--delete", "--group", g) == [{"group": g, "error": None}]
     assert g not in [x["group"] for x in samsa_json("share-groups", *bs, "--list")]
+
+
+def test_latest_is_the_default_reset(broker_factory: Any) -> None:
+    """Without ``share.auto.offset.reset`` a group's first fetch starts at the high watermark."""
+    from tests.tools.test_cli import samsa_json
+
+    b = broker_factory({"offsets.topic.num.partitions": 1, "share.coordinator.state.topic.num.partitions": 1})
+    t = topic_with(b, [b"old1", b"old2", b"old3"])
+    c = consumer(b, "g-latest", t)
+    try:
+        deadline = time.monotonic() + 30
+        offsets: list[Any] = []
+        while time.monotonic() < deadline:  # until the first ShareFetch has initialized the partition
+            assert [m for m in c.poll(0.3) if m.error() is None] == []
+            offsets = samsa_json("share-groups", "--bootstrap-server", b.bootstrap, "--describe",
+                                 "--group", "g-latest")
+            if offsets:
+                break
+        assert [(o["partition"], o["start_offset"], o["lag"]) for o in offsets] == [(0, 3, 0)]
+        produce(b, t, [b"new"])
+        assert values(poll_until(c, 1)) == [b"new"]
+    finally:
+        c.close()
+
+
+HOLDER = """
+import sys, time
+from confluent_kafka import ShareConsumer
+c = ShareConsumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2],
+                   "share.acknowledgement.mode": "explicit"})
+c.subscribe([sys.argv[3]])
+got = 0
+while got < int(sys.argv[4]):
+    got += sum(1 for m in c.poll(0.5) if m.error() is None)
+print("holding", got, flush=True)
+time.sleep(600)
+"""
+
+
+def test_dead_consumer_releases_its_records_at_once(broker_factory: Any) -> None:
+    """A consumer killed while holding records: its connection closes, its share session ends and
+    the records go to another member well before their 30 s locks would time out."""
+    import subprocess
+    import sys
+
+    b = broker_factory({"share.auto.offset.reset": "earliest", "offsets.topic.num.partitions": 1,
+                        "share.coordinator.state.topic.num.partitions": 1})
+    sent = [f"d{i}".encode() for i in range(5)]
+    t = topic_with(b, sent)
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, b.bootstrap, "g-dead", t, "5"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().split() == ["holding", "5"]
+    finally:
+        holder.kill()
+        holder.wait()
+    start = time.monotonic()
+    c = consumer(b, "g-dead", t)
+    try:
+        got = poll_until(c, 5, timeout=25)
+        assert sorted(values(got)) == sorted(sent)
+        assert {m.delivery_count() for m in got} == {2}
+        assert time.monotonic() - start < 25, "released by the lock timeout, not by the disconnect"
+    finally:
+        c.close()
