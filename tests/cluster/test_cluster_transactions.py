@@ -14,7 +14,7 @@ import uuid
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from tests.support.cluster import SamsaCluster
-from tests.support.replicas import create_topic, find_coordinator, wait_for, wait_full_isr
+from tests.support.replicas import create_topic, find_coordinator, partitions, wait_for, wait_full_isr
 
 PARTS = 3
 
@@ -118,3 +118,65 @@ def test_transactions_survive_the_coordinator_being_killed(cluster3: SamsaCluste
     assert set(committed) <= set(seen), f"committed transactions missing: {sorted(set(committed) - set(seen))[:5]}"
     assert not set(aborted) & set(seen), f"aborted transactions became visible: {sorted(set(aborted) & set(seen))}"
     assert len(values) == len(seen) * PARTS, "a transaction's records appear more than once"
+
+
+def test_transactions_v2_across_brokers(cluster3: SamsaCluster) -> None:
+    """KIP-890 part 2 in a cluster, by hand (no stock client here speaks it): Produce v12 to
+    partition leaders that are not the transaction coordinator makes them add the partition
+    there (AddPartitionsToTxn v5 between brokers), TxnOffsetCommit v5 does the same from the
+    group coordinator, and EndTxn v5's bumped epoch reaches every leader in the markers."""
+    from kafka.protocol.consumer.fetch import FetchRequest
+    from kafka.protocol.producer.produce import ProduceRequest
+    from kafka.protocol.producer.transaction import EndTxnRequest, InitProducerIdRequest, TxnOffsetCommitRequest
+
+    from protocol.records import ATTR_TRANSACTIONAL, iter_headers
+    from tests.txn.test_txn_broker import Conn
+    from txn.markers import build_batch
+
+    topic = f"ctv2-{uuid.uuid4().hex[:6]}"
+    tid = f"tv2-{uuid.uuid4().hex[:6]}"
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    create_topic(cluster3, topic, PARTS, 3)
+    wait_full_isr(cluster3, topic, 3)
+    coordinator = wait_for(lambda: max(txn_coordinator(cluster3, tid), -1) + 1, 60, "a transaction coordinator") - 1
+    group_coordinator = wait_for(lambda: find_coordinator(cluster3, group) + 1, 60, "a group coordinator") - 1
+    leaders = {p: md.leader for p, md in partitions(cluster3, topic).items()}
+    elsewhere = [p for p, leader in leaders.items() if leader != coordinator]
+    assert elsewhere, f"every partition is led by the coordinator {coordinator}: {leaders}"
+
+    def conn(broker_id: int) -> Conn:  # broker i of the cluster has broker.id i
+        return Conn(cluster3[broker_id].bootstrap)
+
+    coord = conn(coordinator)
+    init = coord.call(InitProducerIdRequest, 5, transactional_id=tid, transaction_timeout_ms=60000,
+                      producer_id=-1, producer_epoch=-1)
+    assert init.error_code == 0
+    pid, epoch = init.producer_id, init.producer_epoch
+    R = ProduceRequest[12]
+    for p in elsewhere:
+        batch = build_batch([(None, b"v2-%d" % p)], producer_id=pid, producer_epoch=epoch, base_sequence=0,
+                            attributes=ATTR_TRANSACTIONAL)
+        r = conn(leaders[p]).call(ProduceRequest, 12, transactional_id=tid, acks=-1, timeout_ms=10000, topic_data=[
+            R.TopicProduceData(name=topic, partition_data=[R.TopicProduceData.PartitionProduceData(index=p,
+                                                                                                records=batch)])])
+        assert r.responses[0].partition_responses[0].error_code == 0, (p, r)
+    T = TxnOffsetCommitRequest[5].TxnOffsetCommitRequestTopic
+    r = conn(group_coordinator).call(
+        TxnOffsetCommitRequest, 5, transactional_id=tid, group_id=group, producer_id=pid, producer_epoch=epoch,
+        generation_id=-1, member_id="", group_instance_id=None,
+        topics=[T(name=topic, partitions=[T.TxnOffsetCommitRequestPartition(
+            partition_index=0, committed_offset=7, committed_leader_epoch=-1, committed_metadata="")])])
+    assert [p.error_code for t in r.topics for p in t.partitions] == [0]
+    end = coord.call(EndTxnRequest, 5, transactional_id=tid, producer_id=pid, producer_epoch=epoch, committed=True)
+    assert (end.error_code, end.producer_id, end.producer_epoch) == (0, pid, epoch + 1)
+    assert sorted(read_committed(cluster3.bootstrap, topic)) == sorted(b"v2-%d" % p for p in elsewhere)
+    F = FetchRequest[11]
+    for p in elsewhere:  # every leader wrote the COMMIT marker with the bumped epoch
+        c = conn(leaders[p])
+        f = c.call(FetchRequest, 11, replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=1,
+                   session_id=0, session_epoch=-1, rack_id="", forgotten_topics_data=[],
+                   topics=[F.FetchTopic(topic=topic, partitions=[F.FetchTopic.FetchPartition(
+                       partition=p, current_leader_epoch=-1, fetch_offset=0, log_start_offset=-1,
+                       partition_max_bytes=1 << 20)])])
+        marker = list(iter_headers(f.responses[0].partitions[0].records))[-1]
+        assert marker.is_control and (marker.producer_id, marker.producer_epoch) == (pid, epoch + 1)
