@@ -127,7 +127,11 @@ def test_transactions_v2_across_brokers(cluster3: SamsaCluster) -> None:
     group coordinator, and EndTxn v5's bumped epoch reaches every leader in the markers."""
     from kafka.protocol.consumer.fetch import FetchRequest
     from kafka.protocol.producer.produce import ProduceRequest
-    from kafka.protocol.producer.transaction import EndTxnRequest, InitProducerIdRequest, TxnOffsetCommitRequest
+    from kafka.protocol.producer.transaction import (
+        EndTxnRequest,
+        InitProducerIdRequest,
+        TxnOffsetCommitRequest,
+    )
 
     from protocol.records import ATTR_TRANSACTIONAL, iter_headers
     from tests.txn.test_txn_broker import Conn
