@@ -81,6 +81,18 @@ class ShareGroupMemberMetadataValue(ApiData, load_json=_SCHEMAS):  # type: ignor
     pass
 
 
+class ShareGroupTargetAssignmentMetadataValue(ApiData, load_json=_SCHEMAS):  # type: ignore[call-arg]
+    pass
+
+
+class ShareGroupTargetAssignmentMemberValue(ApiData, load_json=_SCHEMAS):  # type: ignore[call-arg]
+    pass
+
+
+class ShareGroupCurrentMemberAssignmentValue(ApiData, load_json=_SCHEMAS):  # type: ignore[call-arg]
+    pass
+
+
 class ShareSnapshotValue(ApiData, load_json=_SCHEMAS):  # type: ignore[call-arg]
     pass
 

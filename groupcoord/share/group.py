@@ -44,6 +44,7 @@ class ShareGroup:
     group_epoch: int = 0
     assignment_epoch: int = 0
     members: dict[str, ShareGroupMember] = field(default_factory=dict)
+    target_assignment: dict[str, Assignment] = field(default_factory=dict)  # member id -> target
     # The subscribed topics' (name, id, partitions) the assignment was computed over: a change
     # (a topic created, partitions added) bumps the group epoch, as Kafka's metadata hash does.
     subscription_metadata: tuple[tuple[str, uuid.UUID, int], ...] = ()

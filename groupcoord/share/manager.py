@@ -11,9 +11,12 @@ a heartbeat is Kafka's consumer-group heartbeat without reconciliation:
 1. Create or update the member. A new member, or a changed subscription or rack, writes a
    ShareGroupMemberMetadata record; that, or a change in the subscribed topics' metadata (a
    topic created, partitions added), bumps the group epoch (ShareGroupMetadata record).
-2. If the group epoch is past the assignment epoch, every member's assignment is recomputed.
-3. The member's epoch becomes the assignment epoch; the response carries its assignment when
-   the epoch changed (or it joined).
+2. If the group epoch is past the assignment epoch, every member's target is recomputed
+   (ShareGroupTargetAssignmentMember records for those that changed, then
+   ShareGroupTargetAssignmentMetadata with the new epoch).
+3. The member takes its target at once (share members never revoke): its epoch becomes the
+   assignment epoch (ShareGroupCurrentMemberAssignment record); the response carries its
+   assignment when the epoch changed (or it joined).
 
 Records are written to the group's ``__consumer_offsets`` partition and applied by
 :meth:`ShareGroupManager.replay_share_record`, the same path that loads them. Heartbeats of one
@@ -40,11 +43,19 @@ from protocol.errors import ErrorCode, KafkaError
 from ..shard import CoordinatorShard, _map_store_error
 from .group import Assignment, ShareGroup, ShareGroupMember
 from .records import (
+    SHARE_CURRENT_MEMBER_ASSIGNMENT,
     SHARE_GROUP_METADATA,
+    SHARE_MEMBER_METADATA,
+    SHARE_TARGET_ASSIGNMENT_MEMBER,
+    SHARE_TARGET_ASSIGNMENT_METADATA,
     ShareRecordKey,
+    assignment_of,
+    current_assignment_record,
     decode_share_value,
     group_epoch_record,
     member_record,
+    target_epoch_record,
+    target_member_record,
 )
 
 log = logging.getLogger("groupcoord.share")
@@ -178,9 +189,10 @@ class ShareGroupManager(CoordinatorShard):
                                   f"The share group has reached its maximum capacity of "
                                   f"{self.config.group_share_max_size} members.")
         if old is not None and epoch > 0:
-            lagging = epoch < old.member_epoch and old.previous_member_epoch != -2 and \
-                epoch != old.previous_member_epoch
-            if epoch > max(old.member_epoch, group.group_epoch) or lagging:
+            # A smaller epoch is accepted only as the previous one (the response that moved the
+            # member on may have been lost).
+            if epoch > old.member_epoch or (epoch < old.member_epoch and
+                                             epoch != old.previous_member_epoch):
                 raise ShareGroupError(
                     ErrorCode.FENCED_MEMBER_EPOCH,
                     f"The share group member has a member epoch ({epoch}) that is not the one "
@@ -213,13 +225,20 @@ class ShareGroupManager(CoordinatorShard):
             await self._write(group_id, records)
         group = self.share_groups[group_id]
         group.subscription_metadata = metadata
-        member = group.members[member_id]
         if group.assignment_epoch < group.group_epoch:
-            self._share_assign(group, metadata)
+            targets = self._share_targets(group, metadata)
+            changed_targets = [target_member_record(group_id, mid, t) for mid, t in targets.items()
+                               if group.target_assignment.get(mid) != t]
+            await self._write(group_id, changed_targets + [target_epoch_record(group_id, group.group_epoch)])
+        member = group.members[member_id]
+        target = group.target_assignment.get(member_id, {})
         full = epoch == 0 or member.member_epoch != group.assignment_epoch
-        if member.member_epoch != group.assignment_epoch:
-            member.previous_member_epoch = member.member_epoch
-            member.member_epoch = group.assignment_epoch
+        if member.member_epoch != group.assignment_epoch or member.assignment != target:
+            previous = member.member_epoch if member.member_epoch != group.assignment_epoch \
+                else member.previous_member_epoch
+            await self._write(group_id, [current_assignment_record(
+                group_id, member_id, group.assignment_epoch, previous, target)])
+        member = group.members[member_id]
         self._schedule_share_session(group, member)
         return ShareGroupHeartbeatResult(
             ErrorCode.NONE, None, member_id, member.member_epoch,
@@ -236,14 +255,14 @@ class ShareGroupManager(CoordinatorShard):
         return tuple(out)
 
     @staticmethod
-    def _share_assign(group: ShareGroup, metadata: tuple[tuple[str, uuid.UUID, int], ...]) -> None:
+    def _share_targets(group: ShareGroup, metadata: tuple[tuple[str, uuid.UUID, int], ...],
+                       ) -> dict[str, Assignment]:
         """Kafka's ``SimpleAssignor`` for share groups in its simplest form: every member gets
         every partition of the topics it subscribes to."""
         by_name = {name: (tid, n) for name, tid, n in metadata}
-        for m in group.members.values():
-            m.assignment = {by_name[t][0]: set(range(by_name[t][1]))
-                            for t in m.subscribed_topic_names if t in by_name}
-        group.assignment_epoch = group.group_epoch
+        return {m.member_id: {by_name[t][0]: set(range(by_name[t][1]))
+                              for t in m.subscribed_topic_names if t in by_name}
+                for m in group.members.values()}
 
     def _schedule_share_session(self, group: ShareGroup, member: ShareGroupMember) -> None:
         if member.session_timer is not None:
@@ -271,7 +290,9 @@ class ShareGroupManager(CoordinatorShard):
     async def _remove_share_member(self, group: ShareGroup, member_id: str, why: str) -> None:
         gid = group.group_id
         log.info("[GroupId %s] member %s leaves the share group: %s", gid, member_id, why)
-        await self._write(gid, [member_record(gid, member_id),
+        await self._write(gid, [current_assignment_record(gid, member_id),
+                                target_member_record(gid, member_id, None),
+                                member_record(gid, member_id),
                                 group_epoch_record(gid, group.group_epoch + 1)])
         for listener in self.share_member_removed:
             try:
@@ -294,9 +315,9 @@ class ShareGroupManager(CoordinatorShard):
                 group_id, ErrorCode.GROUP_ID_NOT_FOUND,
                 f"Group {group_id} is not a share group." if other else
                 f"Group {group_id} not found.")
-        if group.assignment_epoch < group.group_epoch:
-            self._share_assign(group, self._share_subscription_metadata(group.subscribed_topics()))
-        names = {tid: name for name, tid, _ in group.subscription_metadata}
+        view = self._topic_view()
+        assigned = {t for m in group.members.values() for t in m.assignment}
+        names = {view[n][0]: n for n in view if view[n][0] in assigned} if assigned else {}
         members = [ShareMemberDescription(
             m.member_id, m.rack_id, m.member_epoch, m.client_id, m.client_host,
             list(m.subscribed_topic_names),
@@ -321,7 +342,28 @@ class ShareGroupManager(CoordinatorShard):
             self.share_groups.setdefault(gid, ShareGroup(gid)).group_epoch = epoch
             return
         group = self.share_groups.setdefault(gid, ShareGroup(gid))
+        if key.type == SHARE_TARGET_ASSIGNMENT_METADATA:
+            group.assignment_epoch = 0 if value is None else decode_share_value(
+                kip932.ShareGroupTargetAssignmentMetadataValue, value).assignment_epoch
+            return
         mid = key.member_id or ""
+        if key.type == SHARE_TARGET_ASSIGNMENT_MEMBER:
+            if value is None:
+                group.target_assignment.pop(mid, None)
+            else:
+                group.target_assignment[mid] = assignment_of(decode_share_value(
+                    kip932.ShareGroupTargetAssignmentMemberValue, value).topic_partitions)
+            return
+        if key.type == SHARE_CURRENT_MEMBER_ASSIGNMENT:
+            member = group.members.get(mid)
+            if value is None or member is None:
+                return
+            cur = decode_share_value(kip932.ShareGroupCurrentMemberAssignmentValue, value)
+            member.member_epoch = cur.member_epoch
+            member.previous_member_epoch = cur.previous_member_epoch
+            member.assignment = assignment_of(cur.assigned_partitions)
+            return
+        assert key.type == SHARE_MEMBER_METADATA
         if value is None:
             gone = group.members.pop(mid, None)
             if gone is not None and gone.session_timer is not None:
@@ -330,9 +372,7 @@ class ShareGroupManager(CoordinatorShard):
         v = decode_share_value(kip932.ShareGroupMemberMetadataValue, value)
         member = group.members.get(mid)
         if member is None:
-            # Loaded from the log (or joining now): its last epoch is not recorded, so any epoch
-            # up to the group's is accepted from it once (previous epoch -2: "unknown").
-            member = group.members[mid] = ShareGroupMember(mid, group.group_epoch, -2)
+            member = group.members[mid] = ShareGroupMember(mid)
         member.rack_id = v.rack_id
         member.client_id = v.client_id
         member.client_host = v.client_host
@@ -353,4 +393,8 @@ class ShareGroupManager(CoordinatorShard):
 
     def share_group_tombstones(self, group: ShareGroup) -> list[Record]:
         gid = group.group_id
-        return [member_record(gid, m) for m in group.members] + [group_epoch_record(gid, None)]
+        out = []
+        for m in set(group.members) | set(group.target_assignment):
+            out += [current_assignment_record(gid, m), target_member_record(gid, m, None),
+                    member_record(gid, m)]
+        return out + [target_epoch_record(gid, None), group_epoch_record(gid, None)]

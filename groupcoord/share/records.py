@@ -2,16 +2,16 @@
 
 Keys are non-flexible structs whose leading int16 is the record type:
 
-====  ===================================  ==============================================
- 10   ShareGroupMemberMetadataKey (g, m)   value: the member's rack, client and subscription
- 11   ShareGroupMetadataKey (group)        value: the group epoch
-====  ===================================  ==============================================
+====  ==============================================  =========================================
+ 10   ShareGroupMemberMetadataKey (g, m)              value: rack, client, subscription
+ 11   ShareGroupMetadataKey (group)                   value: the group epoch
+ 12   ShareGroupTargetAssignmentMetadataKey (group)   value: the target assignment's epoch
+ 13   ShareGroupTargetAssignmentMemberKey (g, m)      value: a member's target partitions
+ 14   ShareGroupCurrentMemberAssignmentKey (g, m)     value: a member's epochs, state, partitions
+====  ==============================================  =========================================
 
 Values are flexible version-0 structs (schemas in :mod:`protocol.schemas`, classes in
-:mod:`protocol.kip932`) preceded by their int16 version; ``None`` is a tombstone. The
-assignment is not recorded: a share group's assignment is a function of its members'
-subscriptions and the topics (every member gets every subscribed partition), recomputed on
-replay. No I/O.
+:mod:`protocol.kip932`) preceded by their int16 version; ``None`` is a tombstone. No I/O.
 """
 
 from __future__ import annotations
@@ -23,11 +23,16 @@ from typing import Any
 from protocol import kip932
 
 from ..records import Record, _Reader, _Writer
-from .group import ShareGroupMember
+from .group import Assignment, ShareGroupMember
 
 SHARE_MEMBER_METADATA = 10
 SHARE_GROUP_METADATA = 11
-SHARE_KEY_TYPES = (SHARE_MEMBER_METADATA, SHARE_GROUP_METADATA)
+SHARE_TARGET_ASSIGNMENT_METADATA = 12
+SHARE_TARGET_ASSIGNMENT_MEMBER = 13
+SHARE_CURRENT_MEMBER_ASSIGNMENT = 14
+SHARE_KEY_TYPES = range(SHARE_MEMBER_METADATA, SHARE_CURRENT_MEMBER_ASSIGNMENT + 1)
+_WITH_MEMBER = (SHARE_MEMBER_METADATA, SHARE_TARGET_ASSIGNMENT_MEMBER, SHARE_CURRENT_MEMBER_ASSIGNMENT)
+MEMBER_STATE_STABLE = 0  # Kafka's MemberState.STABLE: share members never revoke
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +45,7 @@ class ShareRecordKey:
         w = _Writer()
         w.int16(self.type)
         w.string(self.group_id)
-        if self.type == SHARE_MEMBER_METADATA:
+        if self.type in _WITH_MEMBER:
             w.string(self.member_id or "")
         return bytes(w.buf)
 
@@ -51,7 +56,7 @@ def decode_share_key(data: bytes) -> ShareRecordKey | None:
         return None
     r = _Reader(data, 2)
     group_id = r.string()
-    member_id = r.string() if version == SHARE_MEMBER_METADATA else None
+    member_id = r.string() if version in _WITH_MEMBER else None
     return ShareRecordKey(version, group_id, member_id)
 
 
@@ -81,3 +86,40 @@ def member_record(group_id: str, member: ShareGroupMember | str) -> Record:
     return key, _value(kip932.ShareGroupMemberMetadataValue(
         rack_id=member.rack_id, client_id=member.client_id, client_host=member.client_host,
         subscribed_topic_names=list(member.subscribed_topic_names)))
+
+
+def _partitions(cls: Any, a: Assignment) -> list[Any]:
+    return [cls(topic_id=t, partitions=sorted(ps))
+            for t, ps in sorted(a.items(), key=lambda kv: str(kv[0])) if ps]
+
+
+def assignment_of(items: Any) -> Assignment:
+    return {tp.topic_id: set(tp.partitions or []) for tp in items or []}
+
+
+def target_epoch_record(group_id: str, epoch: int | None) -> Record:
+    key = ShareRecordKey(SHARE_TARGET_ASSIGNMENT_METADATA, group_id).encode()
+    if epoch is None:
+        return key, None
+    return key, _value(kip932.ShareGroupTargetAssignmentMetadataValue(assignment_epoch=epoch))
+
+
+def target_member_record(group_id: str, member_id: str, target: Assignment | None) -> Record:
+    key = ShareRecordKey(SHARE_TARGET_ASSIGNMENT_MEMBER, group_id, member_id).encode()
+    if target is None:
+        return key, None
+    v = kip932.ShareGroupTargetAssignmentMemberValue
+    return key, _value(v(topic_partitions=_partitions(v.TopicPartition, target)))
+
+
+def current_assignment_record(group_id: str, member_id: str, member_epoch: int | None = None,
+                              previous_member_epoch: int = 0,
+                              assignment: Assignment | None = None) -> Record:
+    """A member's current assignment; without an epoch, its tombstone."""
+    key = ShareRecordKey(SHARE_CURRENT_MEMBER_ASSIGNMENT, group_id, member_id).encode()
+    if member_epoch is None:
+        return key, None
+    v = kip932.ShareGroupCurrentMemberAssignmentValue
+    return key, _value(v(member_epoch=member_epoch, previous_member_epoch=previous_member_epoch,
+                         state=MEMBER_STATE_STABLE,
+                         assigned_partitions=_partitions(v.TopicPartitions, assignment or {})))

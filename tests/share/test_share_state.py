@@ -205,6 +205,20 @@ def test_share_group_membership_and_replay() -> None:
         assert (a3.member_epoch, a3.assignment) == (3, {T: {0, 1, 2, 3}})
         d = h.coord.share_group_describe("sg")
         assert (d.state, d.group_epoch, sorted(m.member_id for m in d.members)) == ("Stable", 3, ["a", "b"])
+        # Replayed from __consumer_offsets: the same members, epochs and assignments (ShareGroup
+        # MemberMetadata, TargetAssignment and CurrentMemberAssignment records).
+        copy = MemoryOffsetsStorage()
+        copy.partitions = {p: list(log) for p, log in h.storage.partitions.items()}
+        again = Harness(copy)
+        await again.coord.startup()
+        d_again = again.coord.share_group_describe("sg")
+        assert (d_again.group_epoch, d_again.assignment_epoch, sorted(
+            (m.member_id, m.member_epoch, str(m.assignment)) for m in d_again.members)) == \
+            (d.group_epoch, d.assignment_epoch, sorted((m.member_id, m.member_epoch, str(m.assignment))
+                                                       for m in d.members))
+        assert (await again.hb("b", 2)).error == E.NONE  # b's epoch is known after the reload
+        assert (await again.hb("a", 1)).error == E.FENCED_MEMBER_EPOCH
+        await again.coord.shutdown()
         _err, listing = h.coord.list_groups(types=["share"])
         assert [(g.group_id, g.group_type) for g in listing] == [("sg", "share")]
         # b stops heartbeating: removed after group.share.session.timeout.ms
