@@ -77,3 +77,30 @@ def test_java_client_gets_an_empty_subscription_and_does_not_retry(
     assert len(gets) == 1, gets
     assert any(f"client instance id: {instance}" in ln for ln in telemetry), telemetry
     assert "PUSH_TELEMETRY" not in log  # the empty subscription asks for no metrics
+
+
+LIST_SOURCE = r"""
+import java.util.*;
+import org.apache.kafka.clients.admin.*;
+
+public class ListClientMetricsCompat {
+    public static void main(String[] args) throws Exception {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", args[0]);
+        try (Admin admin = Admin.create(p)) {
+            Collection<ClientMetricsResourceListing> l = admin.listClientMetricsResources().all().get();
+            System.out.println("client-metrics " + l.size());
+        }
+    }
+}
+"""
+
+
+def test_java_admin_lists_no_client_metrics_resources(broker_factory: Any,
+                                                      tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Admin.listClientMetricsResources (ListConfigResources v0, once ListClientMetricsResources):
+    Samsa has no client-metrics subscriptions, so the list is empty, and the call succeeds."""
+    broker = broker_factory({"log.level": "DEBUG"})
+    cp = compile_java(LIST_SOURCE, "ListClientMetricsCompat", tmp_path_factory.mktemp("list-cm-java"))
+    assert run_java(cp, "ListClientMetricsCompat", broker.bootstrap) == ["client-metrics 0"]
+    assert re.search(r"LIST_CONFIG_RESOURCES v0 corr=\d+", broker.log_text())

@@ -297,3 +297,20 @@ def test_produce_v13_names_topics_by_id(client: RawClient, topic_id: uuid.UUID) 
     assert [(t.topic_id, [(p.index, p.error_code) for p in t.partition_responses]) for t in resp.responses] == \
         [(topic_id, [(1, 0)]), (unknown, [(1, 100)])]  # UNKNOWN_TOPIC_ID
     assert client.fetch(TOPIC, 1, 0)[2][-1].value == b"v13"
+
+
+def test_list_config_resources(client: RawClient, topic_id: uuid.UUID) -> None:
+    from kafka.protocol.admin import ListConfigResourcesRequest, ListConfigResourcesResponse
+
+    def listed(version: int, types: list[int]) -> tuple[int, set[tuple[int, str]]]:
+        req = ListConfigResourcesRequest[version](**({"resource_types": types} if version >= 1 else {}))
+        r = client.roundtrip(req, version, ListConfigResourcesResponse)
+        return r.error_code, {(c.resource_type, c.resource_name) for c in r.config_resources}
+
+    assert _commit(client, 9, "g-listed", TOPIC, {0: 0}).topics[0].partitions[0].error_code == 0
+    assert listed(0, []) == (0, set())  # ListClientMetricsResources: no client-metrics subscriptions
+    code, every = listed(1, [])
+    assert code == 0
+    assert {(2, TOPIC), (4, "0"), (8, "0"), (32, "g-listed")} <= every
+    assert listed(1, [4]) == (0, {(4, "0")})
+    assert listed(1, [3])[0] == 35  # UNSUPPORTED_VERSION: not a config resource type
