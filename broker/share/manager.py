@@ -65,14 +65,28 @@ class ShareConfig:
 
     @classmethod
     def from_broker(cls, config: Any) -> ShareConfig:
+        """From the broker's properties, with Kafka's bounds (``group.share.min/max.*``);
+        ValueError names the offending property."""
         def get(name: str, default: int) -> int:
             raw = config.get(name)
             return default if raw is None else int(raw)
+
+        def between(name: str, value: int, lo_name: str, lo: int, hi_name: str, hi: int) -> int:
+            if not get(lo_name, lo) <= value <= get(hi_name, hi):
+                raise ValueError(f"{name} ({value}) must be between {lo_name} ({get(lo_name, lo)}) "
+                                 f"and {hi_name} ({get(hi_name, hi)})")
+            return value
+
+        lock = between("group.share.record.lock.duration.ms", get("group.share.record.lock.duration.ms", 30000),
+                       "group.share.min.record.lock.duration.ms", 15000,
+                       "group.share.max.record.lock.duration.ms", 60000)
+        limit = between("group.share.delivery.count.limit", get("group.share.delivery.count.limit", 5),
+                        "group.share.min.delivery.count.limit", 2, "group.share.max.delivery.count.limit", 10)
         reset = str(config.get("share.auto.offset.reset") or "latest").strip().lower()
-        return cls(get("group.share.record.lock.duration.ms", 30000),
-                   get("group.share.delivery.count.limit", 5),
-                   get("group.share.max.share.sessions", 2000),
-                   reset if reset in ("earliest", "latest") else "latest")
+        if reset not in ("earliest", "latest"):
+            raise ValueError(f"Invalid value {reset} for configuration share.auto.offset.reset: "
+                             "String must be one of: latest, earliest")
+        return cls(lock, limit, get("group.share.max.share.sessions", 2000), reset)
 
 
 class SharePartitionManager:

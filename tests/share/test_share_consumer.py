@@ -24,7 +24,8 @@ from tests.support.brokers import BrokerProcess, make_broker
 
 LOCK_MS = 2000
 LIMIT = 3
-CONFIG = {"group.share.record.lock.duration.ms": LOCK_MS, "group.share.delivery.count.limit": LIMIT,
+CONFIG = {"group.share.record.lock.duration.ms": LOCK_MS, "group.share.min.record.lock.duration.ms": 1000,
+          "group.share.delivery.count.limit": LIMIT,
           "share.auto.offset.reset": "earliest", "offsets.topic.num.partitions": 3,
           "share.coordinator.state.topic.num.partitions": 3}
 

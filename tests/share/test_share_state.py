@@ -284,3 +284,17 @@ def test_response_codec_round_trip() -> None:
     p = back.responses[0].partitions[0]
     assert (bytes(p.records), p.acquired_records[0].delivery_count, back.acquisition_lock_timeout_ms) == \
         (batch, 2, 30000)
+
+
+def test_share_config_bounds() -> None:
+    from broker.share.manager import ShareConfig
+
+    assert ShareConfig.from_broker({}) == ShareConfig(30000, 5, 2000, "latest")
+    with pytest.raises(ValueError, match="group.share.record.lock.duration.ms"):
+        ShareConfig.from_broker({"group.share.record.lock.duration.ms": "2000"})
+    assert ShareConfig.from_broker({"group.share.record.lock.duration.ms": "2000",
+                                    "group.share.min.record.lock.duration.ms": "1000"}).record_lock_duration_ms == 2000
+    with pytest.raises(ValueError, match="group.share.delivery.count.limit"):
+        ShareConfig.from_broker({"group.share.delivery.count.limit": "11"})
+    with pytest.raises(ValueError, match="share.auto.offset.reset"):
+        ShareConfig.from_broker({"share.auto.offset.reset": "none"})
