@@ -1,4 +1,4 @@
-"""InitProducerId (key 22), versions 0-5.
+"""InitProducerId (key 22), versions 0-6.
 
 Without a transactional id (idempotent producers, KIP-98) the broker hands out a fresh
 producer id from the never-repeating :class:`txn.producer_ids.ProducerIdManager`, epoch 0.
@@ -6,6 +6,12 @@ KIP-360 (v3+): an idempotent producer that sends its current id and epoch after 
 UNKNOWN_PRODUCER_ID / OUT_OF_ORDER_SEQUENCE error gets the same id with epoch + 1 (a new id
 once the epoch would overflow), so it can reset its sequences without losing ordering.
 Transactional ids are handed to the transaction coordinator when one is running.
+
+v6 (KIP-939) lets a producer ask for two-phase-commit transactions (``enable_2pc``, with
+``keep_prepared_txn`` to resume one prepared before a restart). Samsa does not offer them, as a
+Kafka broker with ``transaction.two.phase.commit.enable=false`` (its default): such a request
+gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED, ``keep_prepared_txn`` without 2PC INVALID_REQUEST,
+and the response's ``ongoing_txn_producer_id``/``epoch`` are always -1.
 """
 
 from __future__ import annotations
@@ -31,12 +37,15 @@ from . import RequestContext, api
 MAX_EPOCH = 32767
 
 
-@api(ApiKey.INIT_PRODUCER_ID, versions=(0, 5), authz=(
+@api(ApiKey.INIT_PRODUCER_ID, versions=(0, 6), authz=(
     Requires(WRITE, TRANSACTIONAL_ID, TXN_DENIED, "transactional_id, when set"),
     Requires(IDEMPOTENT_WRITE, CLUSTER, CLUSTER_DENIED, "without a transactional id: IDEMPOTENT_WRITE on the "
              "cluster or WRITE on any topic (KIP-679)")))
 async def handle_init_producer_id(ctx: RequestContext, req: Any) -> Any:
     broker = ctx.broker
+    if ctx.version >= 6 and (req.enable2_pc or req.keep_prepared_txn):
+        code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED if req.enable2_pc else ErrorCode.INVALID_REQUEST
+        return ctx.response(throttle_time_ms=0, error_code=code, producer_id=-1, producer_epoch=-1)
     if req.transactional_id is not None:
         if not ctx.authorize(WRITE, TRANSACTIONAL_ID, req.transactional_id):
             return ctx.response(throttle_time_ms=0, error_code=TXN_DENIED, producer_id=-1, producer_epoch=-1)

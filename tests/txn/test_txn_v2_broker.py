@@ -150,3 +150,19 @@ def test_transaction_version_feature(conn: Conn) -> None:
         assert r2.finalized_features_epoch == epoch + 1
     finally:
         c2.close()
+
+
+def test_init_producer_id_v6_refuses_two_phase_commit(conn: Conn) -> None:
+    from kafka.protocol.producer.transaction import InitProducerIdRequest
+
+    c = conn
+
+    def init_v6(**flags: bool) -> Any:
+        return c.call(InitProducerIdRequest, 6, transactional_id="v6", transaction_timeout_ms=60000,
+                      producer_id=-1, producer_epoch=-1, **flags)
+
+    ok = init_v6(enable2_pc=False, keep_prepared_txn=False)
+    assert (ok.error_code, ok.producer_epoch, ok.ongoing_txn_producer_id, ok.ongoing_txn_producer_epoch) == \
+        (0, 0, -1, -1)
+    assert init_v6(enable2_pc=True, keep_prepared_txn=False).error_code == 53  # TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    assert init_v6(enable2_pc=False, keep_prepared_txn=True).error_code == 42  # INVALID_REQUEST
