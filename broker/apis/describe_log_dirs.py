@@ -1,4 +1,4 @@
-"""DescribeLogDirs (key 35), versions 0-4: the log directories and each partition's size.
+"""DescribeLogDirs (key 35), versions 0-5: the log directories and each partition's size.
 
 One result per ``log.dirs`` entry: every partition stored there (or only those asked for;
 ``topics = null`` means all) with its size in bytes (the sum of its segment files),
@@ -8,8 +8,8 @@ true and the future copy's estimated ``offset_lag``. An offline directory (JBOD)
 KAFKA_STORAGE_ERROR and lists nothing. v3 adds a top-level
 ``error_code``; v4 (KIP-827) adds ``total_bytes`` and ``usable_bytes`` of the directory's
 file system, from ``os.statvfs``. A directory that cannot be read answers
-KAFKA_STORAGE_ERROR for itself only. v2 is flexible. v5 (cordoned dirs, KIP-1066) is not
-served.
+KAFKA_STORAGE_ERROR for itself only. v2 is flexible. v5 adds ``is_cordoned`` (KIP-1066: a
+directory that takes no new partitions); Samsa has no cordoning, so it is always false.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from ..security.acl import CLUSTER, CLUSTER_DENIED, CLUSTER_NAME, DESCRIBE, Requ
 from . import RequestContext, api
 
 
-@api(ApiKey.DESCRIBE_LOG_DIRS, versions=(0, 4), authz=(
+@api(ApiKey.DESCRIBE_LOG_DIRS, versions=(0, 5), authz=(
     Requires(DESCRIBE, CLUSTER, CLUSTER_DENIED, "v3+ top-level error; before v3 an empty answer"),))
 async def handle_describe_log_dirs(ctx: RequestContext, req: Any) -> Any:
     broker = ctx.broker
@@ -71,6 +71,8 @@ async def handle_describe_log_dirs(ctx: RequestContext, req: Any) -> Any:
                                   "topics": [TopicR(name=n, partitions=ps) for n, ps in sorted(topics.items())]}
         if ctx.version >= 4:
             fields.update(total_bytes=total, usable_bytes=usable)
+        if ctx.version >= 5:
+            fields.update(is_cordoned=False)
         results.append(Result(**fields))
     extra: dict[str, Any] = {"error_code": 0} if ctx.version >= 3 else {}
     return R(throttle_time_ms=0, results=results, **extra)

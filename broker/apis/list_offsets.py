@@ -1,4 +1,4 @@
-"""ListOffsets (key 2), versions 1-10.
+"""ListOffsets (key 2), versions 1-11.
 
 Special timestamps: -2 earliest (log start offset), -1 latest (high watermark, or the last
 stable offset under read_committed, v2+ KIP-98), -3 max timestamp (v7, KIP-734), -4 earliest
@@ -7,7 +7,8 @@ local (v8, KIP-405: no tiered storage, so the log start offset), -5 latest tiere
 value finds the first offset whose timestamp is at or after it, through the time index; none
 gives offset -1 and timestamp -1. v4+ returns the leader epoch (KIP-320). v10 adds the request's
 ``timeout_ms`` (KIP-1075), a bound on remote-storage lookups: every answer here is local, so it is
-not waited on. v11 (-6, KIP-1023) is Kafka 4.2's and not served.
+not waited on. v11 adds -6, earliest pending upload (KIP-1023): nothing is waiting for tiered
+storage either, so -1 as for -5.
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from protocol.errors import ErrorCode, KafkaError
 from ..security.acl import DESCRIBE, TOPIC, TOPIC_DENIED, Requires
 from . import RequestContext, api
 
-EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL, EARLIEST_PENDING_UPLOAD = -2, -1, -3, -4, -5
+EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -2, -1, -3, -4, -5, -6
 
 
-@api(ApiKey.LIST_OFFSETS, versions=(1, 10), authz=(Requires(DESCRIBE, TOPIC, TOPIC_DENIED, "each topic"),))
+@api(ApiKey.LIST_OFFSETS, versions=(1, 11), authz=(Requires(DESCRIBE, TOPIC, TOPIC_DENIED, "each topic"),))
 async def handle_list_offsets(ctx: RequestContext, req: Any) -> Any:
     rm = ctx.broker.replica_manager
     R = ctx.response_class
@@ -48,7 +49,7 @@ async def handle_list_offsets(ctx: RequestContext, req: Any) -> Any:
                     offset = part.last_stable_offset if isolation == 1 else part.high_watermark
                 elif target == MAX_TIMESTAMP:
                     offset, ts = part.log.max_timestamp_offset()
-                elif target == EARLIEST_PENDING_UPLOAD:
+                elif target == LATEST_TIERED or target == EARLIEST_PENDING_UPLOAD and ctx.version >= 11:
                     offset = -1
                 elif target < 0:
                     raise KafkaError(ErrorCode.INVALID_REQUEST, f"unknown special timestamp {target}")

@@ -314,3 +314,22 @@ def test_list_config_resources(client: RawClient, topic_id: uuid.UUID) -> None:
     assert {(2, TOPIC), (4, "0"), (8, "0"), (32, "g-listed")} <= every
     assert listed(1, [4]) == (0, {(4, "0")})
     assert listed(1, [3])[0] == 35  # UNSUPPORTED_VERSION: not a config resource type
+
+
+def test_list_offsets_v11_and_describe_log_dirs_v5(client: RawClient, topic_id: uuid.UUID) -> None:
+    from kafka.protocol.admin import DescribeLogDirsRequest, DescribeLogDirsResponse
+    from kafka.protocol.consumer import ListOffsetsRequest, ListOffsetsResponse
+
+    Req = ListOffsetsRequest[11]
+    T = Req.ListOffsetsTopic
+    answers = []
+    for ts in (-5, -6, -2):
+        req = Req(replica_id=-1, isolation_level=0, timeout_ms=5000, topics=[T(name=TOPIC, partitions=[
+            T.ListOffsetsPartition(partition_index=0, current_leader_epoch=-1, timestamp=ts)])])
+        (p,) = client.roundtrip(req, 11, ListOffsetsResponse).topics[0].partitions
+        answers.append((p.error_code, p.offset))
+    # nothing is tiered or waiting to be: -1 for both tiered-storage queries, as Kafka without remote storage
+    assert answers == [(0, -1), (0, -1), (0, 0)]
+    r = client.roundtrip(DescribeLogDirsRequest[5](topics=None), 5, DescribeLogDirsResponse)
+    assert r.error_code == 0 and [(d.error_code, d.is_cordoned) for d in r.results] == [(0, False)]
+    assert any(t.name == TOPIC for t in r.results[0].topics)
