@@ -14,7 +14,7 @@ partitions it leads, keyed by (group id, topic id, partition), and the
 * :meth:`acquire` hands records to a member; :meth:`acknowledge` applies its acknowledgements.
   Every change that must survive a restart is written to the share coordinator before the
   acknowledgement is answered.
-* Acquisition locks time out in a background task (the next deadline, at most every 100 ms);
+* Acquisition locks time out in a background task that sleeps until the next deadline;
   records released by a timeout, a RELEASE, a closed session or a departed member wake parked
   ShareFetches, as new data on a partition does.
 
@@ -100,6 +100,7 @@ class SharePartitionManager:
         self._init_locks: dict[SharePartitionKey, asyncio.Lock] = {}
         self._waiters: set[asyncio.Future[None]] = set()
         self._task: asyncio.Task[None] | None = None
+        self._acquired = asyncio.Event()  # set when records are acquired: a new lock deadline
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._expire_locks_loop())
@@ -160,6 +161,8 @@ class SharePartitionManager:
 
         acquired, records = sp.acquire(member_id, max_records, self.now_ms(),
                                        self.config.record_lock_duration_ms, part.high_watermark, read)
+        if acquired:
+            self._acquired.set()
         return ShareFetchResult(ErrorCode.NONE, acquired, records, part.leader_id, part.leader_epoch)
 
     def has_available(self, sp: SharePartition) -> bool:
@@ -292,7 +295,10 @@ class SharePartitionManager:
                 p.remove_waiter(fut)
 
     async def _expire_locks_loop(self) -> None:
+        """Release records whose acquisition lock timed out, at the earliest deadline; idle (no
+        record acquired anywhere) it sleeps until an acquisition wakes it."""
         while True:
+            self._acquired.clear()  # before the scan: an acquisition during it is seen next round
             now = self.now_ms()
             nxt = None
             released = False
@@ -305,8 +311,9 @@ class SharePartitionManager:
                     nxt = d
             if released:
                 self.wake()
-            delay = 0.1 if nxt is None else min(max((nxt - self.now_ms()) / 1000, 0.01), 0.1)
-            await asyncio.sleep(delay)
+            timeout = None if nxt is None else max((nxt - self.now_ms()) / 1000, 0.005)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._acquired.wait(), timeout)
 
 
 _tasks: set[asyncio.Task[None]] = set()
