@@ -50,6 +50,11 @@ BROKER_DEFAULTS: dict[str, tuple[type, object]] = {
     "compression.type": (str, "producer"),
     "min.insync.replicas": (int, 1),
     "socket.request.max.bytes": (int, 104857600),
+    # Connection limits (broker/connection_quotas.py); per listener also listener.name.<l>.<key>
+    "max.connections": (int, 2147483647),
+    "max.connections.per.ip": (int, 2147483647),
+    "max.connections.per.ip.overrides": (str, ""),
+    "max.connection.creation.rate": (int, 2147483647),
     "max.incremental.fetch.session.cache.slots": (int, 1000),
     "offsets.topic.num.partitions": (int, 50),
     "offsets.topic.replication.factor": (int, 3),

@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
@@ -348,6 +349,9 @@ def validate_broker_config(name: str, value: str | None) -> str:
 
         if is_reconfigurable(name) and value is not None:
             return value  # a listener's keystore/truststore (dynamic listener reconfiguration)
+        if value is not None and re.fullmatch(r"listener\.name\.[a-z0-9_.-]+?\.max\.connection(s|\.creation\.rate)",
+                                              name):
+            return value  # a listener's connection limits (broker/connection_quotas.py checks the number)
         raise InvalidConfigError(message=f"Unknown broker config name: {name}")
     if not d.dynamic:
         raise InvalidConfigError(message=f"Cannot update these configs dynamically: [{name}]")

@@ -5,6 +5,18 @@ through the sans-io :class:`protocol.framing.FrameDecoder`; whole frames queue u
 per connection serves them strictly in order, so responses leave in request order however
 long a Fetch long-poll takes (Kafka mutes a channel while a request is in flight; pipelined
 requests simply wait their turn). A frame that cannot be read closes that connection only.
+
+Bounded memory per connection: a frame's size prefix above ``socket.request.max.bytes`` closes
+that connection before anything is buffered for it; reading stops while ``MAX_QUEUED`` frames
+or ``MAX_QUEUED_BYTES`` of request bytes wait to be served, and the serving task does not
+take the next request while the previous response has not drained below the transport's
+high-water mark. So a client that pipelines requests and never reads its responses holds at
+most one response, the queued requests and one partial frame; after that its socket is simply
+not read (the kernel's buffers fill and its sends block), as Kafka mutes such a channel.
+
+Accepting is :class:`Acceptor`'s (Kafka's ``Acceptor``): one task per listener that accepts,
+asks :mod:`broker.connection_quotas` (max.connections, per-IP limits, creation rates) and only
+then hands the socket to the event loop (with TLS, the handshake happens after that).
 """
 
 from __future__ import annotations
@@ -36,6 +48,7 @@ from . import apis, security
 from .apis import EncodedResponse, RequestContext
 from .config import BrokerConfig, Listener
 from .configs import DynamicBrokerConfigs
+from .connection_quotas import ConnectionQuotas
 from .fetch_session import FetchSessionCache
 from .metadata import TopicRegistry
 from .metrics.stats import RequestTimer, note_errors, response_error_counts
@@ -61,15 +74,21 @@ CONNECTION_WARNINGS = RepeatedWarnings(log)
 
 
 class KafkaConnection(asyncio.Protocol):
-    """One client connection. Reads are paused while too many requests are queued."""
+    """One client connection. Reads are paused while too many requests (or request bytes) are queued."""
 
     MAX_QUEUED = 64
+    # Request bytes queued before reading pauses: one large Produce still fits (a frame is queued
+    # whole), and the bound per connection is this plus one frame (socket.request.max.bytes).
+    MAX_QUEUED_BYTES = 4 << 20
 
-    def __init__(self, broker: Broker, listener: Any = None) -> None:
+    def __init__(self, broker: Broker, listener: Any = None, slot: Any = None) -> None:
         self.broker = broker
         self.listener = listener  # broker.security.manager.ListenerSecurity
+        self.slot = slot  # Acceptor's ConnectionSlot: released (counted out) once, when the connection ends
         self.decoder = FrameDecoder(broker.config.int("socket.request.max.bytes"))
         self.queue: deque[bytes | memoryview] = deque()
+        self.queued_bytes = 0
+        self.last_active = 0.0  # loop time of the last read: the least recently active is shed first
         self.wakeup = asyncio.Event()
         self.transport: asyncio.Transport | None = None
         self.task: asyncio.Task[None] | None = None
@@ -105,6 +124,7 @@ class KafkaConnection(asyncio.Protocol):
         self.task = asyncio.get_running_loop().create_task(self._serve())
 
     def data_received(self, data: bytes) -> None:
+        self.last_active = time.monotonic()
         try:
             frames = self.decoder.feed(data)
         except FrameError as e:
@@ -112,10 +132,12 @@ class KafkaConnection(asyncio.Protocol):
             return
         if frames:
             self.queue.extend(frames)
+            self.queued_bytes += sum(map(len, frames))
             if self.arrivals is not None:
                 self.arrivals.extend([time.perf_counter()] * len(frames))
             self.wakeup.set()
-            if len(self.queue) >= self.MAX_QUEUED and not self.reading_paused and self.transport:
+            if (len(self.queue) >= self.MAX_QUEUED or self.queued_bytes >= self.MAX_QUEUED_BYTES) \
+                    and not self.reading_paused and self.transport:
                 self.transport.pause_reading()
                 self.reading_paused = True
 
@@ -149,6 +171,10 @@ class KafkaConnection(asyncio.Protocol):
         self.broker.connections.discard(self)
         if self.broker.share_partition_manager is not None:  # KIP-932: its share sessions end
             self.broker.share_partition_manager.on_connection_closed(self.peer)
+        self.queue.clear()
+        self.queued_bytes = 0
+        if self.slot is not None:
+            self.slot.release()
         self.wakeup.set()
         self.write_ok.set()
         if self.task is not None:
@@ -165,6 +191,8 @@ class KafkaConnection(asyncio.Protocol):
             CONNECTION_WARNINGS.warning(reason, self.peer[0], "Closing connection from %s:%d: %s",
                                         self.peer[0], self.peer[1], reason)
             self.closed = True
+            if self.slot is not None:  # counted out now: max.connections sees the room at once
+                self.slot.release()
             if self.transport is not None:
                 self.transport.close()
 
@@ -176,7 +204,9 @@ class KafkaConnection(asyncio.Protocol):
                     await self.wakeup.wait()
                     continue
                 frame = self.queue.popleft()
-                if self.reading_paused and len(self.queue) < self.MAX_QUEUED // 2 and self.transport:
+                self.queued_bytes -= len(frame)
+                if self.reading_paused and len(self.queue) < self.MAX_QUEUED // 2 and \
+                        self.queued_bytes < self.MAX_QUEUED_BYTES // 2 and self.transport:
                     self.transport.resume_reading()
                     self.reading_paused = False
                 timer = None if self.arrivals is None else RequestTimer(self.arrivals.popleft())
@@ -204,6 +234,116 @@ class KafkaConnection(asyncio.Protocol):
                     await self._mute()
         except asyncio.CancelledError:
             pass
+
+
+class ConnectionSlot:
+    """A connection's place in :class:`ConnectionQuotas`, given back exactly once."""
+
+    __slots__ = ("quotas", "listener", "ip", "released")
+
+    def __init__(self, quotas: ConnectionQuotas, listener: str, ip: str) -> None:
+        self.quotas, self.listener, self.ip, self.released = quotas, listener, ip, False
+
+    def release(self) -> None:
+        if not self.released:
+            self.released = True
+            self.quotas.dec(self.listener, self.ip)
+
+
+class Acceptor:
+    """Kafka's ``Acceptor`` for one listener: accept, apply the connection quotas, then serve.
+
+    ``max.connections`` and the creation rates hold this task (new connections wait in the
+    listen backlog); a client address over ``max.connections.per.ip`` has its new connection
+    closed. The TLS handshake runs in its own task, after the connection is counted.
+    """
+
+    BACKLOG = 1024
+
+    def __init__(self, broker: Broker, name: str, security: Any) -> None:
+        self.broker = broker
+        self.name = name
+        self.security = security  # broker.security.manager.ListenerSecurity
+        self.sockets: list[socket.socket] = []
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    async def bind(self, host: str, port: int) -> None:
+        """Bind and listen like ``loop.create_server`` (every address of ``host``; empty = all)."""
+        loop = asyncio.get_running_loop()
+        infos = await loop.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        seen = set()
+        for family, stype, proto, _, addr in infos:
+            if (family, addr) in seen:
+                continue
+            seen.add((family, addr))
+            sock = socket.socket(family, stype, proto)
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if family == socket.AF_INET6 and hasattr(socket, "IPPROTO_IPV6"):
+                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                sock.bind(addr)
+                sock.listen(self.BACKLOG)
+                sock.setblocking(False)
+            except OSError as e:
+                sock.close()
+                for s in self.sockets:
+                    s.close()
+                raise OSError(e.errno, f"error while attempting to bind on address {addr!r}: {e.strerror}") from None
+            self.sockets.append(sock)
+        for sock in self.sockets:
+            self._spawn(self._run(sock))
+
+    def _spawn(self, coro: Any) -> None:
+        t = asyncio.get_running_loop().create_task(coro)
+        self.tasks.add(t)
+        t.add_done_callback(self.tasks.discard)
+
+    def close(self) -> None:
+        for t in list(self.tasks):
+            t.cancel()
+        for s in self.sockets:
+            s.close()
+
+    async def _run(self, lsock: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        quotas = self.broker.connection_quotas
+        while True:
+            try:
+                sock, addr = await loop.sock_accept(lsock)
+            except OSError as e:  # EMFILE and friends: Kafka logs and keeps accepting
+                log.error("Error accepting a connection on listener %s: %s", self.name, e)
+                await asyncio.sleep(0.1)
+                continue
+            ip = str(addr[0])
+            try:
+                await quotas.wait_for_slot(self.name)
+            except BaseException:
+                sock.close()
+                raise
+            if not quotas.inc(self.name, ip):
+                sock.close()
+                continue
+            slot = ConnectionSlot(quotas, self.name, ip)
+            if quotas.total > quotas.max_connections:
+                self.broker.close_excess_connections()
+            self._spawn(self._start(sock, slot))
+
+    async def _start(self, sock: socket.socket, slot: ConnectionSlot) -> None:
+        loop = asyncio.get_running_loop()
+        ctx = self.security.ssl_context
+        try:
+            await loop.connect_accepted_socket(functools.partial(KafkaConnection, self.broker, self.security, slot),
+                                               sock, ssl=ctx)
+        except asyncio.CancelledError:
+            slot.release()
+            sock.close()
+            raise
+        except Exception as e:  # a failed TLS handshake (plaintext on a TLS port, a bad cert) or a reset
+            slot.release()
+            sock.close()
+            if ctx is not None:
+                CONNECTION_WARNINGS.warning("ssl-handshake", slot.ip, "Failed authentication with /%s on listener "
+                                            "%s (SSL handshake failed: %s)", slot.ip, self.name, e)
 
 
 class Broker:
@@ -234,7 +374,9 @@ class Broker:
         self.replica_manager = ReplicaManager(config, self.topics)
         self.topics.listeners.append(self.replica_manager.on_topic_event)
         self.connections: set[KafkaConnection] = set()
-        self.servers: list[asyncio.base_events.Server] = []
+        self.acceptors: list[Acceptor] = []
+        self.connection_quotas = ConnectionQuotas(config, [lst.name for lst in config.listeners],
+                                                  self.inter_broker_listener)
         self.group_coordinator: Any = None
         self.share_coordinator: Any = None  # broker/share/plugin.py
         self.share_partition_manager: Any = None
@@ -266,6 +408,19 @@ class Broker:
 
         return self.zk is not None and self.zk.get(zk_data.broker_path(broker_id)) is not None
 
+    def close_excess_connections(self) -> None:
+        """Kafka's closeExcessConnections: the protected inter-broker listener took the broker past
+        max.connections, so the least recently active connections of the other listeners go."""
+        quotas = self.connection_quotas
+        excess = quotas.total - quotas.max_connections
+        victims = sorted((c for c in self.connections
+                          if not c.closed and quotas.max_connections_exceeded(c.listener_name)),
+                         key=lambda c: c.last_active)[:max(excess, 0)]
+        for c in victims:
+            quotas.listeners[c.listener_name].closed_excess += 1
+            c.close(f"broker has reached max.connections={quotas.max_connections}; the least recently "
+                    f"active connection of listener {c.listener_name} makes room for inter-broker connections")
+
     @property
     def advertised(self) -> Listener:
         return self.config.advertised_listeners[0]
@@ -288,6 +443,7 @@ class Broker:
         self._init_meta_properties()
         self.replica_manager.startup()
         DynamicBrokerConfigs.attach(self)  # KIP-226 dynamic broker configs survive restarts
+        self.connection_quotas.reconfigure(self.config)  # with the dynamic max.connections* applied
         security.configure(self)  # authorizer and client quotas
         if self.cluster is not None:
             from .zk.cluster import ZkProducerIdManager  # noqa: PLC0415
@@ -301,9 +457,9 @@ class Broker:
         loop = asyncio.get_running_loop()
         for lst in self.config.listeners:
             sec = self.security.listeners[lst.name]
-            server = await loop.create_server(functools.partial(KafkaConnection, self, sec), lst.host, lst.port,
-                                              reuse_address=True, backlog=1024, ssl=sec.ssl_context)
-            self.servers.append(server)
+            acceptor = Acceptor(self, lst.name, sec)
+            await acceptor.bind(lst.host, lst.port)
+            self.acceptors.append(acceptor)
         self._tasks.append(loop.create_task(self._retention_loop()))
         if self.cluster is not None:
             await self.cluster.start()
@@ -355,8 +511,8 @@ class Broker:
         log.info("Samsa broker %d shutting down", self.broker_id)
         if self.cluster is not None:
             await self.cluster.controlled_shutdown()
-        for s in self.servers:
-            s.close()
+        for a in self.acceptors:
+            a.close()
         for conn in list(self.connections):
             conn.close("broker shutting down")
         for t in self._tasks:

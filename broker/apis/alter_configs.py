@@ -68,14 +68,24 @@ def apply_resource(ctx: RequestContext, resource_type: int, name: str, new: dict
         dyn = cfgs.DynamicBrokerConfigs.attach(broker)
         if broker.security is not None:  # a new keystore/truststore must load before it is accepted
             broker.security.validate_reconfiguration({**broker.config.props, **checked})
+        validate_connection_quotas({**broker.config.props, **checked})
         if not validate_only:
             dyn.replace(default_entity, checked)
             dyn.apply(broker)
+            broker.connection_quotas.reconfigure(broker.config)  # max.connections* apply at once
             if broker.security is not None:
                 broker.security.reconfigure()  # reload the TLS listeners whose certificates changed
     else:
         raise KafkaError(ErrorCode.INVALID_REQUEST,
                          f"AlterConfigs is not supported for resource type {resource_type} on this broker")
+
+
+def validate_connection_quotas(props: dict[str, str]) -> None:
+    """max.connections* must parse (overrides resolve) before they are stored."""
+    from broker.config import BrokerConfig
+    from broker.connection_quotas import ConnectionQuotas
+
+    ConnectionQuotas(BrokerConfig(dict(props)), [], None)
 
 
 def current_overrides(ctx: RequestContext, resource_type: int, name: str) -> dict[str, str]:

@@ -214,6 +214,36 @@ class SocketServerCollector(Collector):
         for name, n in sorted(counts.items()):
             fam.add_metric([name], n)
         yield fam
+        yield from self._connection_quotas()
+
+    def _connection_quotas(self) -> Iterator[Metric]:
+        """broker/connection_quotas.py: creation rate, accept throttling, per-IP rejections, and the
+        request bytes buffered in connections (Kafka's SocketServer MemoryPoolUsed)."""
+        quotas = getattr(self.broker, "connection_quotas", None)
+        if quotas is None:
+            return
+        rate = GaugeMetricFamily("kafka_server_socketservermetrics_connection_creation_rate",
+                                 "New connections per second over the last 30 s, by listener.", labels=["listener"])
+        throttle = CounterMetricFamily("kafka_server_socketservermetrics_connection_accept_throttle_time_ms",
+                                       "Milliseconds the acceptor delayed new connections for "
+                                       "max.connection.creation.rate.", labels=["listener"])
+        blocked = CounterMetricFamily("kafka_network_acceptor_blocked_time_ms",
+                                      "Milliseconds the acceptor waited for a connection slot or the creation "
+                                      "rate (Kafka's AcceptorBlockedPercent, as a total).", labels=["listener"])
+        rejected = CounterMetricFamily("kafka_server_socketservermetrics_connections_rejected",
+                                       "New connections closed: per-IP limit (reason=max_connections_per_ip) or "
+                                       "shed for the inter-broker listener (reason=max_connections).",
+                                       labels=["listener", "reason"])
+        for name, lq in sorted(quotas.listeners.items()):
+            rate.add_metric([name], quotas.creation_rate(name))
+            throttle.add_metric([name], lq.throttle_ms_total)
+            blocked.add_metric([name], lq.blocked_ms_total)
+            rejected.add_metric([name, "max_connections_per_ip"], lq.rejected)
+            rejected.add_metric([name, "max_connections"], lq.closed_excess)
+        yield from (rate, throttle, blocked, rejected)
+        used = sum(getattr(c, "queued_bytes", 0) + c.decoder.buffered for c in list(self.broker.connections))
+        yield _gauge("kafka_network_socketserver_memorypoolused",
+                     "Request bytes read and buffered in connections, not yet served.", used)
 
 
 class ReplicaManagerCollector(Collector):
