@@ -40,7 +40,7 @@ from enum import IntEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from protocol.errors import InvalidConfigError
+from protocol.errors import ErrorCode, InvalidConfigError, KafkaError
 
 if TYPE_CHECKING:
     from broker.config import BrokerConfig
@@ -479,16 +479,57 @@ class DynamicBrokerConfigs:
         return dyn
 
     def load(self) -> None:
+        """Read the file; password configs are decoded (broker/security/password_encoder.py)."""
         if not self.path.exists():
             return
         data = json.loads(self.path.read_text())
-        self.per_broker = {k: str(v) for k, v in data.get("broker", {}).items()}
+        self.per_broker = self._decoded({k: str(v) for k, v in data.get("broker", {}).items()})
         self.cluster_default = {k: str(v) for k, v in data.get("default", {}).items()}
 
+    def _decoded(self, stored: dict[str, str]) -> dict[str, str]:
+        """Kafka's DynamicBrokerConfig: decode with password.encoder.secret, else with
+        password.encoder.old.secret (and store again under the new secret); a value neither
+        decodes is dropped with an error (the static config, if any, applies)."""
+        from broker.security.password_encoder import OLD_SECRET, PasswordEncoder, PasswordEncoderError
+        from broker.security.password_encoder import is_password_config as is_pw
+
+        out, reencode = {}, False
+        encoders = [PasswordEncoder.from_config(self.config), PasswordEncoder.from_config(self.config, OLD_SECRET)]
+        for k, v in stored.items():
+            if not is_pw(k):
+                out[k] = v
+                continue
+            for i, enc in enumerate(encoders):
+                if enc is None:
+                    continue
+                try:
+                    out[k] = enc.decode(v)
+                    reencode |= i == 1
+                    break
+                except PasswordEncoderError:
+                    continue
+            else:
+                log.error("Dynamic password config %s of %s could not be decoded with password.encoder.secret "
+                          "(or password.encoder.old.secret); ignoring it", k, self.path)
+        if reencode and encoders[0] is not None:
+            self.per_broker = out
+            self._persist()
+            log.info("Dynamic password configs re-encoded with the new password.encoder.secret")
+        return out
+
     def _persist(self) -> None:
+        from broker.security.password_encoder import NO_SECRET, PasswordEncoder
+        from broker.security.password_encoder import is_password_config as is_pw
+
+        stored = dict(self.per_broker)
+        if any(is_pw(k) for k in stored):
+            enc = PasswordEncoder.from_config(self.config)
+            if enc is None:
+                raise KafkaError(ErrorCode.INVALID_REQUEST, NO_SECRET)
+            stored = {k: enc.encode(v) if is_pw(k) else v for k, v in stored.items()}
         tmp = self.path.with_suffix(".tmp")
         with open(tmp, "w") as f:
-            json.dump({"version": 1, "broker": self.per_broker, "default": self.cluster_default}, f, indent=1)
+            json.dump({"version": 1, "broker": stored, "default": self.cluster_default}, f, indent=1)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self.path)
@@ -525,8 +566,10 @@ class DynamicBrokerConfigs:
 
 
 def is_sensitive(name: str) -> bool:
-    """Passwords, private keys and JAAS configs (which hold passwords): never logged or described."""
-    return name.endswith((".password", "ssl.keystore.key", "sasl.jaas.config"))
+    """Passwords, private keys, JAAS configs (which hold passwords) and the password encoder's
+    secrets: never logged or described."""
+    return name.endswith((".password", "ssl.keystore.key", "sasl.jaas.config", "password.encoder.secret",
+                          "password.encoder.old.secret"))
 
 
 def _masked(configs: Mapping[str, str]) -> dict[str, str]:

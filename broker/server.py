@@ -444,6 +444,7 @@ class Broker:
         self.replica_manager.startup()
         DynamicBrokerConfigs.attach(self)  # KIP-226 dynamic broker configs survive restarts
         self.connection_quotas.reconfigure(self.config)  # with the dynamic max.connections* applied
+        self.security.reconfigure()  # TLS listeners whose keystores were set dynamically (KIP-226)
         security.configure(self)  # authorizer and client quotas
         if self.cluster is not None:
             from .zk.cluster import ZkProducerIdManager  # noqa: PLC0415

@@ -65,6 +65,7 @@ def apply_resource(ctx: RequestContext, resource_type: int, name: str, new: dict
             raise KafkaError(ErrorCode.INVALID_REQUEST,
                              f"Unexpected broker id, expected {broker.broker_id} but received {name}")
         checked = {k: cfgs.validate_broker_config(k, v) for k, v in new.items()}
+        check_password_configs(broker, checked, default_entity)
         dyn = cfgs.DynamicBrokerConfigs.attach(broker)
         if broker.security is not None:  # a new keystore/truststore must load before it is accepted
             broker.security.validate_reconfiguration({**broker.config.props, **checked})
@@ -78,6 +79,23 @@ def apply_resource(ctx: RequestContext, resource_type: int, name: str, new: dict
     else:
         raise KafkaError(ErrorCode.INVALID_REQUEST,
                          f"AlterConfigs is not supported for resource type {resource_type} on this broker")
+
+
+def check_password_configs(broker: Any, configs: dict[str, str], default_entity: bool) -> None:
+    """Kafka's DynamicBrokerConfig.toPersistentProps: password configs are stored encrypted with
+    password.encoder.secret (broker/security/password_encoder.py), only per broker."""
+    from broker.security.password_encoder import NO_SECRET, PasswordEncoder, is_password_config
+
+    if not any(is_password_config(k) for k in configs):
+        return
+    if default_entity:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "Password config can be defined only at broker level")
+    try:
+        encoder = PasswordEncoder.from_config(broker.config)
+    except ValueError as e:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, str(e)) from None
+    if encoder is None:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, NO_SECRET)
 
 
 def validate_connection_quotas(props: dict[str, str]) -> None:

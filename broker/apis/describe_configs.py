@@ -82,12 +82,34 @@ async def handle_describe_configs(ctx: RequestContext, req: Any) -> Any:
                         continue
                     entries.append(_entry(Entry, Synonym, v, d, r, read_only=not d.dynamic,
                                           synonyms=include_synonyms, docs=include_docs))
+                entries.extend(_listener_overrides(broker, keys, default_entity, Entry, Synonym, v,
+                                                   include_synonyms, include_docs))
         else:
             code, message = ErrorCode.INVALID_REQUEST, \
                 f"Resource type {res.resource_type} is not supported by DescribeConfigs on this broker"
         results.append(Result(error_code=int(code), error_message=message, resource_type=res.resource_type,
                               resource_name=res.resource_name, configs=entries))
     return R(throttle_time_ms=0, results=results)
+
+
+def _listener_overrides(broker: Any, keys: list[str] | None, default_entity: bool, Entry: Any, Synonym: Any,
+                        v: int, synonyms: bool, docs: bool) -> list[Any]:
+    """Dynamic configs outside the broker's table (a listener's ``ssl.*`` keystore settings): shown
+    as set, passwords as sensitive with a null value (stored encrypted, password_encoder.py)."""
+    dyn = cfgs.DynamicBrokerConfigs.attach(broker)
+    layer = dyn.cluster_default if default_entity else {**dyn.cluster_default, **dyn.per_broker}
+    out = []
+    for name in sorted(set(layer) - set(cfgs.broker_configs())):
+        if keys is not None and name not in keys:
+            continue
+        src = cfgs.ConfigSource.DYNAMIC_BROKER_CONFIG if name in dyn.per_broker and not default_entity \
+            else cfgs.ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+        sensitive = cfgs.is_sensitive(name)
+        d = cfgs.ConfigDef(name, cfgs.ConfigType.PASSWORD if sensitive else cfgs.ConfigType.STRING, None,
+                           f"Listener config {name}.", sensitive=sensitive)
+        r = cfgs.Resolved(name, layer[name], src, ((name, layer[name], src),))
+        out.append(_entry(Entry, Synonym, v, d, r, read_only=False, synonyms=synonyms, docs=docs))
+    return out
 
 
 def _entry(Entry: Any, Synonym: Any, v: int, d: cfgs.ConfigDef, r: cfgs.Resolved, *, read_only: bool,

@@ -138,7 +138,8 @@ def test_plaintext_to_tls_and_tls_to_plaintext_are_refused(broker_factory, tmp_p
 
 def test_client_auth_required_and_certificate_reload_via_alter_configs(broker_factory, tmp_path):
     pki = make_pki(tmp_path / "pki")
-    sb = start_secure_broker(broker_factory, pki, **{"listener.name.ssl.ssl.client.auth": "required"})
+    sb = start_secure_broker(broker_factory, pki, **{"listener.name.ssl.ssl.client.auth": "required",
+                                                     "password.encoder.secret": "encoder-secret"})
     ctx = ssl.create_default_context(cafile=str(pki.ca))
     with socket.create_connection(("127.0.0.1", sb.ssl), timeout=10) as raw:  # no client cert: refused
         try:
