@@ -125,13 +125,32 @@ class KafkaOptions:
                 "subscribe, subscribePattern, assign. See the docs for more details.")
 
     def client_config(self, role: str) -> dict[str, Any]:
-        """`kafka.*` options mapped onto kafka-python's config names where it knows them."""
+        """`kafka.*` options mapped onto kafka-python's config names where it knows them.
+
+        The security settings are the Java client's, as given to Spark's connector
+        (``kafka.security.protocol``, ``kafka.sasl.mechanism``, ``kafka.sasl.jaas.config``,
+        ``kafka.ssl.truststore.location`` of type PEM, ``kafka.ssl.keystore.location`` ...), and
+        are translated as the ``samsa`` tools translate ``--command-config``."""
         from kafka import KafkaConsumer, KafkaProducer
+
+        from broker.security.listeners import kafka_python_kwargs
 
         known = KafkaProducer.DEFAULT_CONFIG if role == "producer" else KafkaConsumer.DEFAULT_CONFIG
         config: dict[str, Any] = {"bootstrap_servers": self.bootstrap.split(",")}  # type: ignore[union-attr]
+        security = {k[len("kafka."):]: v for k, v in self.raw.items()
+                    if k.startswith(("kafka.security.", "kafka.sasl.", "kafka.ssl."))}
+        if security:
+            for k in ("ssl.truststore.type", "ssl.keystore.type"):
+                if security.get(k, "PEM").upper() != "PEM":
+                    raise KafkaSourceError(f"kafka.{k}={security[k]} is not supported by the {FORMAT_NAME} "
+                                           "source: use PEM files")
+            kw = kafka_python_kwargs({**security, "security.protocol": security.get("security.protocol",
+                                                                                   "PLAINTEXT")})
+            config.update({k: v for k, v in kw.items() if v is not None and k != "bootstrap_servers"})
         for key, value in self.raw.items():
             if not key.startswith("kafka.") or key == "kafka.bootstrap.servers":
+                continue
+            if key.startswith(("kafka.security.", "kafka.sasl.", "kafka.ssl.")):
                 continue
             name = key[len("kafka."):].replace(".", "_")
             if name not in known:

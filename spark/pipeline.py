@@ -27,6 +27,13 @@ to resolve the package, :func:`check_connector_reachable` looks for it in the lo
 caches and for a reachable repository; offline, the run stops with one line saying what to do
 (:class:`ConnectorUnavailable`) instead of Ivy's resolution report and a JVM start failure.
 
+Security: ``--command-config client.properties`` takes Kafka's client properties
+(``security.protocol=SASL_SSL``, ``sasl.mechanism``, ``sasl.jaas.config``,
+``ssl.truststore.type=PEM`` / ``ssl.truststore.location`` ...) as Kafka's tools do, and passes
+them to every source and sink as Spark's ``kafka.<property>`` options: the JVM connector hands
+them to the Java client unchanged, the ``samsa-kafka`` source translates them for kafka-python
+(PEM files only).
+
 Python workers: Spark starts its Python workers (UDFs, and the planner and readers of the
 ``samsa-kafka`` data source) with ``PYSPARK_PYTHON``, else ``python3`` from PATH -- not the
 interpreter that runs this pipeline, which may be a virtualenv's that nobody activated.
@@ -77,6 +84,12 @@ class PipelineConfig:
     shuffle_partitions: int = 2
     fail_on_data_loss: bool = True
     extra_conf: dict[str, str] = field(default_factory=dict)
+    # Kafka client properties for both sources and sinks (security.protocol, sasl.*, ssl.*),
+    # passed as Spark's `kafka.<property>` options: from --command-config, as Kafka's tools take them.
+    kafka_options: dict[str, str] = field(default_factory=dict)
+
+    def kafka_option_items(self) -> dict[str, str]:
+        return {f"kafka.{k}": v for k, v in self.kafka_options.items() if k != "bootstrap.servers"}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -222,7 +235,8 @@ def read_stream(spark: Any, cfg: PipelineConfig, available_now: bool = False) ->
               .option("kafka.bootstrap.servers", cfg.bootstrap)
               .option("subscribe", cfg.topics)
               .option("startingOffsets", cfg.starting_offsets)
-              .option("failOnDataLoss", str(cfg.fail_on_data_loss).lower()))
+              .option("failOnDataLoss", str(cfg.fail_on_data_loss).lower())
+              .options(**cfg.kafka_option_items()))
     if cfg.max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", str(cfg.max_offsets_per_trigger))
     if available_now and cfg.source == FALLBACK_SOURCE:
@@ -307,6 +321,7 @@ def start_queries(spark: Any, cfg: PipelineConfig) -> list[Any]:
              .queryName("access_log_stats_to_kafka")
              .outputMode("append")
              .option("kafka.bootstrap.servers", cfg.bootstrap)
+             .options(**cfg.kafka_option_items())
              .option("topic", cfg.output_topic)
              .option("checkpointLocation", os.path.join(cfg.checkpoint, "kafka")))
         queries.append(_trigger(w, cfg.trigger).start())
@@ -384,6 +399,9 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     p.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
     p.add_argument("--no-fail-on-data-loss", action="store_true")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark conf")
+    p.add_argument("--command-config", metavar="FILE", default=None,
+                   help="Kafka client properties (security.protocol, sasl.mechanism, sasl.jaas.config, "
+                        "ssl.truststore.location ...) for reading and writing, as Kafka's tools take them")
     p.add_argument("--quiet", action="store_true")
     return p
 
@@ -396,7 +414,17 @@ def config_from_args(args: argparse.Namespace) -> PipelineConfig:
         max_offsets_per_trigger=args.max_offsets_per_trigger, window=args.window,
         watermark=args.watermark, kafka_jars=args.kafka_jars, master=args.master,
         fail_on_data_loss=not args.no_fail_on_data_loss,
-        extra_conf=dict(kv.split("=", 1) for kv in args.conf))
+        extra_conf=dict(kv.split("=", 1) for kv in args.conf),
+        kafka_options=read_client_properties(args.command_config) if args.command_config else {})
+
+
+def read_client_properties(path: str) -> dict[str, str]:
+    """A Kafka client.properties file (Java properties syntax, JAAS continuation lines included)."""
+    from pathlib import Path
+
+    from broker.config import read_properties
+
+    return read_properties(Path(path))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

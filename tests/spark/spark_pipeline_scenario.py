@@ -118,8 +118,12 @@ def _kafka_windows(bootstrap: str, topic: str) -> tuple[dict[int, dict[str, Any]
         c.close()
 
 
-def run_scenario(spark: Any, bootstrap: str, tmp: Path, source: str, env: dict[str, str] | None = None) -> str:
-    """Run the scenario; raise AssertionError on any difference. Returns a summary line."""
+def run_scenario(spark: Any, bootstrap: str, tmp: Path, source: str, env: dict[str, str] | None = None,
+                 pipeline_bootstrap: str | None = None, pipeline_args: tuple[str, ...] = ()) -> str:
+    """Run the scenario; raise AssertionError on any difference. Returns a summary line.
+
+    The test produces and checks through ``bootstrap``; the pipeline may be given another
+    listener (``pipeline_bootstrap``) and client settings (``pipeline_args``, e.g. --command-config)."""
     topic, out_topic = f"access-{uuid.uuid4().hex[:6]}", f"stats-{uuid.uuid4().hex[:6]}"
     ensure_topic(bootstrap, topic, 2)
     ensure_topic(bootstrap, out_topic, 1)
@@ -127,7 +131,7 @@ def run_scenario(spark: Any, bootstrap: str, tmp: Path, source: str, env: dict[s
     events: list[dict[str, Any]] = []
     produce(bootstrap, topic, count=HALF, generator=gen, on_event=events.append, progress=False)
 
-    cmd = _pipeline_cmd(bootstrap, topic, out_topic, tmp, source)
+    cmd = _pipeline_cmd(pipeline_bootstrap or bootstrap, topic, out_topic, tmp, source) + list(pipeline_args)
     ckpt = tmp / "checkpoint" / "parquet"
     log = tmp / "pipeline.log"
     first = Pipeline(cmd, log, env)

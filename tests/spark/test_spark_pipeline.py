@@ -18,6 +18,25 @@ def test_pipeline_fallback_exactly_once_across_crash(spark: Any, kbroker: Any, t
     print(summary)
 
 
+def test_pipeline_over_sasl_ssl(spark: Any, broker_factory: Any, tmp_path: Path) -> None:
+    """Issue 10: the pipeline reads and writes over SASL_SSL (SCRAM-SHA-256, the test's CA) with the
+    client properties Kafka's tools take (--command-config); it is given only that listener."""
+    from tests.support.security import make_pki, scram_user, start_secure_broker
+
+    pki = make_pki(tmp_path / "pki")
+    sb = start_secure_broker(lambda **kw: broker_factory({"num.partitions": 2, "auto.create.topics.enable": "true"},
+                                                        **kw), pki)
+    scram_user(sb.addr(sb.plaintext), "spark", "spark-secret", "SCRAM-SHA-256")
+    props = tmp_path / "client.properties"
+    props.write_text("security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-256\n"
+                     "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \\\n"
+                     '    username="spark" password="spark-secret";\n'
+                     f"ssl.truststore.type=PEM\nssl.truststore.location={pki.ca}\n")
+    summary = run_scenario(spark, sb.addr(sb.plaintext), tmp_path, "samsa-kafka",
+                           pipeline_bootstrap=sb.addr(sb.sasl_ssl), pipeline_args=("--command-config", str(props)))
+    print(summary)
+
+
 def test_windowed_stats_batch_semantics(spark: Any) -> None:
     """The aggregation itself on a static DataFrame: counts, status classes, top-path order."""
     from spark_expected import closed_windows, compare
