@@ -34,8 +34,8 @@ SECRET = "password.encoder.secret"
 OLD_SECRET = "password.encoder.old.secret"
 NO_SECRET = "Password encoder secret not configured"
 
-_KDF_HASHES = {"PBKDF2WithHmacSHA512": hashes.SHA512, "PBKDF2WithHmacSHA256": hashes.SHA256,
-               "PBKDF2WithHmacSHA1": hashes.SHA1}
+_KDF_HASHES: dict[str, type[hashes.SHA512 | hashes.SHA256 | hashes.SHA1]] = {
+    "PBKDF2WithHmacSHA512": hashes.SHA512, "PBKDF2WithHmacSHA256": hashes.SHA256, "PBKDF2WithHmacSHA1": hashes.SHA1}
 CBC, GCM = "AES/CBC/PKCS5Padding", "AES/GCM/NoPadding"
 SALT_BYTES = 256  # Kafka's salt length
 GCM_TAG_BITS = 128
