@@ -5,7 +5,9 @@ Mirrors ``kafka-consumer-groups.sh``:
 * ``--list [--state] [--type [classic|consumer]]``: ListGroups (with each group's state from
   v4, KIP-518, and its type from v5, KIP-848; a type filters the list).
 * ``--describe --group G | --all-groups [--offsets | --members [--verbose] | --state]``:
-  ConsumerGroupDescribe (KIP-848 consumer groups) or, for a classic group, DescribeGroups --
+  ConsumerGroupDescribe (KIP-848 consumer groups), ShareGroupDescribe and
+  DescribeShareGroupOffsets (KIP-932 share groups: the current offset is the share-partition
+  start offset) or, for a classic group, DescribeGroups --
   as Kafka's admin client, which falls back on GROUP_ID_NOT_FOUND -- + OffsetFetch +
   ListOffsets, giving per-partition CURRENT-OFFSET, LOG-END-OFFSET and LAG with the owning
   member, as Kafka prints it.
@@ -174,6 +176,31 @@ def describe_consumer_group_raw(admin: Any, group: str, coordinator: int) -> dic
             "group_epoch": g.group_epoch, "members": members, "error": None}
 
 
+def describe_share_group_raw(admin: Any, group: str, coordinator: int) -> dict[str, Any] | None:
+    """ShareGroupDescribe (KIP-932) in the shape :func:`describe_groups_raw` returns, or None when
+    the group is not a share group (or the broker does not serve the API)."""
+    from kafka.errors import KafkaError
+
+    from protocol.kip932 import ShareGroupDescribeRequest
+
+    try:
+        resp = send_request(admin, ShareGroupDescribeRequest(
+            group_ids=[group], include_authorized_operations=False), node_id=coordinator)
+    except (KafkaError, ValueError, KeyError):
+        return None
+    g = resp.groups[0]
+    if g.error_code:
+        return None
+    members = [{"member_id": m.member_id, "group_instance_id": None, "client_id": m.client_id,
+                "client_host": m.client_host, "member_epoch": m.member_epoch,
+                "member_assignment": {"assigned_partitions": [
+                    {"topic": tp.topic_name, "partitions": list(tp.partitions)}
+                    for tp in m.assignment.topic_partitions]}} for m in g.members]
+    return {"group_id": group, "group_state": g.group_state, "protocol_type": "share",
+            "protocol_data": g.assignor_name, "group_type": "share",
+            "group_epoch": g.group_epoch, "members": members, "error": None}
+
+
 def describe_groups_raw(admin: Any, group: str) -> tuple[dict[str, Any], int]:
     """The group at its coordinator, as a plain dict, and the coordinator id: a consumer group
     (KIP-848) through ConsumerGroupDescribe, else DescribeGroups.
@@ -187,6 +214,9 @@ def describe_groups_raw(admin: Any, group: str) -> tuple[dict[str, Any], int]:
     consumer = describe_consumer_group_raw(admin, group, coordinator)
     if consumer is not None:
         return consumer, coordinator
+    share = describe_share_group_raw(admin, group, coordinator)
+    if share is not None:
+        return share, coordinator
     resp = send_request(admin, DescribeGroupsRequest(groups=[group], include_authorized_operations=False),
                         node_id=coordinator)
     raw = resp.groups[0]
@@ -217,8 +247,14 @@ def describe_group(admin: Any, group: str) -> dict[str, Any]:
         members.append(info)
         for tp in parts:
             owner[tp] = info
-    committed = {} if desc.get("error") else admin.list_group_offsets({group: None}).get(group, {})
-    tps = {(tp.topic, tp.partition): oam.offset for tp, oam in committed.items()}
+    if desc.get("group_type") == "share":  # KIP-932: a share group's position is its start offset
+        from .share_groups import share_group_offsets
+
+        tps: dict[tuple[str, int], int | None] = {
+            (r["topic"], r["partition"]): r["start_offset"] for r in share_group_offsets(admin, group)}
+    else:
+        committed = {} if desc.get("error") else admin.list_group_offsets({group: None}).get(group, {})
+        tps = {(tp.topic, tp.partition): oam.offset for tp, oam in committed.items()}
     for tp in owner:
         tps.setdefault(tp, None)
     from kafka.structs import TopicPartition

@@ -256,6 +256,10 @@ def test_share_groups_tool_and_admin_apis(share_broker: BrokerProcess) -> None:
                      "--execute", check=False).returncode != 0, "a group with members cannot be reset"
     finally:
         c.close()
+    # consumer-groups --describe shows share groups too (current offset: the start offset).
+    [doc] = samsa_json("consumer-groups", *bs, "--describe", "--group", g)
+    assert (doc["type"], doc["state"], [(o["topic"], o["partition"], o["current_offset"], o["lag"])
+                                         for o in doc["offsets"]]) == ("share", "Empty", [(t, 0, 6, 4)])
     listed = samsa_json("consumer-groups", *bs, "--list", "--type", "share")
     assert {"group": g, "protocol_type": "share", "state": "Empty", "type": "share"} in listed
     assert g in [x["group"] for x in samsa_json("share-groups", *bs, "--list")]
