@@ -74,6 +74,27 @@ class BrokerClient:
                 self.close()
                 raise ConnectionError(f"{self.host}:{self.port}: {e or type(e).__name__}") from e
 
+    def next_correlation_id(self) -> int:
+        return next(self._corr) & 0x7FFFFFFF
+
+    async def send_frame(self, frame: bytes, *, timeout: float = 30.0) -> bytes:
+        """Send an already framed request (a hot path's hand-written encoder, see
+        ``protocol.fetch_codec``) and return the response frame undecoded, header included; the
+        caller checks the correlation id it put in."""
+        async with self._lock:
+            try:
+                return await asyncio.wait_for(self._send_frame(frame), timeout)
+            except (OSError, asyncio.IncompleteReadError, TimeoutError, EOFError) as e:
+                self.close()
+                raise ConnectionError(f"{self.host}:{self.port}: {e or type(e).__name__}") from e
+
+    async def _send_frame(self, frame: bytes) -> bytes:
+        reader, writer = await self._ensure()
+        writer.write(frame)
+        await writer.drain()
+        (size,) = _SIZE.unpack(await reader.readexactly(4))
+        return await reader.readexactly(size)
+
     async def _send(self, request: Any, version: int) -> Any:
         reader, writer = await self._ensure()
         corr = next(self._corr) & 0x7FFFFFFF

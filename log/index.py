@@ -59,6 +59,10 @@ class _IndexFile:
         if self._fd >= 0:
             os.fsync(self._fd)
 
+    def dup_fd(self) -> int | None:
+        """A second descriptor of the open file (for a background fsync), or None when closed."""
+        return os.dup(self._fd) if self._fd >= 0 else None
+
     def close(self) -> None:
         if self._fd >= 0:
             os.close(self._fd)

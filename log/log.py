@@ -18,6 +18,12 @@ Theory of operation:
   the batches after it.
 * Deleted segments (retention, DeleteRecords) get a ``.deleted`` suffix and are unlinked
   ``file.delete.delay.ms`` later, so a fetch holding a region of them can still read it.
+* A roll fsyncs the old segment's data in the background (Kafka's ``flush-log`` task scheduled
+  by ``roll``): an fsync of a full 256 MB segment takes most of a second, and on the event loop
+  it would stall every produce, fetch and replica fetcher of the broker. The recovery point
+  moves past the segment only once that fsync has returned (checked whenever it is read, and
+  on the next append, which then writes the recovery-point checkpoint), so it never claims more
+  than is on disk; a truncation below the segment forgets the pending flush.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import re
 import time
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,7 +108,8 @@ class Log:
         self._bases: list[int] = []
         self.log_start_offset = 0
         self.log_end_offset = 0
-        self.recovery_point = 0
+        self._recovery_point = 0
+        self._flushes: list[tuple[Future[None], int]] = []  # background fsyncs: (done?, recovery point after)
         self.producer_state = ProducerStateManager(dir)
         self.leader_epoch_cache = LeaderEpochFileCache(dir / LEADER_EPOCH_CHECKPOINT)
         self.txn_index = LogTransactionIndex(dir) if LogTransactionIndex is not None else None
@@ -112,6 +120,32 @@ class Log:
     @property
     def name(self) -> str:
         return f"{self.topic}-{self.partition}"
+
+    @property
+    def recovery_point(self) -> int:
+        """Offset below which everything is fsynced (restarts rescan from here)."""
+        self._collect_flushes()
+        return self._recovery_point
+
+    @recovery_point.setter
+    def recovery_point(self, offset: int) -> None:
+        self._recovery_point = offset
+        # a truncation below a segment whose fsync is still running: that flush no longer counts
+        self._flushes = [(f, upto) for f, upto in self._flushes if upto <= offset]
+
+    def _collect_flushes(self) -> bool:
+        """Move the recovery point past the background flushes that are done; True if it moved."""
+        before = self._recovery_point
+        while self._flushes and self._flushes[0][0].done():
+            fut, upto = self._flushes.pop(0)
+            error = fut.exception()
+            if error is not None:
+                logger.error("[Log partition=%s, dir=%s] Background flush up to offset %d failed: %s", self.name,
+                             self.dir.parent, upto, error)
+                self._flushes.clear()  # the recovery point stays where it is: restarts rescan more
+                break
+            self._recovery_point = max(self._recovery_point, upto)
+        return self._recovery_point != before
 
     # ------------------------------------------------------------------------------------
     # opening and recovery
@@ -284,6 +318,9 @@ class Log:
         batches = records.batches
         if not batches:
             raise KafkaError(ErrorCode.INVALID_RECORD, "empty append")
+        if self._flushes and self._flushes[0][0].done() and self._collect_flushes() and \
+                self.on_checkpoint_change is not None:
+            self.on_checkpoint_change(self)  # a roll's background flush is done: checkpoint the recovery point
         now = _now_ms() if now_ms is None else now_ms
         config = self.config
         buf = records.buffer
@@ -345,16 +382,16 @@ class Log:
         if active.base_offset == new_base and active.size == 0:
             return active  # an empty active segment at that offset already exists
         active.on_become_inactive()
-        # Kafka flushes the previous segment asynchronously; we do it here (rolls are rare):
-        # the recovery point can then move past it and restarts need not rescan it.
-        active.flush()
+        fds = active.dup_fds()
         active.release_index_files()
         seg = LogSegment(self.dir, new_base, self.config, created_ms=now)
         self.segments.append(seg)
         self._bases.append(new_base)
         self.producer_state.map_end_offset = self.log_end_offset
-        self.producer_state.take_snapshot(self.log_end_offset)
-        self.recovery_point = active.next_offset
+        # Kafka's roll: the producer snapshot is written without fsync, then one background task
+        # fsyncs it and the old segment (see the module docstring) before the recovery point moves
+        snapshot = self.producer_state.take_snapshot(self.log_end_offset, sync=False)
+        self._flushes.append((_flusher().submit(_flush_files, snapshot, fds), active.next_offset))
         logger.info("[Log partition=%s, dir=%s] Rolled new log segment at offset %d in %d ms.", self.name,
                     self.dir.parent, new_base, (time.monotonic() - t0) * 1000)
         if self.on_checkpoint_change is not None:
@@ -656,3 +693,35 @@ def _unlink(path: Path) -> None:
         pass
     except IsADirectoryError:
         pass
+
+
+_FLUSHER: ThreadPoolExecutor | None = None
+
+
+def _flusher() -> ThreadPoolExecutor:
+    """One thread for every log's background segment fsyncs (Kafka's scheduler runs them too)."""
+    global _FLUSHER
+    if _FLUSHER is None:
+        _FLUSHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="samsa-log-flusher")
+    return _FLUSHER
+
+
+def _flush_files(snapshot: Path | None, fds: list[int]) -> None:
+    """The flusher thread's part of a roll: fsync the producer snapshot, then the old segment's
+    files (descriptors duplicated for this, closed here)."""
+    try:
+        if snapshot is not None:
+            try:
+                fd = os.open(snapshot, os.O_RDONLY)
+            except FileNotFoundError:
+                pass  # already superseded and deleted
+            else:
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+        for fd in fds:
+            os.fsync(fd)
+    finally:
+        for fd in fds:
+            os.close(fd)

@@ -504,6 +504,16 @@ class LogSegment:
         self.index.flush()
         self.time_index.flush()
 
+    def dup_fds(self) -> list[int]:
+        """Second descriptors of the data and index files, for an fsync off the event loop that
+        must not race with this segment being closed or deleted meanwhile."""
+        fds = [os.dup(self.fd)]
+        for ix in (self.index, self.time_index):
+            fd = ix.dup_fd()
+            if fd is not None:
+                fds.append(fd)
+        return fds
+
     def close(self) -> None:
         if self.fd >= 0:
             os.close(self.fd)

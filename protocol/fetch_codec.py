@@ -1,4 +1,6 @@
-"""A hand-written FetchResponse encoder that leaves the records as file regions.
+"""Hand-written Fetch codecs for the two hot paths: the leader's responses and the replica fetcher.
+
+The FetchResponse encoder leaves the records as file regions.
 
 kafka-python's generic encoder needs every ``records`` field as bytes in memory, which means
 reading each fetched region out of its segment, copying it into the encode buffer and copying
@@ -9,6 +11,15 @@ the region object the log handed out, so the connection can write it with ``send
 
 Versions 4-18 (flexible from 12, topic ids from 13). The output is a list of chunks, ``bytes``
 or regions (anything with ``size``), whose concatenation is the framed response.
+
+The replica fetcher (``broker/replication/fetcher.py``) sends a Fetch request and reads its
+response many hundred times a second per leader. kafka-python's message objects cost ~270 us to
+build and encode such a request and copy every records field while decoding the response;
+:func:`encode_fetch_request` writes the v12 request straight from a few tuples and
+:func:`decode_fetch_response` returns each partition's records as a ``memoryview`` into the
+response frame (no copy, no record decoding: the follower appends the batches as they are).
+Both are checked field for field against kafka-python's schema classes in
+``tests/protocol/test_fetch_codec.py``.
 """
 
 from __future__ import annotations
@@ -38,7 +49,7 @@ class PartitionData:
     # Never null: Kafka answers every partition, an error partition included, with records
     # (MemoryRecords.EMPTY there). librdkafka reads a null records field in a flexible Fetch as
     # an invalid MessageSetSize and throws away the whole response, error codes and all.
-    records: Region | bytes = b""
+    records: Region | bytes | memoryview = b""
     # KIP-951 (tag 1 of a partition, v12+): the current leader (id, epoch) when this broker is not it
     current_leader: tuple[int, int] | None = None
 
@@ -109,10 +120,10 @@ def encode_fetch_response(version: int, correlation_id: int, topics: Sequence[To
             if version >= 11:
                 buf += _i32(p.preferred_read_replica)
             rec = p.records if p.records is not None else b""
-            size = len(rec) if isinstance(rec, (bytes, bytearray)) else rec.size
+            size = len(rec) if isinstance(rec, (bytes, bytearray, memoryview)) else rec.size
             buf += _uvarint(size + 1) if flexible else _i32(size)
             if size:
-                if isinstance(rec, (bytes, bytearray)):
+                if isinstance(rec, (bytes, bytearray, memoryview)):
                     buf += rec
                 else:
                     chunks.append(bytes(buf))
@@ -141,3 +152,134 @@ def encode_fetch_response(version: int, correlation_id: int, topics: Sequence[To
     total = sum(len(c) if isinstance(c, bytes) else c.size for c in chunks)
     chunks.insert(0, _i32(total))
     return chunks, total + 4
+
+
+# --- the replica fetcher's side: FetchRequest v12 out, FetchResponse v12 in -------------------
+
+FETCHER_VERSION = 12  # flexible, topics by name: what the replica fetcher speaks
+_REQ_HEADER = struct.Struct(">hhih")  # api key, api version, correlation id, client id length
+_REQ_TOP = struct.Struct(">iiiibii")  # replica id, max wait, min bytes, max bytes, isolation, session
+_REQ_PART = struct.Struct(">iiqiqi")  # partition, current epoch, fetch offset, last fetched epoch,
+#                                       log start offset, partition max bytes
+_RESP_PART = struct.Struct(">ihqqq")  # partition, error, high watermark, last stable, log start
+_RESP_TOP = struct.Struct(">ihi")  # throttle time, error code, session id
+_u32 = struct.Struct(">i")
+
+
+@dataclass(slots=True)
+class FetchPartitionRequest:
+    partition: int
+    current_leader_epoch: int
+    fetch_offset: int
+    log_start_offset: int
+    partition_max_bytes: int
+    last_fetched_epoch: int = -1
+
+
+def encode_fetch_request(correlation_id: int, client_id: str, topics: Sequence[tuple[str, Sequence[FetchPartitionRequest]]],
+                         *, replica_id: int, max_wait_ms: int, min_bytes: int, max_bytes: int,
+                         isolation_level: int = 0, session_id: int = 0, session_epoch: int = -1,
+                         rack_id: str = "") -> bytes:
+    """The framed FetchRequest v12 (request header v2) that kafka-python would encode."""
+    cid = client_id.encode()
+    buf = bytearray(4)  # frame size, patched below
+    buf += _REQ_HEADER.pack(1, FETCHER_VERSION, correlation_id, len(cid)) + cid + b"\x00"
+    buf += _REQ_TOP.pack(replica_id, max_wait_ms, min_bytes, max_bytes, isolation_level, session_id,
+                         session_epoch)
+    buf += _uvarint(len(topics) + 1)
+    for name, parts in topics:
+        t = name.encode()
+        buf += _uvarint(len(t) + 1) + t + _uvarint(len(parts) + 1)
+        for p in parts:
+            buf += _REQ_PART.pack(p.partition, p.current_leader_epoch, p.fetch_offset, p.last_fetched_epoch,
+                                  p.log_start_offset, p.partition_max_bytes) + b"\x00"
+        buf += b"\x00"  # topic tagged fields
+    r = rack_id.encode()
+    buf += b"\x01" + _uvarint(len(r) + 1) + r + b"\x00"  # no forgotten topics; rack id; tagged fields
+    _u32.pack_into(buf, 0, len(buf) - 4)
+    return bytes(buf)
+
+
+@dataclass(slots=True)
+class FetchResponseData:
+    correlation_id: int
+    throttle_time_ms: int
+    error_code: int
+    session_id: int
+    topics: list[TopicData]
+
+
+def _read_uvarint(buf: memoryview, pos: int) -> tuple[int, int]:
+    n = shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        n |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return n, pos
+        shift += 7
+        if shift > 35:
+            raise ValueError("uvarint too long")
+
+
+def _skip_tags(buf: memoryview, pos: int, on_tag: Any = None) -> int:
+    count, pos = _read_uvarint(buf, pos)
+    for _ in range(count):
+        tag, pos = _read_uvarint(buf, pos)
+        size, pos = _read_uvarint(buf, pos)
+        if on_tag is not None:
+            on_tag(tag, buf[pos:pos + size])
+        pos += size
+    return pos
+
+
+def decode_fetch_response(payload: bytes | bytearray | memoryview) -> FetchResponseData:
+    """Decode a FetchResponse v12 frame (without its size prefix, with its response header v1).
+
+    Records come back as ``memoryview`` slices of ``payload``; KIP-951's current leader (partition
+    tag 1) fills ``current_leader``; other tagged fields are skipped. Raises ValueError when a
+    length runs past the frame.
+    """
+    buf = memoryview(payload)
+    end = len(buf)
+    (corr,) = _u32.unpack_from(buf, 0)
+    pos = _skip_tags(buf, 4)  # response header v1
+    throttle, error_code, session_id = _RESP_TOP.unpack_from(buf, pos)
+    pos += _RESP_TOP.size
+    n_topics, pos = _read_uvarint(buf, pos)
+    topics: list[TopicData] = []
+    for _ in range(max(n_topics - 1, 0)):
+        ln, pos = _read_uvarint(buf, pos)
+        name = bytes(buf[pos:pos + ln - 1]).decode()
+        pos += ln - 1
+        n_parts, pos = _read_uvarint(buf, pos)
+        parts: list[PartitionData] = []
+        for _ in range(max(n_parts - 1, 0)):
+            index, code, hw, lso, start = _RESP_PART.unpack_from(buf, pos)
+            pos += _RESP_PART.size
+            n_aborted, pos = _read_uvarint(buf, pos)
+            aborted: list[tuple[int, int]] | None = None
+            if n_aborted:
+                aborted = []
+                for _ in range(n_aborted - 1):
+                    aborted.append(_ABORTED.unpack_from(buf, pos))
+                    pos = _skip_tags(buf, pos + _ABORTED.size)
+            (preferred,) = _u32.unpack_from(buf, pos)
+            ln, pos = _read_uvarint(buf, pos + 4)
+            size = max(ln - 1, 0)
+            if pos + size > end:
+                raise ValueError(f"records of partition {name}-{index} run past the frame")
+            p = PartitionData(index, code, hw, lso, start, aborted, preferred, buf[pos:pos + size])
+            pos += size
+
+            def on_tag(tag: int, value: memoryview, p: PartitionData = p) -> None:
+                if tag == 1:  # CurrentLeader {LeaderId int32, LeaderEpoch int32, tagged fields}
+                    p.current_leader = (_u32.unpack_from(value, 0)[0], _u32.unpack_from(value, 4)[0])
+            pos = _skip_tags(buf, pos, on_tag)
+            parts.append(p)
+        pos = _skip_tags(buf, pos)
+        topics.append(TopicData(name, None, parts))
+    pos = _skip_tags(buf, pos)
+    if pos > end:
+        raise ValueError(f"FetchResponse fields end at {pos}, past the frame ({end} bytes)")
+    return FetchResponseData(corr, throttle, error_code, session_id, topics)

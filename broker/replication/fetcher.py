@@ -10,6 +10,12 @@ that was never committed) is dropped, as KIP-101 describes. When a fetch says th
 of range, the follower truncates to the leader's log end (our log is longer) or restarts at the
 leader's log start (we fell behind its retention).
 
+The fetch loop is the acks=all latency path: a produce waits until the followers' *next* fetch
+reports the new log end offset, so each round appends and sends the next Fetch at once (no
+backoff unless something failed). The request is written and the response read by the
+hand-written v12 codec in ``protocol/fetch_codec.py`` (records stay views of the response frame,
+each batch's CRC is checked and its records are never walked, as Kafka's ``appendAsFollower``).
+
 Errors that mean "the leadership moved" (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, ...) make
 the partition wait for the controller's next LeaderAndIsr; connection failures back off for
 ``replica.fetch.backoff.ms``.
@@ -19,11 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import struct
 from typing import TYPE_CHECKING, Any
 
-from kafka.protocol.consumer import FetchRequest, OffsetForLeaderEpochRequest
+from kafka.protocol.consumer import OffsetForLeaderEpochRequest
 
 from protocol.errors import ErrorCode, KafkaError
+from protocol.fetch_codec import FetchPartitionRequest, decode_fetch_response, encode_fetch_request
 from protocol.records import validate_batches
 
 from ..interbroker import BrokerClient
@@ -33,7 +41,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("samsa.replication")
 
-FETCH_VERSION = 12
 OFFSET_FOR_LEADER_EPOCH_VERSION = 4
 _LEADERSHIP_MOVED = {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH,
                      ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
@@ -191,24 +198,32 @@ class ReplicaFetcher:
                 self.needs_truncation.discard(tp)
 
     async def _fetch_once(self, client: BrokerClient) -> None:
-        F = FetchRequest
         ready = [(tp, p) for tp, p in self.partitions.items() if tp not in self.needs_truncation]
         if not ready:
             await asyncio.sleep(self.backoff / 4)
             return
-        by_topic: dict[str, list[Any]] = {}
+        by_topic: dict[str, list[FetchPartitionRequest]] = {}
         for tp, part in ready:
-            by_topic.setdefault(tp.topic, []).append(F.FetchTopic.FetchPartition(
-                partition=tp.partition, current_leader_epoch=part.leader_epoch, fetch_offset=part.log_end_offset,
-                last_fetched_epoch=-1, log_start_offset=part.log_start_offset,
-                partition_max_bytes=self.partition_max_bytes))
-        req = F(replica_id=self.broker.broker_id, max_wait_ms=self.max_wait_ms, min_bytes=self.min_bytes,
-                max_bytes=self.max_bytes, isolation_level=0, session_id=0, session_epoch=-1,
-                topics=[F.FetchTopic(topic=t, partitions=ps) for t, ps in by_topic.items()],
-                forgotten_topics_data=[], rack_id="")
-        resp = await client.send(req, FETCH_VERSION, timeout=self.timeout + self.max_wait_ms / 1000)
+            by_topic.setdefault(tp.topic, []).append(FetchPartitionRequest(
+                tp.partition, part.leader_epoch, part.log_end_offset, part.log_start_offset,
+                self.partition_max_bytes))
+        # hot path: hand-written codec (protocol/fetch_codec.py), records stay views of the frame
+        corr = client.next_correlation_id()
+        frame = encode_fetch_request(corr, client.client_id, list(by_topic.items()),
+                                     replica_id=self.broker.broker_id, max_wait_ms=self.max_wait_ms,
+                                     min_bytes=self.min_bytes, max_bytes=self.max_bytes)
+        payload = await client.send_frame(frame, timeout=self.timeout + self.max_wait_ms / 1000)
+        try:
+            resp = decode_fetch_response(payload)
+        except (ValueError, IndexError, struct.error) as e:
+            client.close()
+            raise ConnectionError(f"malformed Fetch response from broker {self.leader_id}: {e}") from e
+        if resp.correlation_id != corr:
+            client.close()
+            raise ConnectionError(f"correlation id {resp.correlation_id} does not match request {corr}")
         moved = False
-        for t in resp.responses:
+        for t in resp.topics:
+            assert t.topic is not None
             for p in t.partitions:
                 tp = _tp(t.topic, p.partition_index)
                 followed = self.partitions.get(tp)
@@ -218,8 +233,10 @@ class ReplicaFetcher:
                 code = ErrorCode(p.error_code)
                 if code == ErrorCode.NONE:
                     try:
+                        assert isinstance(p.records, memoryview)  # decode_fetch_response's views
                         if p.records:
-                            part.append_as_follower(validate_batches(p.records), p.high_watermark)
+                            # Kafka's appendAsFollower checks each batch's CRC, not its records
+                            part.append_as_follower(validate_batches(p.records, deep=False), p.high_watermark)
                             if self.broker.metrics is not None:  # BrokerTopicMetrics.ReplicationBytesIn
                                 self.broker.metrics.topic_stats.replicated_in(tp.topic, len(p.records))
                         else:

@@ -273,3 +273,25 @@ def test_leader_epoch_cache_rebuilt_by_recovery(d: Path) -> None:
     assert log.leader_epoch_cache.entries == [(0, 0), (2, 5)]
     assert log.end_offset_for_epoch(2) == (2, 7)
     log.close()
+
+
+def test_roll_flushes_in_the_background_and_then_moves_the_recovery_point(d: Path) -> None:
+    """Kafka's roll schedules the old segment's fsync; the recovery point follows only when it is done."""
+    from concurrent.futures import Future
+
+    import log.log as log_module
+
+    log = Log.open(d, CFG)
+    write(log, 60)
+    bases = [s.base_offset for s in log.segments]
+    assert len(bases) > 2
+    log_module._flusher().submit(lambda: None).result(10)  # the flusher thread is FIFO: all done now
+    assert log.recovery_point == bases[-1]
+    # a flush still running does not count, and a truncation below it forgets it
+    gate: Future[None] = Future()
+    log._flushes.append((gate, log.log_end_offset))
+    assert log.recovery_point == bases[-1]
+    log.truncate_to(bases[-1] - 1)
+    gate.set_result(None)
+    assert log.recovery_point <= log.log_end_offset < bases[-1]
+    log.close()
