@@ -3,9 +3,10 @@
 
 Figures, each in a fresh cluster on this machine (three broker processes and one ZooKeeper):
 
-1. produce throughput, 1 KiB messages, one confluent-kafka (librdkafka) producer, 3 partitions:
-   RF 1 acks=1, RF 3 acks=1 and RF 3 acks=all (min.insync.replicas 2), with the ratio of RF 3
-   acks=all to RF 1 acks=1 (the issue's aim: >= 0.5x);
+1. produce throughput, 1 KiB messages, one confluent-kafka (librdkafka) producer with its
+   default settings plus linger.ms 5, 3 partitions: RF 1 acks=1, RF 3 acks=1 and RF 3 acks=all
+   (min.insync.replicas 2), with the ratio of RF 3 acks=all to RF 1 acks=1 (the issue's aim:
+   >= 0.5x) and the load average after each case (the machine may be shared);
 2. failover: a partition leader is SIGKILLed while an acks=all producer sends one message at a
    time; the time from the kill to the next acknowledged message (aim: within the ZooKeeper
    session timeout plus 2 s; ``zookeeper.session.timeout.ms`` is --session-ms);
@@ -73,9 +74,14 @@ def wait_isr(c: SamsaCluster, topic: str, n: int, timeout: float = 600) -> float
     raise SystemExit(f"{topic}: ISR never reached {n}")
 
 
+# The same producer for the three cases: librdkafka's defaults (batch.size 1000000,
+# max.in.flight 1000000, no compression) with linger.ms 5, as a confluent-kafka application
+# that tunes nothing sees them; --batch-size overrides batch.size for all three alike.
+PRODUCER = {"linger.ms": 5, "queue.buffering.max.kbytes": 262144}
+
+
 def throughput(c: SamsaCluster, topic: str, acks: str, seconds: float) -> dict[str, float]:
-    p = Producer({"bootstrap.servers": c.bootstrap, "acks": acks, "linger.ms": 5, "batch.size": 262144,
-                  "queue.buffering.max.kbytes": 262144, "logger": quiet})
+    p = Producer({"bootstrap.servers": c.bootstrap, "acks": acks, **PRODUCER, "logger": quiet})
     value = os.urandom(1024)
     acked = [0]
 
@@ -163,9 +169,14 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10.0, help="each throughput case (default 10)")
     ap.add_argument("--lag-mb", type=int, default=200, help="data written while a follower is down (default 200)")
     ap.add_argument("--session-ms", type=int, default=6000, help="zookeeper.session.timeout.ms (default 6000)")
+    ap.add_argument("--batch-size", type=int, help="the producer's batch.size (default: librdkafka's, 1000000)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
-    out: dict[str, Any] = {"session_ms": args.session_ms}
+    if args.batch_size:
+        PRODUCER["batch.size"] = args.batch_size
+    out: dict[str, Any] = {"session_ms": args.session_ms, "producer": dict(PRODUCER), "load": {}}
+    print(f"producer: 1 KiB messages, 3 partitions, {PRODUCER}; load average {os.getloadavg()[0]:.2f} "
+          f"on {os.cpu_count()} cores", flush=True)
     with tempfile.TemporaryDirectory(prefix="samsa-bench-repl-") as tmp:
         overrides = {"zookeeper.session.timeout.ms": args.session_ms, "log.segment.bytes": 268435456,
                      "replica.lag.time.max.ms": 10000}
@@ -174,8 +185,9 @@ def main() -> None:
             for name, rf, acks in (("rf1_acks1", 1, "1"), ("rf3_acks1", 3, "1"), ("rf3_acksall", 3, "all")):
                 create(c, name.replace("_", "-"), rf)
                 out[name] = throughput(c, name.replace("_", "-"), acks, args.seconds)
-                print(f"{name:12s} {out[name]['msgs_per_s']:10,.0f} msgs/s  {out[name]['mb_per_s']:7.1f} MB/s",
-                      flush=True)
+                out["load"][name] = load = os.getloadavg()[0]  # other work on the machine shows here
+                print(f"{name:12s} {out[name]['msgs_per_s']:10,.0f} msgs/s  {out[name]['mb_per_s']:7.1f} MB/s"
+                      f"  (load average {load:.2f})", flush=True)
             out["ratio_rf3_acksall_to_rf1_acks1"] = out["rf3_acksall"]["msgs_per_s"] / out["rf1_acks1"]["msgs_per_s"]
             print(f"RF 3 acks=all / RF 1 acks=1: {out['ratio_rf3_acksall_to_rf1_acks1']:.2f}x", flush=True)
             create(c, "failover", 3, parts=1)
