@@ -15,13 +15,19 @@ Usage::
     python bench/security.py                 # 50000 x 1 KiB, 300 connections per mechanism
     python bench/security.py -n 20000 --connections 100
 
+Each listener is measured ``--repeat`` times, interleaved, and the medians are printed, with the
+broker's CPU milliseconds per MB (from /proc): on a shared machine the rates move with the load,
+the CPU per MB much less.
+
 It is a script, not a test: nothing here asserts a speed.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -63,7 +69,14 @@ def conf_for(proto: str, ports: dict[str, int], pki: object) -> dict[str, str]:
     return conf
 
 
-def throughput(conf: dict[str, str], n: int, size: int) -> tuple[float, float]:
+def cpu_seconds(pid: int) -> float:
+    """user + system CPU of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def throughput(conf: dict[str, str], n: int, size: int, pid: int) -> tuple[float, float, float, float]:
+    """(produce MB/s, consume MB/s, broker CPU ms per MB produced, per MB consumed)."""
     from confluent_kafka import Consumer, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -72,6 +85,7 @@ def throughput(conf: dict[str, str], n: int, size: int) -> tuple[float, float]:
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
     payload = b"x" * size
     p = Producer({**conf, "linger.ms": 5, "batch.size": 1048576, "acks": "all"})
+    cpu0 = cpu_seconds(pid)
     t0 = time.perf_counter()
     for _ in range(n):
         while True:
@@ -82,18 +96,21 @@ def throughput(conf: dict[str, str], n: int, size: int) -> tuple[float, float]:
                 p.poll(0.01)
     p.flush(120)
     produce_s = time.perf_counter() - t0
+    produce_cpu = cpu_seconds(pid) - cpu0
     c = Consumer({**conf, "group.id": topic, "enable.auto.commit": False, "fetch.max.bytes": 52428800})
     c.assign([TopicPartition(topic, 0, 0)])
     got = 0
+    cpu0 = cpu_seconds(pid)
     t0 = time.perf_counter()
     while got < n:
         for m in c.consume(1000, 1.0):
             if not m.error():
                 got += 1
     consume_s = time.perf_counter() - t0
+    consume_cpu = cpu_seconds(pid) - cpu0
     c.close()
     mb = n * size / 1e6
-    return mb / produce_s, mb / consume_s
+    return mb / produce_s, mb / consume_s, produce_cpu * 1000 / mb, consume_cpu * 1000 / mb
 
 
 def connections_per_second(port: int, mechanism: str, count: int) -> float:
@@ -130,23 +147,30 @@ def main() -> None:
     ap.add_argument("-n", type=int, default=50000, help="messages per case")
     ap.add_argument("--size", type=int, default=1024)
     ap.add_argument("--connections", type=int, default=300, help="authenticated connections per mechanism")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per listener, interleaved; medians are printed")
     args = ap.parse_args()
+    print(f"loadavg before: {os.getloadavg()[0]:.1f}")
     with tempfile.TemporaryDirectory(prefix="samsa-bench-sec-") as d:
         proc, ports, pki = start_broker(Path(d))
         try:
-            rows = []
-            for proto in ("PLAINTEXT", "SSL", "SASL_SSL"):
-                rows.append((proto, *throughput(conf_for(proto, ports, pki), args.n, args.size)))
+            protos = ("PLAINTEXT", "SSL", "SASL_SSL")
+            runs: dict[str, list[tuple[float, float, float, float]]] = {p: [] for p in protos}
+            for _ in range(args.repeat):  # interleaved, so a burst of load hits every listener alike
+                for proto in protos:
+                    runs[proto].append(throughput(conf_for(proto, ports, pki), args.n, args.size, proc.pid))
+            rows = [(proto, *(statistics.median(r[i] for r in runs[proto]) for i in range(4))) for proto in protos]
             base_p, base_c = rows[0][1], rows[0][2]
-            print(f"{'listener':<12} {'produce MB/s':>13} {'x PLAINTEXT':>12} {'consume MB/s':>13} {'x PLAINTEXT':>12}")
-            for proto, p, c in rows:
-                print(f"{proto:<12} {p:>13.1f} {p / base_p:>12.2f} {c:>13.1f} {c / base_c:>12.2f}")
+            print(f"{'listener':<12} {'produce MB/s':>13} {'x PLAINTEXT':>12} {'consume MB/s':>13} {'x PLAINTEXT':>12}"
+                  f" {'broker CPU ms/MB produce':>25} {'consume':>8}")
+            for proto, p, c, pc, cc in rows:
+                print(f"{proto:<12} {p:>13.1f} {p / base_p:>12.2f} {c:>13.1f} {c / base_c:>12.2f} {pc:>25.1f} {cc:>8.1f}")
             for mech in ("PLAIN", "SCRAM-SHA-512"):
                 rate = connections_per_second(ports["SASL_PLAINTEXT"], mech, args.connections)
                 print(f"new authenticated connections/s, {mech}: {rate:.0f}")
         finally:
             proc.terminate()
             proc.wait(30)
+    print(f"loadavg after: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":
