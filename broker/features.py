@@ -6,21 +6,29 @@ transactions v2 -- Java 4.x producers then end transactions with EndTxn v5 and l
 v12 / TxnOffsetCommit v5 add partitions implicitly; levels 0 and 1 keep them on transactions
 v1. A new broker finalizes level 2, as a Kafka 4.0+ cluster formatted with its defaults does.
 
-Finalized levels are changed with UpdateFeatures (``kafka-features.sh upgrade/downgrade``) and
-kept in ``features.json`` in the first log directory (``{"epoch": N, "features": {...}}``,
-written to a temporary file and renamed), so they survive restarts; the epoch counts changes.
-A feature finalized at level 0 is absent, as in Kafka. In a multi-broker cluster each broker
-keeps its own file: UpdateFeatures is refused there (``broker/apis/update_features.py``).
+Finalized levels are changed with UpdateFeatures (``kafka-features.sh upgrade/downgrade``). A
+feature finalized at level 0 is absent, as in Kafka. Where they live:
+
+* a single broker keeps them in ``features.json`` in its first log directory (``{"epoch": N,
+  "features": {...}}``, written to a temporary file and renamed), so they survive restarts; the
+  epoch counts changes;
+* in a cluster they are Kafka's ZooKeeper-mode ``/feature`` znode, written by the controller
+  (conditionally on the znode version) and watched by every broker, which answers ApiVersions
+  from its copy; the epoch is the znode version + 1 (0 while the znode does not exist and the
+  defaults apply).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
 import weakref
 from pathlib import Path
 from typing import Any
+
+from .zk.zk_data import FEATURE as FEATURE_ZNODE
 
 log = logging.getLogger("samsa.features")
 
@@ -33,10 +41,26 @@ DEFAULT_FINALIZED: dict[str, int] = {TRANSACTION_VERSION: 2}
 class FinalizedFeatures:
     """The finalized levels and their epoch; every change is persisted before it is visible."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self) -> None:
         self.levels: dict[str, int] = dict(DEFAULT_FINALIZED)
         self.epoch = 0
+
+    def level(self, name: str) -> int:
+        return self.levels.get(name, 0)
+
+    def merged(self, levels: dict[str, int]) -> dict[str, int]:
+        return {k: v for k, v in {**self.levels, **levels}.items() if v > 0}
+
+    async def update(self, levels: dict[str, int]) -> None:
+        raise NotImplementedError
+
+
+class FileFinalizedFeatures(FinalizedFeatures):
+    """A single broker's levels, in ``features.json``."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
         if path.exists():
             try:
                 data = json.loads(path.read_text())
@@ -45,12 +69,8 @@ class FinalizedFeatures:
             except (OSError, ValueError, KeyError, TypeError) as e:
                 log.warning("Ignoring unreadable %s (%s): features stay at their defaults", path, e)
 
-    def level(self, name: str) -> int:
-        return self.levels.get(name, 0)
-
-    def update(self, levels: dict[str, int]) -> None:
-        new = {**self.levels, **levels}
-        new = {k: v for k, v in new.items() if v > 0}
+    async def update(self, levels: dict[str, int]) -> None:
+        new = self.merged(levels)
         tmp = self.path.with_suffix(".tmp")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "w") as f:
@@ -62,12 +82,46 @@ class FinalizedFeatures:
         log.info("Finalized features are now %s (epoch %d)", new, self.epoch)
 
 
+class ZkFinalizedFeatures(FinalizedFeatures):
+    """A cluster's levels: this broker's copy of ``/feature``, kept current by a watch."""
+
+    def __init__(self, zk: Any) -> None:
+        super().__init__()
+        self.zk = zk
+        self.version: int | None = None  # of the znode; None while it does not exist
+        self._apply(zk.get_features())  # once, on first use; the watch keeps it current
+        zk.watch_data(FEATURE_ZNODE, lambda _data: asyncio.ensure_future(self._refresh()))
+
+    def _apply(self, got: tuple[dict[str, int], int] | None) -> None:
+        if got is None:
+            self.levels, self.version, self.epoch = dict(DEFAULT_FINALIZED), None, 0
+        elif self.version is None or got[1] >= self.version:
+            self.levels, self.version, self.epoch = got[0], got[1], got[1] + 1
+
+    async def _refresh(self) -> None:
+        try:
+            self._apply(await asyncio.to_thread(self.zk.get_features))
+        except Exception as e:  # the session is gone: the next watch event brings the news
+            log.warning("Could not read /feature: %s", e)
+
+    async def update(self, levels: dict[str, int]) -> None:
+        """The controller's write, conditional on the znode version it last saw (an error if another
+        write came in between: the request fails and may be retried)."""
+        new = self.merged(levels)
+        version = await asyncio.to_thread(self.zk.set_features, new, self.version)
+        self._apply((new, version))
+        log.info("Finalized features are now %s (epoch %d)", new, self.epoch)
+
+
 _BY_BROKER: weakref.WeakKeyDictionary[Any, FinalizedFeatures] = weakref.WeakKeyDictionary()
 
 
 def finalized(broker: Any) -> FinalizedFeatures:
-    """The broker's finalized features, read from its first log directory on first use."""
+    """The broker's finalized features: from ZooKeeper in a cluster, else from its first log
+    directory; read on first use."""
     f = _BY_BROKER.get(broker)
     if f is None:
-        f = _BY_BROKER[broker] = FinalizedFeatures(Path(broker.config.log_dirs[0]) / "features.json")
+        zk = getattr(broker, "zk", None) if getattr(broker, "cluster", None) is not None else None
+        f = _BY_BROKER[broker] = ZkFinalizedFeatures(zk) if zk is not None \
+            else FileFinalizedFeatures(Path(broker.config.log_dirs[0]) / "features.json")
     return f

@@ -9,9 +9,10 @@ Level 0 removes the feature. The request is atomic: if any update is invalid not
 and the first error is also the top-level one. v1 adds ``validate_only``; v2 drops the
 per-feature results.
 
-In a multi-broker cluster the finalized levels would have to change on every broker at once
-(Kafka's controller does that through its metadata): not supported yet, so the request answers
-INVALID_REQUEST there and every broker keeps the default levels.
+In a cluster only the active controller serves it (NOT_CONTROLLER elsewhere; admin clients send
+it there), as in Kafka's ZooKeeper mode: it writes the ``/feature`` znode conditionally on the
+version it last saw (FEATURE_UPDATE_FAILED if another write came in between), and every broker's
+watch picks the new levels up for its ApiVersions answers.
 """
 
 from __future__ import annotations
@@ -60,8 +61,9 @@ async def handle_update_features(ctx: RequestContext, req: Any) -> Any:
     if not ctx.authorize(ALTER, CLUSTER, CLUSTER_NAME):
         return answer(CLUSTER_DENIED, None, {})
     if ctx.broker.cluster is not None:
-        return answer(ErrorCode.INVALID_REQUEST, "UpdateFeatures is not supported in a multi-broker Samsa cluster",
-                      {})
+        controller = ctx.broker.controller
+        if controller is None or not controller.is_active:
+            return answer(ErrorCode.NOT_CONTROLLER, "This broker is not the active controller.", {})
     if len(set(names)) != len(names):
         return answer(ErrorCode.INVALID_REQUEST, "The request contains multiple updates for the same feature", {})
     fin = features.finalized(ctx.broker)
@@ -80,5 +82,8 @@ async def handle_update_features(ctx: RequestContext, req: Any) -> Any:
     if first is not None:
         return answer(first[0], first[1], per)
     if not (ctx.version >= 1 and req.validate_only) and levels:
-        fin.update(levels)
+        try:
+            await fin.update(levels)
+        except Exception as e:  # a concurrent write (BadVersionError / NodeExistsError), or ZooKeeper down
+            return answer(ErrorCode.FEATURE_UPDATE_FAILED, f"Could not write the finalized features: {e!r}", {})
     return answer(ErrorCode.NONE, None, per)

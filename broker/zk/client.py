@@ -189,6 +189,22 @@ class KafkaZkClient:
         except NoNodeError:
             pass
 
+    # --- /feature ------------------------------------------------------------------------------
+    def get_features(self) -> tuple[dict[str, int], int] | None:
+        """(finalized levels, znode version), or None when no feature was ever finalized."""
+        got = self.get(zd.FEATURE)
+        return None if got is None else (zd.decode_features(got[0]), got[1].version)
+
+    def set_features(self, levels: dict[str, int], expected_version: int | None) -> int:
+        """Write the finalized levels: create ``/feature`` (``expected_version`` None) or replace it
+        at that znode version (BadVersionError / NodeExistsError when someone wrote in between).
+        Returns the new znode version."""
+        assert self.zk is not None
+        if expected_version is None:
+            self.zk.create(zd.FEATURE, zd.encode_features(levels), makepath=True)
+            return 0
+        return int(self.zk.set(zd.FEATURE, zd.encode_features(levels), version=expected_version).version)
+
     # --- cluster id ----------------------------------------------------------------------------
     def get_or_create_cluster_id(self, proposed: str) -> str:
         assert self.zk is not None

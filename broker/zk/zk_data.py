@@ -47,6 +47,7 @@ PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 ISR_CHANGE_PREFIX = "isr_change_"
 LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
+FEATURE = "/feature"  # finalized feature levels (KIP-584), written by the controller
 # ACLs (Kafka's ZkAclStore / ExtendedAclZNode); the JSON is broker.security.acl_store's encode_acls.
 KAFKA_ACL = "/kafka-acl"
 KAFKA_ACL_PREFIXED = "/kafka-acl-extended/prefixed"
@@ -92,6 +93,21 @@ def _dumps(obj: Any) -> bytes:
 
 def _loads(data: bytes | None) -> Any:
     return json.loads(data.decode()) if data else None
+
+
+# --- /feature --------------------------------------------------------------------------------------
+# Kafka's FeatureZNode (v2): {"version":2,"status":1,"features":{name:{"min_version_level":1,
+# "max_version_level":L}}}; status 1 is "enabled". A feature at level 0 is absent.
+
+def encode_features(levels: dict[str, int]) -> bytes:
+    return _dumps({"version": 2, "status": 1, "features": {
+        n: {"min_version_level": 1, "max_version_level": v} for n, v in sorted(levels.items()) if v > 0}})
+
+
+def decode_features(data: bytes | None) -> dict[str, int]:
+    obj = _loads(data) or {}
+    return {str(n): int(f["max_version_level"]) for n, f in (obj.get("features") or {}).items()
+            if int(f["max_version_level"]) > 0}
 
 
 # --- /cluster/id ---------------------------------------------------------------------------------
