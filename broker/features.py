@@ -89,7 +89,9 @@ class ZkFinalizedFeatures(FinalizedFeatures):
         super().__init__()
         self.zk = zk
         self.version: int | None = None  # of the znode; None while it does not exist
-        self._apply(zk.get_features())  # once, on first use; the watch keeps it current
+        # Once, on first use (the watch keeps it current). Raises while ZooKeeper is unreachable:
+        # the caller then answers with the defaults and tries again next time.
+        self._apply(zk.get_features())
         zk.watch_data(FEATURE_ZNODE, lambda _data: asyncio.ensure_future(self._refresh()))
 
     def _apply(self, got: tuple[dict[str, int], int] | None) -> None:
@@ -122,6 +124,13 @@ def finalized(broker: Any) -> FinalizedFeatures:
     f = _BY_BROKER.get(broker)
     if f is None:
         zk = getattr(broker, "zk", None) if getattr(broker, "cluster", None) is not None else None
-        f = _BY_BROKER[broker] = ZkFinalizedFeatures(zk) if zk is not None \
-            else FileFinalizedFeatures(Path(broker.config.log_dirs[0]) / "features.json")
+        if zk is None:
+            f = FileFinalizedFeatures(Path(broker.config.log_dirs[0]) / "features.json")
+        else:
+            try:
+                f = ZkFinalizedFeatures(zk)
+            except Exception as e:  # ZooKeeper unreachable: never fail ApiVersions for it
+                log.warning("Could not read /feature (%s): answering with the default features for now", e)
+                return FinalizedFeatures()
+        _BY_BROKER[broker] = f
     return f
