@@ -3,7 +3,8 @@ machinery, as :mod:`protocol.kip848` does for consumer groups.
 
 Requests and responses (ShareGroupHeartbeat 76, ShareGroupDescribe 77, ShareFetch 78,
 ShareAcknowledge 79, and the admin APIs DescribeShareGroupOffsets 90, AlterShareGroupOffsets 91,
-DeleteShareGroupOffsets 92) are registered by API key in :mod:`protocol.messages`. The ``ApiData``
+DeleteShareGroupOffsets 92, and the share coordinator's inter-broker InitializeShareGroupState 83,
+ReadShareGroupState 84, WriteShareGroupState 85) are registered by API key in :mod:`protocol.messages`. The ``ApiData``
 classes are record values: share groups in ``__consumer_offsets``
 (:mod:`groupcoord.share.records`) and share-partition state in ``__share_group_state``
 (:mod:`groupcoord.share.state`). Schemas live in :mod:`protocol.schemas`. No I/O.
@@ -73,6 +74,30 @@ class DeleteShareGroupOffsetsResponse(ApiMessage, load_json=_SCHEMAS):  # type: 
     pass
 
 
+class InitializeShareGroupStateRequest(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg]
+    pass
+
+
+class InitializeShareGroupStateResponse(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg]
+    pass
+
+
+class ReadShareGroupStateRequest(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg]
+    pass
+
+
+class ReadShareGroupStateResponse(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg]
+    pass
+
+
+class WriteShareGroupStateRequest(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg]
+    pass
+
+
+class WriteShareGroupStateResponse(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg]
+    pass
+
+
 class ShareGroupMetadataValue(ApiData, load_json=_SCHEMAS):  # type: ignore[call-arg]
     pass
 
@@ -107,4 +132,7 @@ MESSAGES = [ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse,
             ShareAcknowledgeRequest, ShareAcknowledgeResponse,
             DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse,
             AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse,
-            DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse]
+            DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse,
+            InitializeShareGroupStateRequest, InitializeShareGroupStateResponse,
+            ReadShareGroupStateRequest, ReadShareGroupStateResponse,
+            WriteShareGroupStateRequest, WriteShareGroupStateResponse]

@@ -41,6 +41,8 @@ from ..security.acl import GROUP, GROUP_DENIED, READ, TOPIC, TOPIC_DENIED, Requi
 from . import RequestContext, api
 
 TopicIdPartition = tuple[uuid.UUID, int]
+STATE_UNAVAILABLE = (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
+                     ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.REQUEST_TIMED_OUT)
 
 
 @dataclass(slots=True)
@@ -191,7 +193,10 @@ async def _acquire(ctx: RequestContext, req: Any, group_id: str, member_id: str,
         try:
             sps.append((tip, await manager.share_partition(group_id, tip[0], names[tip], tip[1])))
         except KafkaError as e:
-            outcomes[tip].error = e.code
+            # The share coordinator holding its state is not reachable yet (just created, moving):
+            # nothing to deliver this time, as Kafka answers; the client simply fetches again.
+            if e.code not in STATE_UNAVAILABLE:
+                outcomes[tip].error = e.code
     if not sps:
         return
     # Start where the last request stopped, so one busy partition does not starve the others.

@@ -38,6 +38,7 @@ from groupcoord.share.state import ShareCoordinator, SharePartitionKey
 from protocol.errors import ErrorCode, KafkaError
 
 from .partition import Acquired, SharePartition
+from .persister import SharePersister
 from .session import ShareSessionCache
 
 log = logging.getLogger("samsa.share")
@@ -95,6 +96,7 @@ class SharePartitionManager:
         self.broker = broker
         self.coordinator = coordinator
         self.config = config or ShareConfig()
+        self.persister = SharePersister(broker, coordinator)
         self.partitions: dict[SharePartitionKey, SharePartition] = {}
         self.sessions = ShareSessionCache(self.config.max_share_sessions)
         self._init_locks: dict[SharePartitionKey, asyncio.Lock] = {}
@@ -130,12 +132,11 @@ class SharePartitionManager:
             sp = self.partitions.get(key)
             if sp is not None:
                 return sp
-            await self.coordinator.ensure_loaded(key)
-            state = self.coordinator.read_state(key)
+            state = await self.persister.read(key, part.leader_epoch)
             if state is None:
                 start = part.log_start_offset if self.config.auto_offset_reset == "earliest" \
                     else part.high_watermark
-                await self.coordinator.initialize(key, start, part.leader_epoch)
+                await self.persister.initialize(key, start, part.leader_epoch)
                 sp = SharePartition(group_id, topic, partition, start,
                                     delivery_count_limit=self.config.delivery_count_limit)
             else:
@@ -209,6 +210,12 @@ class SharePartitionManager:
             _tasks.add(task)
             task.add_done_callback(_tasks.discard)
 
+    def on_leadership_lost(self, topic: str, partition: int) -> None:
+        """Another broker leads the partition now: its share-partitions are served there (from the
+        persisted state; what was acquired here is delivered again)."""
+        for key in [k for k, sp in self.partitions.items() if (sp.topic, sp.partition) == (topic, partition)]:
+            del self.partitions[key]
+
     def on_member_removed(self, group_id: str, member_id: str) -> None:
         self.sessions.close(group_id, member_id)
         task = asyncio.get_running_loop().create_task(self.release(group_id, member_id))
@@ -243,8 +250,7 @@ class SharePartitionManager:
     async def reset_start_offset(self, key: SharePartitionKey, offset: int, leader_epoch: int) -> None:
         """Start the share-partition afresh at ``offset`` (AlterShareGroupOffsets on an empty group)."""
         self.partitions.pop(key, None)
-        await self.coordinator.ensure_loaded(key)
-        await self.coordinator.initialize(key, offset, leader_epoch)
+        await self.persister.initialize(key, offset, leader_epoch)
 
     async def delete_state(self, keys: list[SharePartitionKey]) -> None:
         for key in keys:
@@ -254,7 +260,7 @@ class SharePartitionManager:
     async def _persist(self, key: SharePartitionKey, sp: SharePartition) -> None:
         moved, batches = sp.take_changes()
         if moved or batches:
-            await self.coordinator.write(key, sp.start_offset, batches)
+            await self.persister.write(key, sp.start_offset, batches)
 
     async def _persist_quietly(self, key: SharePartitionKey, sp: SharePartition) -> None:
         try:

@@ -6,14 +6,17 @@ partitions of ``__share_group_state`` -- created on first need with
 and the :class:`~broker.share.manager.SharePartitionManager`, and tells the latter when the
 group coordinator removes a share member or deletes a share group.
 
-Single broker: this broker coordinates every ``__share_group_state`` partition. In a cluster the
-share coordinator would follow that topic's partition leadership and partition leaders would
-reach it with Read/WriteShareGroupState; that is not done yet, so share groups are served by
-the broker that leads both the partition and its state partition.
+On a single broker this broker coordinates every ``__share_group_state`` partition. In a
+cluster the share coordinator follows that topic's partition leadership (loading a partition's
+states when this broker becomes its leader, forgetting them when it moves away), and partition
+leaders reach it through :mod:`broker.share.persister` (Initialize/Read/WriteShareGroupState);
+a broker that stops leading a data partition drops its share-partitions, which the new leader
+rebuilds from the persisted state.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterator
 from typing import Any
@@ -78,10 +81,29 @@ async def start(broker: Any) -> None:
     manager = SharePartitionManager(broker, coord, ShareConfig.from_broker(broker.config))
     manager.start()
     broker.share_partition_manager = manager
+    if getattr(broker, "cluster", None) is not None:
+        broker.replica_manager.leadership_listeners.append(
+            lambda tp, is_leader, _epoch: _on_leadership(coord, manager, tp.topic, tp.partition, is_leader))
     gc = getattr(broker, "group_coordinator", None)
     if gc is not None:
         gc.share_member_removed.append(manager.on_member_removed)
         gc.share_group_deleted.append(manager.on_group_deleted)
+
+
+def _on_leadership(coord: ShareCoordinator, manager: SharePartitionManager, topic: str, partition: int,
+                   is_leader: bool) -> None:
+    if topic == SHARE_STATE_TOPIC:
+        if is_leader:
+            task = asyncio.get_running_loop().create_task(coord.on_election(partition))
+            _tasks.add(task)
+            task.add_done_callback(_tasks.discard)
+        else:
+            coord.unload(partition)
+    elif not is_leader:
+        manager.on_leadership_lost(topic, partition)
+
+
+_tasks: set[asyncio.Task[None]] = set()
 
 
 async def stop(broker: Any) -> None:

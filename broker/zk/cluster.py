@@ -81,7 +81,9 @@ class ZkCluster:
         self.cache = MetadataCache(broker.broker_id)
         broker.metadata_cache = self.cache
         internal_rf = {"__consumer_offsets": cfg.int("offsets.topic.replication.factor"),
-                       "__transaction_state": cfg.int("transaction.state.log.replication.factor")}
+                       "__transaction_state": cfg.int("transaction.state.log.replication.factor"),
+                       "__share_group_state": int(str(cfg.get("share.coordinator.state.topic.replication.factor")
+                                                      or 3))}
         self.topics = ZkTopicRegistry(self.zk, self.live_broker_ids, cfg.int("default.replication.factor"),
                                       internal_rf)
         self.topics.broker_racks = self.live_broker_racks

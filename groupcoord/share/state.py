@@ -175,6 +175,12 @@ class ShareCoordinator:
             if n % 1000 == 0:
                 await asyncio.sleep(0)
 
+    def unload(self, partition: int) -> None:
+        """Another broker leads ``partition`` now: forget its states (they are replayed there)."""
+        self._loaded.discard(partition)
+        for key in [k for k in self.states if self.partition_for(k) == partition]:
+            del self.states[key]
+
     async def ensure_loaded(self, key: SharePartitionKey) -> None:
         """The partition holding ``key``'s state exists and has been replayed."""
         p = self.partition_for(key)

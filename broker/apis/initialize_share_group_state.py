@@ -1,0 +1,48 @@
+"""InitializeShareGroupState (key 83), version 0, inter-broker: a share-partition's first state
+(the start offset ``share.auto.offset.reset`` chose, or one AlterShareGroupOffsets set), written
+by the share coordinator that owns it as a ShareSnapshot (KIP-932; see
+:mod:`broker.share.persister`).
+
+NOT_COORDINATOR when this broker does not lead the key's ``__share_group_state`` partition.
+Authorization: CLUSTER_ACTION on the cluster (CLUSTER_AUTHORIZATION_FAILED).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.share.persister import owns
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode, KafkaError
+
+from ..security.acl import CLUSTER, CLUSTER_ACTION, CLUSTER_DENIED, CLUSTER_NAME, Requires
+from . import RequestContext, api
+
+
+@api(ApiKey.INITIALIZE_SHARE_GROUP_STATE, versions=(0, 0), authz=(
+    Requires(CLUSTER_ACTION, CLUSTER, CLUSTER_DENIED, "every partition"),))
+async def handle_initialize_share_group_state(ctx: RequestContext, req: Any) -> Any:
+    R = ctx.response_class
+    T = R.InitializeStateResult
+    P = T.PartitionResult
+    allowed = ctx.authorize(CLUSTER_ACTION, CLUSTER, CLUSTER_NAME)
+    coord = ctx.broker.share_coordinator
+    out = []
+    for t in req.topics or []:
+        ps = []
+        for p in t.partitions or []:
+            key = (req.group_id, t.topic_id, p.partition)
+            code = ErrorCode.NONE
+            if not allowed:
+                code = CLUSTER_DENIED
+            elif coord is None or not owns(ctx.broker, coord, key):
+                code = ErrorCode.NOT_COORDINATOR
+            else:
+                try:
+                    await coord.ensure_loaded(key)
+                    await coord.initialize(key, p.start_offset, -1)
+                except KafkaError as e:
+                    code = e.code
+            ps.append(P(partition=p.partition, error_code=int(code), error_message=None))
+        out.append(T(topic_id=t.topic_id, partitions=ps))
+    return R(results=out)
