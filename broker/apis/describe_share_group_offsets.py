@@ -49,13 +49,22 @@ async def handle_describe_share_group_offsets(ctx: RequestContext, req: Any) -> 
             continue
         wanted: list[tuple[str, list[int] | None]]
         if g.topics is None:
-            by_id: dict[Any, list[int]] = {}
+            # Every partition the group has state for: those known here, and in a cluster those of
+            # its members' topics whose state another broker coordinates.
+            by_id: dict[Any, set[int]] = {}
             for _g, tid, p in manager.keys_of(gid):
-                by_id.setdefault(tid, []).append(p)
+                by_id.setdefault(tid, set()).add(p)
+            for name in {t for m in d.members for t in m.subscribed_topic_names}:
+                info = topics.get(name)
+                if info is not None:
+                    by_id.setdefault(info.topic_id, set()).update(range(info.num_partitions))
             wanted = []
-            for tid, ps in by_id.items():
+            for tid, pset in by_id.items():
                 info = topics.by_id(tid)
-                if info is not None and ctx.authorize(DESCRIBE, TOPIC, info.name, log_denied=False):
+                if info is None or not ctx.authorize(DESCRIBE, TOPIC, info.name, log_denied=False):
+                    continue
+                ps = [p for p in sorted(pset) if await manager.read_start_offset((gid, tid, p)) is not None]
+                if ps:
                     wanted.append((info.name, ps))
         else:
             wanted = [(t.topic_name, list(t.partitions or [])) for t in g.topics]
@@ -70,7 +79,8 @@ async def handle_describe_share_group_offsets(ctx: RequestContext, req: Any) -> 
             tid = info.topic_id if info is not None else None
             ps = []
             for p in parts or []:
-                found = manager.start_offset((gid, tid, p)) if code == ErrorCode.NONE else None
+                found = await manager.read_start_offset((gid, tid, p)) \
+                    if code == ErrorCode.NONE and tid is not None else None
                 pcode = code if code != ErrorCode.NONE else (
                     ErrorCode.NONE if info is not None and 0 <= p < info.num_partitions
                     else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)

@@ -34,7 +34,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from groupcoord.share.state import ShareCoordinator, SharePartitionKey
+from groupcoord.share.state import SHARE_STATE_TOPIC, ShareCoordinator, SharePartitionKey
 from protocol.errors import ErrorCode, KafkaError
 
 from .partition import Acquired, SharePartition
@@ -241,6 +241,19 @@ class SharePartitionManager:
         if sp is not None:
             return sp.start_offset, epoch
         return (state.start_offset, epoch) if state is not None else None
+
+    async def read_start_offset(self, key: SharePartitionKey) -> tuple[int, int] | None:
+        """:meth:`start_offset`, asking the share coordinator that owns the key when it is another
+        broker (in a cluster); None if the group never read the partition or it cannot be asked."""
+        found = self.start_offset(key)
+        if found is not None or getattr(self.broker, "cluster", None) is None or \
+                self.broker.topics.get(SHARE_STATE_TOPIC) is None:
+            return found
+        try:
+            state = await self.persister.read(key)
+        except KafkaError:
+            return None
+        return (state.start_offset, state.leader_epoch) if state is not None else None
 
     def keys_of(self, group_id: str) -> list[SharePartitionKey]:
         keys = {k for k in self.partitions if k[0] == group_id}

@@ -4,7 +4,8 @@ partitions, RF 3), reached over Initialize/Read/WriteShareGroupState. A ShareCon
 three partitions led by different brokers; a second member of the group finds nothing left
 (the acknowledgements were persisted wherever their keys hash to); after the leader of a
 partition is SIGKILLed, the new leader rebuilds the share-partition from the persisted state and
-the group receives exactly the records produced since."""
+the group receives exactly the records produced since. ``samsa share-groups --describe`` shows
+every partition's start offset, wherever its state is kept."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from confluent_kafka import Producer, ShareConsumer
 
 from tests.support.cluster import SamsaCluster
 from tests.support.replicas import create_topic, wait_for, wait_full_isr
+from tests.tools.test_cli import samsa_json
 
 
 def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
@@ -53,6 +55,11 @@ def test_share_group_across_brokers_and_a_leader_failover(cluster_factory: Any) 
     c.subscribe([topic])
     try:
         assert drain(c, 1, 5) == [], "acknowledged records delivered again"
+        # DescribeShareGroupOffsets at the group coordinator asks each state's share coordinator.
+        offsets = samsa_json("share-groups", "--bootstrap-server", cluster.bootstrap, "--describe",
+                             "--group", group)
+        assert sorted((o["partition"], o["start_offset"], o["lag"]) for o in offsets) == \
+            [(0, 10, 0), (1, 10, 0), (2, 10, 0)]
         leader = cluster.partition(topic, 0)["leader"]
         cluster.kill(leader)
         wait_for(lambda: cluster.partition(topic, 0, i=(leader + 1) % 3)["leader"] not in (-1, leader), 60,

@@ -1,6 +1,7 @@
 """Fuzzing the KIP-932 APIs like the others (tests/integration/test_fuzz.py): valid
 ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge,
-DescribeShareGroupOffsets, AlterShareGroupOffsets and DeleteShareGroupOffsets requests, mutated
+DescribeShareGroupOffsets, AlterShareGroupOffsets, DeleteShareGroupOffsets and the inter-broker
+Initialize/Read/WriteShareGroupState requests, mutated
 (bytes flipped, inserted, deleted, appended). Whatever comes back must carry the request's
 correlation id, and the broker must stay healthy (it produces and fetches, its log is clean).
 """
@@ -32,6 +33,9 @@ TID = uuid.UUID(int=9)
 def _requests() -> list[Any]:
     F = kip932.ShareFetchRequest.FetchTopic
     A = kip932.ShareAcknowledgeRequest.AcknowledgeTopic
+    RS = kip932.ReadShareGroupStateRequest.ReadStateData
+    IS = kip932.InitializeShareGroupStateRequest.InitializeStateData
+    WS = kip932.WriteShareGroupStateRequest.WriteStateData
     return [
         kip932.ShareGroupHeartbeatRequest(group_id="fz", member_id="fuzz-member", member_epoch=0,
                                           rack_id=None, subscribed_topic_names=["a", "b"]),
@@ -55,6 +59,13 @@ def _requests() -> list[Any]:
                 .AlterShareGroupOffsetsRequestPartition(partition_index=0, start_offset=5)])]),
         kip932.DeleteShareGroupOffsetsRequest(group_id="fz", topics=[
             kip932.DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic(topic_name="a")]),
+        kip932.ReadShareGroupStateRequest(group_id="fz", topics=[RS(topic_id=TID, partitions=[
+            RS.PartitionData(partition=0, leader_epoch=1)])]),
+        kip932.InitializeShareGroupStateRequest(group_id="fz", topics=[IS(topic_id=TID, partitions=[
+            IS.PartitionData(partition=0, state_epoch=0, start_offset=3)])]),
+        kip932.WriteShareGroupStateRequest(group_id="fz", topics=[WS(topic_id=TID, partitions=[WS.PartitionData(
+            partition=0, state_epoch=0, leader_epoch=1, start_offset=3, state_batches=[
+                WS.PartitionData.StateBatch(first_offset=3, last_offset=5, delivery_state=2, delivery_count=1)])])]),
     ]
 
 
@@ -63,7 +74,7 @@ def _requests() -> list[Any]:
 def test_mutated_kip932_requests(fuzz_broker: Any, data: st.DataObject) -> None:  # noqa: F811
     req = data.draw(st.sampled_from(_requests()), "request")
     req.with_header(correlation_id=CORR, client_id="fuzz")
-    version = 0 if req.API_KEY >= 90 else 1  # the admin APIs are at v0, the others at v1
+    version = 1 if req.API_KEY in (76, 77, 78, 79) else 0  # the client APIs at v1, the others at v0
     payload = bytes(req.encode(version=version, header=True, framed=False))
     header_len = 2 + 2 + 4 + 2 + len(b"fuzz") + 1  # flexible: one tagged-fields byte
     body = mutate(payload[header_len:], data.draw(mutations, "mutations"))
