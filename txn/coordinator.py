@@ -34,7 +34,9 @@ leader's behalf), and every EndTxn bumps the producer epoch -- Prepare* is writt
 any late write of the finished transaction, and EndTxn answers the new producer id and epoch.
 An exhausted epoch (``Short.MAX - 1``) instead allocates ``next_producer_id``, written with
 Prepare* and installed (at epoch 0) by Complete*. A retried EndTxn v5 (its answer lost) carries
-the previous epoch and is answered with the current one; a v2 producer may also abort when no
+the epoch just below the current one (or the exhausted one of the rotated producer id) and is
+answered with the current one -- which also lets a v2 producer whose transaction timed out
+(aborted with a bumped epoch) abort and carry on; a v2 producer may also abort when no
 transaction is open (Empty/Complete* -> PrepareAbort, bumping the epoch). Older clients keep
 transactions v1 unchanged. This module does no network I/O.
 """
@@ -477,21 +479,26 @@ class TransactionCoordinator:
         v1, bumped (or a new producer id at epoch 0) for v2 (EndTxn v5)."""
         m = self._get(transactional_id)
         tv2 = transaction_version >= 2
-        # v2: a retry of an EndTxn that already bumped the epoch, or rotated an exhausted one.
-        retry = tv2 and (producer_id == m.producer_id and producer_epoch == m.last_producer_epoch
-                         and producer_epoch != NO_PRODUCER_EPOCH
-                         or producer_id == m.last_producer_id and m.producer_epoch == 0
-                         and is_epoch_exhausted(producer_epoch))
-        if m.producer_id != producer_id and not retry:
+        st = m.state
+        # v2 retries (Kafka's rules): the epoch this EndTxn already bumped, or the exhausted epoch
+        # whose producer id it already rotated (the new id is at epoch 0).
+        retry_bump = tv2 and producer_id == m.producer_id and producer_epoch + 1 == m.producer_epoch
+        retry_overflow = tv2 and producer_id == m.last_producer_id != NO_PRODUCER_ID and m.producer_epoch == 0 \
+            and producer_epoch == SHORT_MAX - 1
+        retry = retry_bump or retry_overflow
+        if m.producer_id != producer_id and not retry_overflow:
             raise KafkaError(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
-        if producer_epoch != m.producer_epoch and not retry:
+        if not tv2 or st in (TS.ONGOING, TS.EMPTY):
+            valid = producer_epoch == m.producer_epoch
+        elif st in (TS.PREPARE_COMMIT, TS.PREPARE_ABORT):
+            valid = retry_bump
+        else:  # Complete*
+            valid = retry or producer_epoch == m.producer_epoch
+        if not valid:
             raise KafkaError(ErrorCode.PRODUCER_FENCED)
         if m.pending_transition_in_progress:
             raise KafkaError(ErrorCode.CONCURRENT_TRANSACTIONS)
-        st = m.state
         current = InitProducerIdResult(m.producer_id, m.producer_epoch)
-        if retry and st is TS.ONGOING:  # the old epoch's transaction ended; this one is not its
-            raise KafkaError(ErrorCode.PRODUCER_FENCED)
         if st is TS.ONGOING or tv2 and not retry and not commit and st.is_complete:
             if commit and self.fault == "crash-before-prepare":
                 _crash(f"fault injection: before PrepareCommit of {transactional_id}")

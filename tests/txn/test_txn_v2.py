@@ -101,3 +101,24 @@ def test_restart_in_prepare_of_a_v2_transaction(tmp_path: Path) -> None:
         assert TxnMarker(pid, 1, 0, True) in {mk for _, _, mk in c.storage.markers}
         await reloaded.stop()
     run(t, tmp_path)
+
+
+def test_v2_producer_recovers_from_a_timeout_by_aborting(tmp_path: Path) -> None:
+    """The timeout abort bumps the epoch (fencing the producer's writes); a v2 producer's EndTxn(abort)
+    with the epoch just below is then a retry of that abort, answered with the new epoch, so it can go
+    on (Kafka's retryOnEpochBump). A commit is refused, and a v1 producer is fenced as before."""
+    async def t(c: Ctx) -> None:
+        pid = (await c.coord.init_producer_id(TID, 1000)).producer_id
+        await c.coord.add_partitions(TID, pid, 0, [P0], transaction_version=2)
+        c.clock.now += 1001
+        assert await c.coord.abort_timed_out_transactions() == [TID]
+        await c.coord.wait_for_completions()
+        assert (c.m().state, c.m().producer_epoch) == (S.COMPLETE_ABORT, 1)
+        await expect(ErrorCode.PRODUCER_FENCED, c.coord.add_partitions(TID, pid, 0, [P1], transaction_version=2))
+        await expect(ErrorCode.INVALID_TXN_STATE, c.coord.end_txn(TID, pid, 0, True, transaction_version=2))
+        await expect(ErrorCode.PRODUCER_FENCED, c.coord.end_txn(TID, pid, 0, False))  # v1: fenced
+        r = await c.coord.end_txn(TID, pid, 0, False, transaction_version=2)
+        assert (r.producer_id, r.producer_epoch) == (pid, 1)
+        await c.coord.add_partitions(TID, pid, 1, [P1], transaction_version=2)  # and carries on
+        assert c.m().state is S.ONGOING
+    run(t, tmp_path)
