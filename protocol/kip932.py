@@ -4,7 +4,7 @@ machinery, as :mod:`protocol.kip848` does for consumer groups.
 Requests and responses (ShareGroupHeartbeat 76, ShareGroupDescribe 77, ShareFetch 78,
 ShareAcknowledge 79, and the admin APIs DescribeShareGroupOffsets 90, AlterShareGroupOffsets 91,
 DeleteShareGroupOffsets 92, and the share coordinator's inter-broker InitializeShareGroupState 83,
-ReadShareGroupState 84, WriteShareGroupState 85) are registered by API key in :mod:`protocol.messages`. The ``ApiData``
+ReadShareGroupState 84, WriteShareGroupState 85, DeleteShareGroupState 86) are registered by API key in :mod:`protocol.messages`. The ``ApiData``
 classes are record values: share groups in ``__consumer_offsets``
 (:mod:`groupcoord.share.records`) and share-partition state in ``__share_group_state``
 (:mod:`groupcoord.share.state`). Schemas live in :mod:`protocol.schemas`. No I/O.
@@ -98,6 +98,14 @@ class WriteShareGroupStateResponse(ApiMessage, load_json=_SCHEMAS):  # type: ign
     pass
 
 
+class DeleteShareGroupStateRequest(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg]
+    pass
+
+
+class DeleteShareGroupStateResponse(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg]
+    pass
+
+
 class ShareGroupMetadataValue(ApiData, load_json=_SCHEMAS):  # type: ignore[call-arg]
     pass
 
@@ -135,4 +143,5 @@ MESSAGES = [ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse,
             DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse,
             InitializeShareGroupStateRequest, InitializeShareGroupStateResponse,
             ReadShareGroupStateRequest, ReadShareGroupStateResponse,
-            WriteShareGroupStateRequest, WriteShareGroupStateResponse]
+            WriteShareGroupStateRequest, WriteShareGroupStateResponse,
+            DeleteShareGroupStateRequest, DeleteShareGroupStateResponse]

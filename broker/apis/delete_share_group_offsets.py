@@ -50,7 +50,11 @@ async def handle_delete_share_group_offsets(ctx: RequestContext, req: Any) -> An
             ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if info is None else ErrorCode.NONE
         if code == ErrorCode.NONE and info is not None:
             try:
-                await manager.delete_state([k for k in keys if k[1] == info.topic_id])
+                # Every partition of the topic: in a cluster its states may be kept elsewhere.
+                mine = {k for k in keys if k[1] == info.topic_id}
+                mine |= {(req.group_id, info.topic_id, p) for p in range(info.num_partitions)
+                         if await manager.read_start_offset((req.group_id, info.topic_id, p)) is not None}
+                await manager.delete_state(sorted(mine, key=lambda k: k[2]))
             except KafkaError as e:
                 code = e.code
         out.append(T(topic_name=t.topic_name, topic_id=info.topic_id if info else uuid.UUID(int=0),

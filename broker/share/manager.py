@@ -200,6 +200,15 @@ class SharePartitionManager:
                 await self._persist_quietly(key, sp)
         if hit:
             self.wake()
+        if not self.sessions.of_group(group_id):
+            # No member of the group fetches here any more: its share-partitions are all persisted
+            # (nothing is acquired), so they are dropped and read again on the next fetch -- which
+            # then sees what AlterShareGroupOffsets / DeleteShareGroupOffsets did meanwhile, even
+            # through another broker's share coordinator.
+            for key in [k for k in self.partitions if k[0] == group_id]:
+                sp = self.partitions[key]
+                if sp.next_deadline_ms() is None and not sp._changed and not sp._start_moved:
+                    del self.partitions[key]
 
     def on_connection_closed(self, connection: object) -> None:
         """A client connection closed: the share sessions it opened end, their records go back."""
@@ -268,7 +277,7 @@ class SharePartitionManager:
     async def delete_state(self, keys: list[SharePartitionKey]) -> None:
         for key in keys:
             self.partitions.pop(key, None)
-        await self.coordinator.delete(keys)
+        await self.persister.delete(keys)
 
     async def _persist(self, key: SharePartitionKey, sp: SharePartition) -> None:
         moved, batches = sp.take_changes()

@@ -6,7 +6,7 @@ the leader of the ``__share_group_state`` partition its key hashes to
 (:meth:`groupcoord.share.state.ShareCoordinator.partition_for`). When that is this broker (always
 on a single broker) the persister calls the coordinator directly; otherwise it sends the
 inter-broker InitializeShareGroupState / ReadShareGroupState / WriteShareGroupState requests
-(keys 83-85) to the coordinator's broker. Failures are KafkaErrors (NOT_COORDINATOR,
+/ DeleteShareGroupState (keys 83-86) to the coordinator's broker. Failures are KafkaErrors (NOT_COORDINATOR,
 COORDINATOR_NOT_AVAILABLE) for the caller to answer; nothing is retried here.
 """
 
@@ -80,6 +80,19 @@ class SharePersister:
             partition=key[2], state_epoch=0, leader_epoch=leader_epoch, start_offset=start_offset,
             state_batches=[P.StateBatch(first_offset=f, last_offset=la, delivery_state=s, delivery_count=c)
                            for f, la, s, c in batches])])])))
+
+    async def delete(self, keys: list[SharePartitionKey]) -> None:
+        """Forget the state of ``keys`` wherever it is kept (Kafka's DeleteShareGroupState)."""
+        local = [k for k in keys if owns(self.broker, self.coordinator, k)]
+        if local:
+            await self.coordinator.delete(local)
+        R = kip932.DeleteShareGroupStateRequest
+        T = R.DeleteStateData
+        for key in keys:
+            if key in local:
+                continue
+            self._result(await self._send(key, R(group_id=key[0], topics=[T(topic_id=key[1], partitions=[
+                T.PartitionData(partition=key[2])])])))
 
     async def _send(self, key: SharePartitionKey, request: Any) -> Any:
         cluster = self.broker.cluster

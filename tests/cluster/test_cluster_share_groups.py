@@ -69,5 +69,20 @@ def test_share_group_across_brokers_and_a_leader_failover(cluster_factory: Any) 
         got = drain(c, 9, 120)
         assert sorted(got) == sorted(second), f"after the failover: {sorted(got)}"
         assert drain(c, 1, 3) == []
+        c.poll(1.0)
+    finally:
+        c.close()
+    # The group is empty: back to the start of every partition (AlterShareGroupOffsets, through
+    # the share coordinators wherever they are), and the group reads everything again.
+    bs = ("--bootstrap-server", cluster.bootstrap)
+    reset = samsa_json("share-groups", *bs, "--reset-offsets", "--group", group, "--topic", topic,
+                       "--to-earliest", "--execute")
+    assert sorted((r["partition"], r["new_start_offset"], r["error"]) for r in reset) == \
+        [(0, 0, None), (1, 0, None), (2, 0, None)]
+    c = ShareConsumer({"bootstrap.servers": cluster.bootstrap, "group.id": group})
+    c.subscribe([topic])
+    try:
+        again = drain(c, 39, 120)
+        assert sorted(again) == sorted(first + second)
     finally:
         c.close()
