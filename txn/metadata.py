@@ -113,9 +113,10 @@ class TransactionMetadata:
     Invariants: ``partitions`` is empty unless ``state`` is Ongoing, Prepare* or
     PrepareEpochFence; ``txn_start_timestamp`` is -1 when no transaction has started since the
     last InitProducerId. ``last_producer_epoch`` is kept in memory only, as is ``last_producer_id``
-    with ``TransactionLogValue`` v0 (v1, written for transactions v2, persists it): they let a
-    KIP-360 retry of InitProducerId, or a retried EndTxn v5, be recognised, and are lost on
-    restart, which only turns such a retry into PRODUCER_FENCED.
+    with ``TransactionLogValue`` v0 (v1, written for transactions v2, persists it as
+    PreviousProducerId, which recognises a retried EndTxn v5 that rotated the producer id): they
+    let a KIP-360 retry of InitProducerId be recognised, and are lost on restart, which only turns
+    such a retry into PRODUCER_FENCED.
     """
 
     transactional_id: str
