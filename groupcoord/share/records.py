@@ -4,7 +4,7 @@ Keys are non-flexible structs whose leading int16 is the record type:
 
 ====  ==============================================  =========================================
  10   ShareGroupMemberMetadataKey (g, m)              value: rack, client, subscription
- 11   ShareGroupMetadataKey (group)                   value: the group epoch
+ 11   ShareGroupMetadataKey (group)                   value: the group epoch, metadata hash
  12   ShareGroupTargetAssignmentMetadataKey (group)   value: the target assignment's epoch
  13   ShareGroupTargetAssignmentMemberKey (g, m)      value: a member's target partitions
  14   ShareGroupCurrentMemberAssignmentKey (g, m)     value: a member's epochs, state, partitions
@@ -12,6 +12,11 @@ Keys are non-flexible structs whose leading int16 is the record type:
 
 Values are flexible version-0 structs (schemas in :mod:`protocol.schemas`, classes in
 :mod:`protocol.kip932`) preceded by their int16 version; ``None`` is a tombstone. No I/O.
+Key and value layouts are Kafka 4.1's (``group-coordinator/src/main/resources/common/message``),
+pinned by ``tests/protocol/test_kip932_layout.py``. The group's MetadataHash (KIP-1101: the hash
+of its subscribed topics' metadata, which Kafka compares to decide on a rebalance) is written as
+0, what Kafka computes for a group without topics; Samsa never reads it back (a Kafka coordinator
+loading such a record would merely see a changed hash and bump the group epoch once).
 """
 
 from __future__ import annotations
@@ -75,7 +80,7 @@ def group_epoch_record(group_id: str, epoch: int | None) -> Record:
     key = ShareRecordKey(SHARE_GROUP_METADATA, group_id).encode()
     if epoch is None:
         return key, None
-    return key, _value(kip932.ShareGroupMetadataValue(epoch=epoch))
+    return key, _value(kip932.ShareGroupMetadataValue(epoch=epoch, metadata_hash=0))
 
 
 def member_record(group_id: str, member: ShareGroupMember | str) -> Record:

@@ -6,5 +6,8 @@ layouts follow Kafka's published message definitions (``clients/src/main/resourc
 Users: :mod:`protocol.inter_broker` (the ZooKeeper-mode inter-broker APIs) and
 :mod:`protocol.kip848` (ConsumerGroupHeartbeat/ConsumerGroupDescribe, and the consumer-group
 record values of ``__consumer_offsets`` from ``group-coordinator/src/main/resources/common/message``),
-:mod:`protocol.kip714` (GetTelemetrySubscriptions/PushTelemetry).
+:mod:`protocol.kip714` (GetTelemetrySubscriptions/PushTelemetry) and :mod:`protocol.kip932` (share
+groups, their ``__consumer_offsets`` records and the ``__share_group_state`` records from
+``share-coordinator/src/main/resources/common/message``). ``tests/protocol/test_kip932_layout.py``
+pins the layouts of the share, telemetry and newest transaction schemas to Kafka 4.1's files.
 """
