@@ -50,6 +50,7 @@ from .config import BrokerConfig, Listener
 from .configs import DynamicBrokerConfigs
 from .connection_quotas import ConnectionQuotas
 from .fetch_session import FetchSessionCache
+from .group_configs import GroupConfigStore
 from .metadata import TopicRegistry
 from .metrics.stats import RequestTimer, note_errors, response_error_counts
 from .repeated_warnings import RepeatedWarnings
@@ -380,6 +381,7 @@ class Broker:
         self.group_coordinator: Any = None
         self.share_coordinator: Any = None  # broker/share/plugin.py
         self.share_partition_manager: Any = None
+        self.group_configs: Any = None  # broker/group_configs.py GroupConfigStore
         self.txn_coordinator: Any = None
         self.fetch_sessions = FetchSessionCache(config.int("max.incremental.fetch.session.cache.slots"))
         self.producer_ids: Any = None
@@ -446,6 +448,7 @@ class Broker:
         self.connection_quotas.reconfigure(self.config)  # with the dynamic max.connections* applied
         self.security.reconfigure()  # TLS listeners whose keystores were set dynamically (KIP-226)
         security.configure(self)  # authorizer and client quotas
+        GroupConfigStore.attach(self)  # dynamic group configs, read by the coordinators started next
         if self.cluster is not None:
             from .zk.cluster import ZkProducerIdManager  # noqa: PLC0415
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .records import DEFAULT_OFFSETS_TOPIC_PARTITIONS
@@ -37,8 +37,17 @@ class GroupConfig:
     group_consumer_migration_policy: str = "bidirectional"
     # KIP-932 share groups (Kafka 4.1 names and defaults).
     group_share_heartbeat_interval_ms: int = 5000
+    group_share_min_heartbeat_interval_ms: int = 5000
+    group_share_max_heartbeat_interval_ms: int = 15000
     group_share_session_timeout_ms: int = 45000
+    group_share_min_session_timeout_ms: int = 45000
+    group_share_max_session_timeout_ms: int = 60000
     group_share_max_size: int = 200
+    # Dynamic group configs (Kafka's GroupConfigManager): group id -> {name: value}, e.g.
+    # {"consumer.session.timeout.ms": "50000"}. The broker's store (broker/group_configs.py)
+    # owns and mutates this very dict; the coordinator only reads it, at each use, so a
+    # change applies to the next heartbeat or timer.
+    group_overrides: dict[str, dict[str, str]] = field(default_factory=dict)
 
     _PROPERTIES = {
         "offsets.topic.num.partitions": "offsets_topic_num_partitions",
@@ -59,7 +68,11 @@ class GroupConfig:
         "group.consumer.assignors": "group_consumer_assignors",
         "group.consumer.migration.policy": "group_consumer_migration_policy",
         "group.share.heartbeat.interval.ms": "group_share_heartbeat_interval_ms",
+        "group.share.min.heartbeat.interval.ms": "group_share_min_heartbeat_interval_ms",
+        "group.share.max.heartbeat.interval.ms": "group_share_max_heartbeat_interval_ms",
         "group.share.session.timeout.ms": "group_share_session_timeout_ms",
+        "group.share.min.session.timeout.ms": "group_share_min_session_timeout_ms",
+        "group.share.max.session.timeout.ms": "group_share_max_session_timeout_ms",
         "group.share.max.size": "group_share_max_size",
     }
     # Kafka's class names for the assignors name the same ones.
@@ -103,6 +116,12 @@ class GroupConfig:
         between("group.consumer.session.timeout.ms", self.group_consumer_session_timeout_ms,
                 "group.consumer.min.session.timeout.ms", self.group_consumer_min_session_timeout_ms,
                 "group.consumer.max.session.timeout.ms", self.group_consumer_max_session_timeout_ms)
+        between("group.share.heartbeat.interval.ms", self.group_share_heartbeat_interval_ms,
+                "group.share.min.heartbeat.interval.ms", self.group_share_min_heartbeat_interval_ms,
+                "group.share.max.heartbeat.interval.ms", self.group_share_max_heartbeat_interval_ms)
+        between("group.share.session.timeout.ms", self.group_share_session_timeout_ms,
+                "group.share.min.session.timeout.ms", self.group_share_min_session_timeout_ms,
+                "group.share.max.session.timeout.ms", self.group_share_max_session_timeout_ms)
         if self.group_share_heartbeat_interval_ms >= self.group_share_session_timeout_ms:
             raise ValueError("group.share.heartbeat.interval.ms must be less than "
                              "group.share.session.timeout.ms")
@@ -122,4 +141,22 @@ class GroupConfig:
     @classmethod
     def property_names(cls) -> list[str]:
         return list(cls._PROPERTIES)
+
+    # --- a group's own values (dynamic group configs override the broker's) -------------------
+    def _for_group(self, group_id: str, name: str, default: int) -> int:
+        raw = self.group_overrides.get(group_id, {}).get(name)
+        return default if raw is None else int(raw)
+
+    def consumer_session_timeout_ms(self, group_id: str) -> int:
+        return self._for_group(group_id, "consumer.session.timeout.ms", self.group_consumer_session_timeout_ms)
+
+    def consumer_heartbeat_interval_ms(self, group_id: str) -> int:
+        return self._for_group(group_id, "consumer.heartbeat.interval.ms",
+                               self.group_consumer_heartbeat_interval_ms)
+
+    def share_session_timeout_ms(self, group_id: str) -> int:
+        return self._for_group(group_id, "share.session.timeout.ms", self.group_share_session_timeout_ms)
+
+    def share_heartbeat_interval_ms(self, group_id: str) -> int:
+        return self._for_group(group_id, "share.heartbeat.interval.ms", self.group_share_heartbeat_interval_ms)
 

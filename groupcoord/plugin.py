@@ -77,6 +77,9 @@ def _config(broker: Any) -> GroupConfig:
 
 async def start(broker: Any) -> None:
     config = _config(broker)
+    store = getattr(broker, "group_configs", None)  # broker/group_configs.py: dynamic group configs
+    if store is not None:
+        config.group_overrides = store.overrides
     existing = broker.topics.get(OFFSETS_TOPIC)
     if existing is not None:
         config.offsets_topic_num_partitions = existing.num_partitions

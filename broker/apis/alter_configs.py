@@ -4,7 +4,8 @@ The legacy, non-incremental API: the configs sent become the resource's complete
 set, and every config not named goes back to its default (which is why KIP-339 added
 IncrementalAlterConfigs; the Java AdminClient still offers this one as ``alterConfigs``).
 TOPIC resources update the topic's overrides in the topic registry, which persists them and
-rebuilds each partition's LogConfig at once. BROKER resources (this broker's id, or "" for
+rebuilds each partition's LogConfig at once. GROUP resources (Kafka 4.x, KIP-848/932) replace
+the group's dynamic configs (``broker/group_configs.py``), read by the coordinators at once. BROKER resources (this broker's id, or "" for
 the cluster-wide default) replace the dynamic broker configs (KIP-226), persisted in
 ``samsa-dynamic-configs.json`` and applied to every topic without an override.
 
@@ -26,6 +27,8 @@ from ..security.acl import (
     CLUSTER,
     CLUSTER_DENIED,
     CLUSTER_NAME,
+    GROUP,
+    GROUP_DENIED,
     TOPIC,
     TOPIC_DENIED,
     AclOperation,
@@ -34,15 +37,20 @@ from ..security.acl import (
 from . import RequestContext, api
 
 RESOURCE_TOPIC = 2
+RESOURCE_GROUP = 32
 
 
 def config_resource_authorized(ctx: RequestContext, operation: AclOperation, resource_type: int, name: str) -> None:
-    """Kafka's check for a config resource: the topic itself, or the cluster for brokers and loggers."""
+    """Kafka's check for a config resource: the topic or group itself, or the cluster for brokers
+    and loggers."""
     if ctx.broker.authorizer is None:
         return
     if resource_type == RESOURCE_TOPIC:
         if not ctx.authorize(operation, TOPIC, name):
             raise KafkaError(TOPIC_DENIED, "Topic authorization failed.")
+    elif resource_type == RESOURCE_GROUP:
+        if not ctx.authorize(operation, GROUP, name):
+            raise KafkaError(GROUP_DENIED, "Group authorization failed.")
     elif not ctx.authorize(operation, CLUSTER, CLUSTER_NAME):
         raise KafkaError(CLUSTER_DENIED, "Cluster authorization failed.")
 RESOURCE_BROKER = 4
@@ -76,6 +84,12 @@ def apply_resource(ctx: RequestContext, resource_type: int, name: str, new: dict
             broker.connection_quotas.reconfigure(broker.config)  # max.connections* apply at once
             if broker.security is not None:
                 broker.security.reconfigure()  # reload the TLS listeners whose certificates changed
+    elif resource_type == RESOURCE_GROUP:
+        from ..group_configs import GroupConfigStore, validate_group_configs  # noqa: PLC0415
+
+        checked = validate_group_configs(new, broker.config)
+        if not validate_only:
+            GroupConfigStore.attach(broker).replace(name, checked)
     else:
         raise KafkaError(ErrorCode.INVALID_REQUEST,
                          f"AlterConfigs is not supported for resource type {resource_type} on this broker")
@@ -115,12 +129,19 @@ def current_overrides(ctx: RequestContext, resource_type: int, name: str) -> dic
     if resource_type == RESOURCE_BROKER:
         dyn = cfgs.DynamicBrokerConfigs.attach(ctx.broker)
         return dict(dyn.cluster_default if name == "" else dyn.per_broker)
+    if resource_type == RESOURCE_GROUP:
+        if not name:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "Group name can't be empty.")
+        from ..group_configs import GroupConfigStore  # noqa: PLC0415
+
+        return GroupConfigStore.attach(ctx.broker).get(name)
     raise KafkaError(ErrorCode.INVALID_REQUEST,
                      f"AlterConfigs is not supported for resource type {resource_type} on this broker")
 
 
 @api(ApiKey.ALTER_CONFIGS, versions=(0, 2), authz=(
     Requires(ALTER_CONFIGS, TOPIC, TOPIC_DENIED, "each TOPIC resource"),
+    Requires(ALTER_CONFIGS, GROUP, GROUP_DENIED, "each GROUP resource"),
     Requires(ALTER_CONFIGS, CLUSTER, CLUSTER_DENIED, "each BROKER / BROKER_LOGGER resource")))
 async def handle_alter_configs(ctx: RequestContext, req: Any) -> Any:
     R = ctx.response_class
@@ -130,6 +151,8 @@ async def handle_alter_configs(ctx: RequestContext, req: Any) -> Any:
         code, message = ErrorCode.NONE, None
         try:
             config_resource_authorized(ctx, ALTER_CONFIGS, res.resource_type, res.resource_name)
+            if res.resource_type == RESOURCE_GROUP and not res.resource_name:
+                raise KafkaError(ErrorCode.INVALID_REQUEST, "Group name can't be empty.")
             new: dict[str, str] = {}
             for c in res.configs:
                 if c.value is None:

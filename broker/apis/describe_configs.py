@@ -11,8 +11,11 @@ Version notes: v0 has ``is_default`` instead of a source; v1 (KIP-226) adds
 ``config_source`` and, when ``include_synonyms`` is set, the synonyms in precedence order;
 v3 (KIP-569) adds ``config_type`` and, with ``include_documentation``, each config's
 documentation; v4 is the first flexible version. Unknown topics answer
-UNKNOWN_TOPIC_OR_PARTITION; another broker's id or an unsupported resource type (broker
-loggers, groups, client metrics) answers INVALID_REQUEST, per resource, never failing the
+UNKNOWN_TOPIC_OR_PARTITION. A GROUP resource (Kafka 4.x, KIP-848/932) lists Kafka's group
+configs (``broker/group_configs.py``): the group's own value as DYNAMIC_GROUP_CONFIG, else the
+broker property it overrides, else the default; a group need not exist to have configs, as in
+Kafka. Another broker's id or an unsupported resource type (broker loggers, client metrics)
+answers INVALID_REQUEST, per resource, never failing the
 whole request. Sensitive values (none today) would be sent as null.
 """
 
@@ -24,16 +27,28 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
 from .. import configs as cfgs
-from ..security.acl import CLUSTER, CLUSTER_DENIED, DESCRIBE_CONFIGS, TOPIC, TOPIC_DENIED, Requires
+from ..group_configs import GROUP_CONFIGS, GroupConfigStore, resolve_group_config
+from ..security.acl import (
+    CLUSTER,
+    CLUSTER_DENIED,
+    DESCRIBE_CONFIGS,
+    GROUP,
+    GROUP_DENIED,
+    TOPIC,
+    TOPIC_DENIED,
+    Requires,
+)
 from . import RequestContext, api
 from .alter_configs import config_resource_authorized
 
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
+RESOURCE_GROUP = 32
 
 
 @api(ApiKey.DESCRIBE_CONFIGS, versions=(0, 4), authz=(
     Requires(DESCRIBE_CONFIGS, TOPIC, TOPIC_DENIED, "each TOPIC resource"),
+    Requires(DESCRIBE_CONFIGS, GROUP, GROUP_DENIED, "each GROUP resource"),
     Requires(DESCRIBE_CONFIGS, CLUSTER, CLUSTER_DENIED, "each BROKER / BROKER_LOGGER resource")))
 async def handle_describe_configs(ctx: RequestContext, req: Any) -> Any:
     broker = ctx.broker
@@ -84,6 +99,17 @@ async def handle_describe_configs(ctx: RequestContext, req: Any) -> Any:
                                           synonyms=include_synonyms, docs=include_docs))
                 entries.extend(_listener_overrides(broker, keys, default_entity, Entry, Synonym, v,
                                                    include_synonyms, include_docs))
+        elif res.resource_type == RESOURCE_GROUP:
+            if not res.resource_name:
+                code, message = ErrorCode.INVALID_REQUEST, "Group name can't be empty."
+            else:
+                overrides = GroupConfigStore.attach(broker).get(res.resource_name)
+                for name, d in sorted(GROUP_CONFIGS.items()):
+                    if keys is not None and name not in keys:
+                        continue
+                    r = resolve_group_config(broker.config, overrides, name)
+                    entries.append(_entry(Entry, Synonym, v, d, r, read_only=False,
+                                          synonyms=include_synonyms, docs=include_docs))
         else:
             code, message = ErrorCode.INVALID_REQUEST, \
                 f"Resource type {res.resource_type} is not supported by DescribeConfigs on this broker"

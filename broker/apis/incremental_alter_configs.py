@@ -7,7 +7,9 @@ Kafka. The operations are applied to the resource's current overrides, the resul
 validated as a whole, and only then stored (SUBTRACT of the last ``cleanup.policy`` leaves an
 empty list, which Kafka accepts: neither deleted nor compacted, the log is kept): the topic registry persists topic overrides and rebuilds the partitions' LogConfig
 live; BROKER resources (this broker's id, or "" for the cluster default) go to the dynamic
-broker configs. A key named twice in one resource is INVALID_REQUEST. ``validate_only``
+broker configs; GROUP resources (Kafka 4.x: ``consumer.session.timeout.ms``,
+``share.auto.offset.reset``, ...) to the group's dynamic configs (``broker/group_configs.py``),
+checked against the broker's ``group.*.min/max.*`` bounds. A key named twice in one resource is INVALID_REQUEST. ``validate_only``
 stops after validation. v1 is flexible.
 """
 
@@ -19,24 +21,43 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
 from .. import configs as cfgs
-from ..security.acl import ALTER_CONFIGS, CLUSTER, CLUSTER_DENIED, TOPIC, TOPIC_DENIED, Requires
+from ..group_configs import GROUP_CONFIGS
+from ..security.acl import (
+    ALTER_CONFIGS,
+    CLUSTER,
+    CLUSTER_DENIED,
+    GROUP,
+    GROUP_DENIED,
+    TOPIC,
+    TOPIC_DENIED,
+    Requires,
+)
 from . import RequestContext, api
-from .alter_configs import RESOURCE_TOPIC, apply_resource, config_resource_authorized, current_overrides
+from .alter_configs import (
+    RESOURCE_GROUP,
+    RESOURCE_TOPIC,
+    apply_resource,
+    config_resource_authorized,
+    current_overrides,
+)
 
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
 
 
 def _def(resource_type: int, name: str) -> cfgs.ConfigDef:
-    table = cfgs.TOPIC_CONFIGS if resource_type == RESOURCE_TOPIC else cfgs.broker_configs()
+    table = cfgs.TOPIC_CONFIGS if resource_type == RESOURCE_TOPIC else \
+        GROUP_CONFIGS if resource_type == RESOURCE_GROUP else cfgs.broker_configs()
     d = table.get(name)
     if d is None:
-        kind = "topic" if resource_type == RESOURCE_TOPIC else "broker"
+        kind = "topic" if resource_type == RESOURCE_TOPIC else "group" if resource_type == RESOURCE_GROUP \
+            else "broker"
         raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown {kind} config name: {name}")
     return d
 
 
 @api(ApiKey.INCREMENTAL_ALTER_CONFIGS, versions=(0, 1), authz=(
     Requires(ALTER_CONFIGS, TOPIC, TOPIC_DENIED, "each TOPIC resource"),
+    Requires(ALTER_CONFIGS, GROUP, GROUP_DENIED, "each GROUP resource"),
     Requires(ALTER_CONFIGS, CLUSTER, CLUSTER_DENIED, "each BROKER / BROKER_LOGGER resource")))
 async def handle_incremental_alter_configs(ctx: RequestContext, req: Any) -> Any:
     R = ctx.response_class

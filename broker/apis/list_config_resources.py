@@ -6,7 +6,8 @@ CLUSTER_AUTHORIZATION_FAILED for the request), as Kafka.
 
 * v0 lists client-metrics resources only; v1 lists the requested ``resource_types`` (empty: all
   of them): TOPIC (2) every topic, BROKER (4) and BROKER_LOGGER (8) every live broker's id,
-  GROUP (32) the groups this broker coordinates, CLIENT_METRICS (16) none -- Samsa has no
+  GROUP (32) the groups this broker coordinates and every group with dynamic configs
+  (``broker/group_configs.py``), CLIENT_METRICS (16) none -- Samsa has no
   client-metrics subscriptions (``broker/apis/telemetry.py``). Any other type is
   UNSUPPORTED_VERSION for the request, as Kafka answers it.
 """
@@ -33,9 +34,12 @@ def _names(ctx: RequestContext, resource_type: int) -> list[str]:
         from .metadata import cluster_brokers  # noqa: PLC0415
 
         return [str(b) for b, _h, _p, _r in cluster_brokers(ctx)[0]]
-    if resource_type == GROUP and broker.group_coordinator is not None:
-        _code, groups = broker.group_coordinator.list_groups()
-        return sorted(g.group_id for g in groups)
+    if resource_type == GROUP:
+        names: set[str] = set(broker.group_configs.groups()) if broker.group_configs is not None else set()
+        if broker.group_coordinator is not None:
+            _code, groups = broker.group_coordinator.list_groups()
+            names.update(g.group_id for g in groups)
+        return sorted(names)
     return []  # CLIENT_METRICS: no subscriptions
 
 

@@ -106,7 +106,7 @@ def leader_of(ctx: RequestContext, topic: str, partition: int) -> tuple[int, int
 async def handle_share_fetch(ctx: RequestContext, req: Any) -> Any:
     R = ctx.response_class
     manager = ctx.broker.share_partition_manager
-    lock_ms = manager.config.record_lock_duration_ms if manager is not None else 0
+    lock_ms = manager.config.record_lock_duration_for(req.group_id or "") if manager is not None else 0
 
     def top(code: ErrorCode, message: str | None) -> Any:
         return R(throttle_time_ms=0, error_code=int(code), error_message=message,

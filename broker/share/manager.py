@@ -18,9 +18,12 @@ partitions it leads, keyed by (group id, topic id, partition), and the
   records released by a timeout, a RELEASE, a closed session or a departed member wake parked
   ShareFetches, as new data on a partition does.
 
-``share.auto.offset.reset`` is a group config in Kafka (IncrementalAlterConfigs on a GROUP
-resource, which Samsa does not keep yet); here the broker property of that name sets it for
-every group. ``share.isolation.level`` is read_uncommitted: records up to the high watermark.
+``share.auto.offset.reset`` and ``share.record.lock.duration.ms`` are group configs
+(IncrementalAlterConfigs on a GROUP resource, :mod:`broker.group_configs`): a group's own
+value wins, read at each use (a share-partition's first creation, each acquisition); else the
+broker's ``group.share.record.lock.duration.ms`` and -- Samsa's extension, Kafka has no broker
+property for it -- ``share.auto.offset.reset`` apply. ``share.isolation.level`` is
+read_uncommitted: records up to the high watermark.
 """
 
 from __future__ import annotations
@@ -63,6 +66,17 @@ class ShareConfig:
     delivery_count_limit: int = 5
     max_share_sessions: int = 2000
     auto_offset_reset: str = "latest"
+    min_record_lock_duration_ms: int = 15000
+    max_record_lock_duration_ms: int = 60000
+    # Dynamic group configs: the very dict broker/group_configs.py keeps (group -> {name: value}).
+    group_overrides: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def record_lock_duration_for(self, group_id: str) -> int:
+        raw = self.group_overrides.get(group_id, {}).get("share.record.lock.duration.ms")
+        return self.record_lock_duration_ms if raw is None else int(raw)
+
+    def auto_offset_reset_for(self, group_id: str) -> str:
+        return self.group_overrides.get(group_id, {}).get("share.auto.offset.reset") or self.auto_offset_reset
 
     @classmethod
     def from_broker(cls, config: Any) -> ShareConfig:
@@ -87,7 +101,9 @@ class ShareConfig:
         if reset not in ("earliest", "latest"):
             raise ValueError(f"Invalid value {reset} for configuration share.auto.offset.reset: "
                              "String must be one of: latest, earliest")
-        return cls(lock, limit, get("group.share.max.share.sessions", 2000), reset)
+        return cls(lock, limit, get("group.share.max.share.sessions", 2000), reset,
+                   get("group.share.min.record.lock.duration.ms", 15000),
+                   get("group.share.max.record.lock.duration.ms", 60000))
 
 
 class SharePartitionManager:
@@ -134,7 +150,7 @@ class SharePartitionManager:
                 return sp
             state = await self.persister.read(key, part.leader_epoch)
             if state is None:
-                start = part.log_start_offset if self.config.auto_offset_reset == "earliest" \
+                start = part.log_start_offset if self.config.auto_offset_reset_for(group_id) == "earliest" \
                     else part.high_watermark
                 await self.persister.initialize(key, start, part.leader_epoch)
                 sp = SharePartition(group_id, topic, partition, start,
@@ -161,7 +177,8 @@ class SharePartitionManager:
             return info.read() if info is not None else None
 
         acquired, records = sp.acquire(member_id, max_records, self.now_ms(),
-                                       self.config.record_lock_duration_ms, part.high_watermark, read)
+                                       self.config.record_lock_duration_for(sp.group_id), part.high_watermark,
+                                       read)
         if acquired:
             self._acquired.set()
         return ShareFetchResult(ErrorCode.NONE, acquired, records, part.leader_id, part.leader_epoch)

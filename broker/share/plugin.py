@@ -78,7 +78,11 @@ async def start(broker: Any) -> None:
         for p in range(n):
             await coord.on_election(p)
         log.info("share coordinator loaded the state of %d share-partitions", len(coord.states))
-    manager = SharePartitionManager(broker, coord, ShareConfig.from_broker(broker.config))
+    share_config = ShareConfig.from_broker(broker.config)
+    store = getattr(broker, "group_configs", None)  # broker/group_configs.py: dynamic group configs
+    if store is not None:
+        share_config.group_overrides = store.overrides
+    manager = SharePartitionManager(broker, coord, share_config)
     manager.start()
     broker.share_partition_manager = manager
     if getattr(broker, "cluster", None) is not None:

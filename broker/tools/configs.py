@@ -1,8 +1,10 @@
-"""``samsa configs``: describe and alter topic and broker configs (like kafka-configs.sh).
+"""``samsa configs``: describe and alter topic, broker and group configs (like kafka-configs.sh).
 
-Entities: ``--entity-type topics|brokers`` with ``--entity-name NAME`` or
+Entities: ``--entity-type topics|brokers|groups`` with ``--entity-name NAME`` or
 ``--entity-default`` (the cluster-wide dynamic broker default, resource name ""); the
-shortcuts ``--topic T``, ``--broker ID`` and ``--broker-defaults`` do the same.
+shortcuts ``--topic T``, ``--broker ID`` and ``--broker-defaults`` do the same. A group's
+configs (Kafka 4.x GROUP resource: ``consumer.session.timeout.ms``,
+``share.auto.offset.reset``, ...) need ``--entity-name``.
 
 ``--describe`` shows what kafka-configs shows: the overrides (dynamic configs) of each
 entity, or every config with ``--all``, with its source, read-only/sensitive flags and,
@@ -34,7 +36,7 @@ from ._common import (
     send_request,
 )
 
-RESOURCE_TYPES = {"topics": 2, "brokers": 4, "broker-loggers": 8}
+RESOURCE_TYPES = {"topics": 2, "brokers": 4, "broker-loggers": 8, "groups": 32}
 SOURCE_NAMES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG",
                 3: "DYNAMIC_DEFAULT_BROKER_CONFIG", 4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG",
                 6: "DYNAMIC_BROKER_LOGGER_CONFIG", 7: "DYNAMIC_CLIENT_METRICS_CONFIG",
@@ -54,8 +56,8 @@ def register(subparsers: Any) -> None:
     verbs.add_argument("--describe", dest="verb", action="store_const", const="describe")
     verbs.add_argument("--alter", dest="verb", action="store_const", const="alter")
     p.add_argument("--entity-type", choices=sorted([*RESOURCE_TYPES, *client_quotas.ENTITY_TYPES]),
-                   action=client_quotas.EntityChain, help="topics, brokers, users (quotas, SCRAM credentials) or clients (quotas).")
-    p.add_argument("--entity-name", action=client_quotas.EntityChain, help="Topic name, broker id, user or client id.")
+                   action=client_quotas.EntityChain, help="topics, brokers, groups, users (quotas, SCRAM credentials) or clients (quotas).")
+    p.add_argument("--entity-name", action=client_quotas.EntityChain, help="Topic name, broker id, group id, user or client id.")
     p.add_argument("--entity-default", action=client_quotas.EntityChain, nargs=0, default=False,
                    help="The cluster-wide dynamic default (brokers), or the default user / client id.")
     p.add_argument("--topic", help="Shortcut for --entity-type topics --entity-name TOPIC.")
@@ -181,7 +183,7 @@ def describe_configs(admin: Any, rtype: int, names: list[str], keys: list[str] |
                                  for s in d.get("synonyms") or []],
                     "_dynamic": source in DYNAMIC_SOURCES,
                 })
-            out.append({"entity_type": {2: "topics", 4: "brokers"}.get(r.resource_type, str(r.resource_type)),
+            out.append({"entity_type": {2: "topics", 4: "brokers", 32: "groups"}.get(r.resource_type, str(r.resource_type)),
                         "entity_name": r.resource_name, "error": error_name(r.error_code),
                         "error_message": r.error_message, "configs": entries})
     return out
@@ -189,6 +191,8 @@ def describe_configs(admin: Any, rtype: int, names: list[str], keys: list[str] |
 
 def _describe(admin: Any, args: argparse.Namespace, etype: str, name: str | None) -> int | None:
     rtype = RESOURCE_TYPES[etype]
+    if name is None and etype == "groups":
+        raise ToolError("--describe --entity-type groups needs --entity-name")
     if name is None:
         names = sorted(admin.list_topics()) if etype == "topics" else [str(b) for b in broker_ids(admin)]
     else:
@@ -256,7 +260,7 @@ def _alter(admin: Any, args: argparse.Namespace, etype: str, name: str | None) -
         current = describe_configs(admin, rtype, [name])[0]["configs"]
         merged = {c["name"]: c["value"] for c in current
                   if c["source"] in ("DYNAMIC_TOPIC_CONFIG", "DYNAMIC_BROKER_CONFIG",
-                                     "DYNAMIC_DEFAULT_BROKER_CONFIG")}
+                                     "DYNAMIC_DEFAULT_BROKER_CONFIG", "DYNAMIC_GROUP_CONFIG")}
         merged.update(adds)
         for k in deletes:
             merged.pop(k, None)

@@ -8,7 +8,7 @@ An operator who knows Kafka's ZooKeeper mode can read Samsa's state with ``zkCli
 ``/brokers/topics/<topic>``                            replica assignment and topic id (version 3)
 ``/brokers/topics/<topic>/partitions/<p>/state``       leader, leader_epoch, isr, controller_epoch
 ``/controller`` (ephemeral), ``/controller_epoch``     the active controller and its epoch
-``/config/topics/<topic>``, ``/config/brokers/<id>``   config overrides; ``/config/changes`` notifies
+``/config/topics/<topic>``, ``/config/brokers/<id>``, ``/config/groups/<group>``   config overrides; ``/config/changes`` notifies
 ``/admin/delete_topics/<topic>``                       topics queued for deletion
 ``/admin/reassign_partitions``                         the ongoing reassignment
 ``/isr_change_notification/isr_change_<seq>``          partitions whose ISR a leader changed
@@ -39,6 +39,7 @@ CONFIG_TOPICS = "/config/topics"
 CONFIG_BROKERS = "/config/brokers"
 CONFIG_USERS = "/config/users"
 CONFIG_CLIENTS = "/config/clients"
+CONFIG_GROUPS = "/config/groups"  # dynamic group configs (KIP-848/932), broker/group_configs.py
 CONFIG_CHANGES = "/config/changes"
 CONFIG_CHANGE_PREFIX = "config_change_"
 DELETE_TOPICS = "/admin/delete_topics"

@@ -362,7 +362,7 @@ class ConsumerGroupManager(CoordinatorShard):
                                            is_new, req.topic_partitions, released)
         result = ConsumerGroupHeartbeatResult(
             ErrorCode.NONE, None, member_id, member.member_epoch,
-            self.config.group_consumer_heartbeat_interval_ms)
+            self.config.consumer_heartbeat_interval_ms(group.group_id))
         full = req.member_epoch == 0 or (req.rebalance_timeout_ms != -1 and
                                           req.subscribed_topic_names is not None and
                                           req.topic_partitions is not None)
@@ -544,7 +544,7 @@ class ConsumerGroupManager(CoordinatorShard):
             member.session_timer.cancel()
         member.session_timer = self.scheduler.call_later(
             member.classic.session_timeout_ms if member.classic is not None
-            else self.config.group_consumer_session_timeout_ms,
+            else self.config.consumer_session_timeout_ms(group.group_id),
             lambda: self._on_member_timeout(group.group_id, member.member_id, None,
                                             "session timeout expired"))
 

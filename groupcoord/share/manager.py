@@ -242,7 +242,7 @@ class ShareGroupManager(CoordinatorShard):
         self._schedule_share_session(group, member)
         return ShareGroupHeartbeatResult(
             ErrorCode.NONE, None, member_id, member.member_epoch,
-            self.config.group_share_heartbeat_interval_ms,
+            self.config.share_heartbeat_interval_ms(group_id),
             {t: set(ps) for t, ps in member.assignment.items()} if full else None)
 
     def _share_subscription_metadata(self, topics: set[str]) -> tuple[tuple[str, uuid.UUID, int], ...]:
@@ -275,11 +275,11 @@ class ShareGroupManager(CoordinatorShard):
                 return
             member.session_timer = None
             log.info("[GroupId %s] share member %s expired (no heartbeat within %d ms)", gid, mid,
-                     self.config.group_share_session_timeout_ms)
+                     self.config.share_session_timeout_ms(gid))
             self._spawn(self._expire_share_member(gid, mid))
 
         member.session_timer = self.scheduler.call_later(
-            self.config.group_share_session_timeout_ms, expire)
+            self.config.share_session_timeout_ms(gid), expire)
 
     async def _expire_share_member(self, group_id: str, member_id: str) -> None:
         async with self._sg_locks.setdefault(group_id, asyncio.Lock()):

@@ -216,6 +216,27 @@ async def test_invalid_requests() -> None:
 
 
 @async_test
+async def test_group_configs_override_heartbeat_interval_and_session_timeout() -> None:
+    """Dynamic group configs (broker/group_configs.py shares this dict): a group's own
+    consumer.heartbeat.interval.ms / consumer.session.timeout.ms, read at each heartbeat; other
+    groups keep the broker's."""
+    h = await Harness().start()
+    h.config.group_overrides["g"] = {"consumer.heartbeat.interval.ms": "7000",
+                                     "consumer.session.timeout.ms": "50000"}
+    assert (await h.hb("m1")).heartbeat_interval_ms == 7000
+    assert (await h.hb("o1", gid="other")).heartbeat_interval_ms == 5000
+    h.sched.advance(46_000)  # past the broker's 45 s, within the group's 50 s
+    await asyncio.sleep(0)
+    await h.coord.idle()
+    assert "m1" in h.group().members and not h.group("other").members
+    h.sched.advance(5_000)
+    await asyncio.sleep(0)
+    await h.coord.idle()
+    assert not h.group().members
+    h.config.group_overrides["g"] = {"consumer.heartbeat.interval.ms": "9000"}  # altered: next heartbeat
+    assert (await h.hb("m2")).heartbeat_interval_ms == 9000
+
+@async_test
 async def test_leave_and_session_timeout_remove_members() -> None:
     h = await Harness().start()
     await h.hb("m1")

@@ -240,6 +240,24 @@ def test_share_group_membership_and_replay() -> None:
     asyncio.run(run())
 
 
+
+def test_share_group_configs_override_heartbeat_and_session() -> None:
+    """A share group's own share.heartbeat.interval.ms / share.session.timeout.ms (dynamic group
+    configs, broker/group_configs.py) rather than the broker's."""
+    async def run() -> None:
+        h = Harness()
+        await h.coord.startup()
+        h.coord.config.group_overrides["sg"] = {"share.heartbeat.interval.ms": "8000",
+                                                "share.session.timeout.ms": "55000"}
+        assert (await h.hb("a", 0, ["t"])).heartbeat_interval_ms == 8000
+        h.sched.advance(50_000)  # past the broker's 45 s
+        await h.coord.idle()
+        assert h.removed == []
+        h.sched.advance(6_000)  # past the group's 55 s
+        await h.coord.idle()
+        assert h.removed == [("sg", "a")]
+    asyncio.run(run())
+
 @pytest.mark.parametrize("cls,fields", [
     (kip932.ShareGroupHeartbeatRequest, dict(group_id="g", member_id="m", member_epoch=0, rack_id=None,
                                              subscribed_topic_names=["a"])),
