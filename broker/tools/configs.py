@@ -2,9 +2,10 @@
 
 Entities: ``--entity-type topics|brokers|groups`` with ``--entity-name NAME`` or
 ``--entity-default`` (the cluster-wide dynamic broker default, resource name ""); the
-shortcuts ``--topic T``, ``--broker ID`` and ``--broker-defaults`` do the same. A group's
+shortcuts ``--topic T``, ``--broker ID`` and ``--broker-defaults`` do the same. Groups'
 configs (Kafka 4.x GROUP resource: ``consumer.session.timeout.ms``,
-``share.auto.offset.reset``, ...) need ``--entity-name``.
+``share.auto.offset.reset``, ...) are described per group, or for every group
+ListConfigResources names without ``--entity-name``.
 
 ``--describe`` shows what kafka-configs shows: the overrides (dynamic configs) of each
 entity, or every config with ``--all``, with its source, read-only/sensitive flags and,
@@ -191,9 +192,14 @@ def describe_configs(admin: Any, rtype: int, names: list[str], keys: list[str] |
 
 def _describe(admin: Any, args: argparse.Namespace, etype: str, name: str | None) -> int | None:
     rtype = RESOURCE_TYPES[etype]
-    if name is None and etype == "groups":
-        raise ToolError("--describe --entity-type groups needs --entity-name")
-    if name is None:
+    if name is None and etype == "groups":  # as kafka-configs.sh: Admin.listConfigResources(GROUP)
+        from kafka.protocol.admin import ListConfigResourcesRequest
+
+        resp = send_request(admin, ListConfigResourcesRequest(resource_types=[rtype]))
+        if resp.error_code:
+            raise ToolError(f"ListConfigResources failed: {error_name(resp.error_code)}")
+        names = sorted(c.resource_name for c in resp.config_resources if c.resource_type == rtype)
+    elif name is None:
         names = sorted(admin.list_topics()) if etype == "topics" else [str(b) for b in broker_ids(admin)]
     else:
         names = [name]

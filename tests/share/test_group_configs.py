@@ -144,6 +144,10 @@ def test_cli_alter_and_describe(broker: BrokerProcess) -> None:
                  "--describe").stdout
     assert f"Dynamic configs for group {g} are:" in text and "share.auto.offset.reset" in text
     assert "consumer.heartbeat.interval.ms" not in text
+    # Without a name: every group ListConfigResources names, which includes one with configs only.
+    every = samsa_json("configs", "--bootstrap-server", broker.bootstrap, "--entity-type", "groups", "--describe")
+    assert {"share.auto.offset.reset": "earliest"} == {
+        c["name"]: c["value"] for r in every if r["entity_name"] == g for c in r["configs"]}
     bad = samsa("configs", "--bootstrap-server", broker.bootstrap, "--entity-type", "groups", "--entity-name", g,
                 "--alter", "--add-config", "share.session.timeout.ms=1", check=False)
     assert bad.returncode == 1
@@ -168,3 +172,38 @@ def test_group_configs_survive_a_restart(tmp_path: Path) -> None:
             c.close()
     finally:
         b.kill()
+
+
+def test_group_config_acls(broker_factory: Any) -> None:
+    """Kafka 4.x: DESCRIBE_CONFIGS / ALTER_CONFIGS on the GROUP resource, else
+    GROUP_AUTHORIZATION_FAILED for that resource (ALTER_CONFIGS implies DESCRIBE_CONFIGS)."""
+    from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType
+
+    b = broker_factory({**CONFIG, "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+                        "allow.everyone.if.no.acl.found": "true"})
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+
+    def acl(group: str, principal: str, op: AclOperation) -> AclBinding:
+        return AclBinding(ResourceType.GROUP, group, ResourcePatternType.LITERAL, principal, "*", op,
+                          AclPermissionType.ALLOW)
+
+    # "locked" has ACLs, none for ANONYMOUS (this plaintext client); "open" has none at all.
+    for f in admin.create_acls([acl("locked", "User:bob", AclOperation.ALTER_CONFIGS)]).values():
+        f.result(30)
+    alter(b, "open", share_auto_offset_reset="earliest")
+    with pytest.raises(KafkaException) as e:
+        alter(b, "locked", share_auto_offset_reset="earliest")
+    assert e.value.args[0].name() == "GROUP_AUTHORIZATION_FAILED"
+    with pytest.raises(KafkaException) as e:
+        describe(b, "locked")
+    assert e.value.args[0].name() == "GROUP_AUTHORIZATION_FAILED"
+    for f in admin.create_acls([acl("locked", "User:ANONYMOUS", AclOperation.DESCRIBE_CONFIGS)]).values():
+        f.result(30)
+    assert describe(b, "locked")["share.auto.offset.reset"].value == "latest"
+    with pytest.raises(KafkaException) as e:
+        alter(b, "locked", share_auto_offset_reset="earliest")
+    assert e.value.args[0].name() == "GROUP_AUTHORIZATION_FAILED"
+    for f in admin.create_acls([acl("locked", "User:ANONYMOUS", AclOperation.ALTER_CONFIGS)]).values():
+        f.result(30)
+    alter(b, "locked", share_auto_offset_reset="earliest")
+    assert describe(b, "locked")["share.auto.offset.reset"].value == "earliest"
