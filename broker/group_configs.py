@@ -13,7 +13,7 @@ applies to the next heartbeat, timer, acquisition or share-partition creation.
 
 Persistence follows the other dynamic configs: a single broker keeps
 ``<log.dirs[0]>/samsa-group-configs.json``; in a cluster the configs live in ZooKeeper at
-``/config/groups/<group>`` (the ``/config/<type>/<name>`` shape of topic, user and client
+``/config/groups/<url-encoded group>`` (the ``/config/<type>/<name>`` shape of topic, user and client
 configs) with a ``/config/changes`` notification, on which every broker reloads that group.
 
 Validation is Kafka's ``GroupConfig.validate``: unknown names are ``Unknown group config
@@ -34,6 +34,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, unquote
 
 from protocol.errors import InvalidConfigError
 
@@ -145,10 +146,10 @@ class GroupConfigStore:
         cluster = getattr(broker, "cluster", None)
         if cluster is not None:
             store = cls(None, cluster.zk)
-            for group in cluster.zk.children(zd.CONFIG_GROUPS):
-                store._reload(group)
+            for node in cluster.zk.children(zd.CONFIG_GROUPS):
+                store._reload(node)
             cluster.topics.entity_config_listeners.append(
-                lambda kind, name: store._reload(name) if kind == GROUPS_ENTITY else None)
+                lambda kind, node: store._reload(node) if kind == GROUPS_ENTITY else None)
         else:
             store = cls(broker.config.log_dirs[0] / cls.FILE)
             store._load()
@@ -163,8 +164,9 @@ class GroupConfigStore:
             if configs:
                 self.overrides[group] = {str(k): str(v) for k, v in configs.items()}
 
-    def _reload(self, group: str) -> None:
-        configs = self.zk.get_entity_config(GROUPS_ENTITY, group)
+    def _reload(self, node: str) -> None:
+        group = unquote(node)
+        configs = self.zk.get_entity_config(GROUPS_ENTITY, node)
         if configs:
             self.overrides[group] = configs
         else:
@@ -179,7 +181,9 @@ class GroupConfigStore:
     def replace(self, group: str, configs: Mapping[str, str]) -> None:
         """Store ``configs`` (already validated) as the group's complete override set."""
         if self.zk is not None:
-            self.zk.set_entity_config(GROUPS_ENTITY, group, dict(configs), notify=True)
+            # The znode name is URL-encoded, as Kafka's Sanitizer does for user and client ids,
+            # so a group id with "/" stays one znode.
+            self.zk.set_entity_config(GROUPS_ENTITY, quote(group, safe=""), dict(configs), notify=True)
         if configs:
             self.overrides[group] = dict(configs)
         else:

@@ -35,7 +35,7 @@ def test_group_configs_live_in_zookeeper(cluster_factory: Any) -> None:
         "offsets.topic.replication.factor": 2, "offsets.topic.num.partitions": 3,
         "share.coordinator.state.topic.replication.factor": 2, "share.coordinator.state.topic.num.partitions": 3})
     cluster.wait_for_brokers(2)
-    topic, group = f"gc-{uuid.uuid4().hex[:6]}", f"sg-{uuid.uuid4().hex[:6]}"
+    topic, group = f"gc-{uuid.uuid4().hex[:6]}", f"sg/{uuid.uuid4().hex[:6]}"  # "/": one znode still
     create_topic(cluster, topic, 3, 2)
     wait_full_isr(cluster, topic, 2)
     before = [f"b{i}".encode() for i in range(12)]
