@@ -74,6 +74,7 @@ class KafkaController:
         self._task: asyncio.Task[None] | None = None
         self._rebalance_task: asyncio.Task[None] | None = None
         self._watching = False
+        self._isr_change_queued = False  # an "isr_changes" event is waiting in the queue
         self._watched_topics: set[str] = set()
         # ongoing reassignments: partition -> (target replicas, adding, removing)
         self.reassignments: dict[TP, tuple[list[int], list[int], list[int]]] = {}
@@ -176,7 +177,7 @@ class KafkaController:
             self.zk.watch_children(zd.BROKER_IDS, lambda ids: self.enqueue("brokers", ids))
             self.zk.watch_children(zd.BROKER_TOPICS, lambda names: self.enqueue("topics", names))
             self.zk.watch_children(zd.DELETE_TOPICS, lambda names: self.enqueue("deletions", names))
-            self.zk.watch_children(zd.ISR_CHANGE_NOTIFICATION, lambda names: self.enqueue("isr_changes", names))
+            self.zk.watch_children(zd.ISR_CHANGE_NOTIFICATION, lambda names: self._isr_change_seen(names))
             self.zk.watch_data(zd.REASSIGN_PARTITIONS, lambda data: self.enqueue("legacy_reassign", data))
         for t in self.assignments:
             self._watch_topic(t)
@@ -193,6 +194,9 @@ class KafkaController:
         self._send_update_metadata(self.live)
         for b in self.live:  # everything, to every replica: a new controller trusts no broker's view
             self._send_leader_and_isr(b, [tp for tp in self.states if b in self._replicas(tp)])
+        # ISR changes leaders wrote while no controller was active (the watch only fires on change)
+        self._isr_change_queued = True
+        self.enqueue("isr_changes")
         pending = await asyncio.to_thread(self.zk.children, zd.DELETE_TOPICS)
         if pending:
             await self._on_topic_deletion(pending)
@@ -499,17 +503,20 @@ class KafkaController:
         if names:
             self._send_update_metadata(self.live)
 
-    async def _on_isr_change(self, names: list[str]) -> None:
-        if not names:
-            return
+    def _isr_change_seen(self, names: list[str]) -> None:
+        """The notification watch fires once per child written or deleted: a burst of leaders'
+        ISR changes (a broker rejoining catches up on every partition at once) would queue one
+        event per znode, each re-reading the others. Queue one event at a time; it takes every
+        notification present when it runs (Kafka's controller coalesces the same way)."""
+        if names and not self._isr_change_queued:
+            self._isr_change_queued = True
+            self.enqueue("isr_changes")
+
+    async def _on_isr_change(self) -> None:
+        self._isr_change_queued = False
 
         def read() -> dict[TP, zd.LeaderAndIsr]:
-            out = {}
-            for t, p in self.zk.take_isr_changes(names):
-                st = self.zk.get_partition_state(t, p)
-                if st is not None:
-                    out[(t, p)] = st
-            return out
+            return self.zk.get_partition_states(self.zk.take_isr_changes())
         fresh = await asyncio.to_thread(read)
         for tp, st in fresh.items():
             cur = self.states.get(tp)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kazoo.client import KazooClient, KazooState
@@ -434,15 +434,38 @@ class KafkaZkClient:
         self.zk.create(f"{zd.ISR_CHANGE_NOTIFICATION}/{zd.ISR_CHANGE_PREFIX}", zd.encode_isr_change(partitions),
                        sequence=True, makepath=True)
 
-    def take_isr_changes(self, names: list[str]) -> set[tuple[str, int]]:
+    def take_isr_changes(self) -> set[tuple[str, int]]:
+        """Read and delete every pending ``/isr_change_notification`` child. The reads and deletes
+        are pipelined (kazoo's async calls), so a burst of notifications costs a few round trips,
+        not three per notification."""
+        assert self.zk is not None
+        names = self.children(zd.ISR_CHANGE_NOTIFICATION)
+        paths = [f"{zd.ISR_CHANGE_NOTIFICATION}/{name}" for name in names]
         changed: set[tuple[str, int]] = set()
-        for name in names:
-            path = f"{zd.ISR_CHANGE_NOTIFICATION}/{name}"
-            got = self.get(path)
-            if got is not None:
-                changed.update(zd.decode_isr_change(got[0]))
-            self.delete(path)
+        for res in [self.zk.get_async(path) for path in paths]:
+            try:
+                changed.update(zd.decode_isr_change(res.get()[0]))
+            except NoNodeError:
+                pass
+        for res in [self.zk.delete_async(path) for path in paths]:
+            try:
+                res.get()
+            except NoNodeError:
+                pass
         return changed
+
+    def get_partition_states(self, tps: Iterable[tuple[str, int]]) -> dict[tuple[str, int], zd.LeaderAndIsr]:
+        """The current state znode of each partition, read pipelined; absent ones are left out."""
+        assert self.zk is not None
+        pending = [(tp, self.zk.get_async(zd.partition_state_path(*tp))) for tp in tps]
+        out: dict[tuple[str, int], zd.LeaderAndIsr] = {}
+        for tp, res in pending:
+            try:
+                data, stat = res.get()
+            except NoNodeError:
+                continue
+            out[tp] = zd.decode_partition_state(data, stat.version)
+        return out
 
     # --- reassignment --------------------------------------------------------------------------
     def get_reassignment(self) -> dict[tuple[str, int], list[int]]:

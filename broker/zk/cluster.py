@@ -41,6 +41,10 @@ from .topics import ZkTopicRegistry
 
 log = logging.getLogger("samsa.cluster")
 
+# How long a leader gathers its ISR changes into one /isr_change_notification (Kafka waits 2.5 s
+# to 60 s; a shorter wait keeps Metadata fresh and still folds a rejoin's burst into one znode)
+ISR_CHANGE_PROPAGATION_S = 0.5
+
 
 class ZkProducerIdManager(ProducerIdManager):
     """Producer-id blocks claimed from ``/latest_producer_id_block``: never the same id on two brokers."""
@@ -92,6 +96,8 @@ class ZkCluster:
         self.broker_epoch = -1
         self._tasks: list[asyncio.Task[None]] = []
         self._clients: dict[int, BrokerClient] = {}
+        self._isr_changes_pending: set[tuple[str, int]] = set()
+        self._isr_flush: asyncio.TimerHandle | None = None
 
     def live_broker_ids(self) -> list[int]:
         """The registered brokers, read from ZooKeeper as Kafka's AdminZkClient does for replica
@@ -175,11 +181,24 @@ class ZkCluster:
             log.warning("[Partition %s] ISR update failed: %s", part.tp, e)
             return False
         part.zk_version = new.zk_version
-        try:
-            self.zk.notify_isr_change([(part.tp.topic, part.tp.partition)])
-        except Exception as e:
-            log.warning("Could not write an ISR change notification: %s", e)
+        self._isr_changes_pending.add((part.tp.topic, part.tp.partition))
+        if self._isr_flush is None:
+            self._isr_flush = asyncio.get_running_loop().call_later(ISR_CHANGE_PROPAGATION_S,
+                                                                   self._propagate_isr_changes)
         return True
+
+    def _propagate_isr_changes(self) -> None:
+        """One ``/isr_change_notification`` znode for every ISR this broker changed in the last
+        moment (Kafka's ReplicaManager.maybePropagateIsrChanges): a broker that rejoins expands
+        hundreds of ISRs at once, and one notification each would flood the controller."""
+        self._isr_flush = None
+        changed, self._isr_changes_pending = sorted(self._isr_changes_pending), set()
+        if not changed:
+            return
+        try:
+            self.zk.notify_isr_change(changed)
+        except Exception as e:
+            log.warning("Could not write an ISR change notification for %d partitions: %s", len(changed), e)
 
     # --- requests to other brokers -------------------------------------------------------------
     async def send_to_broker(self, broker_id: int, request: Any, version: int, timeout: float = 30.0) -> Any:
@@ -268,6 +287,9 @@ class ZkCluster:
     async def stop(self) -> None:
         for t in self._tasks:
             t.cancel()
+        if self._isr_flush is not None:  # a clean stop still tells the controller what changed
+            self._isr_flush.cancel()
+            self._propagate_isr_changes()
         for c in self._clients.values():
             c.close()
         await self.fetchers.shutdown()
