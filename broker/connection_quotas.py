@@ -23,8 +23,21 @@ Kafka's rules, which this module keeps:
   Kafka's throttle time, ``(rate - bound) / bound * window``, at most one window. The
   protected inter-broker listener is exempt from the broker-wide rate, not from its own.
 
-All of it is read again from the broker config by :meth:`ConnectionQuotas.reconfigure`
-(dynamic broker configs, KIP-226), so limits can be changed with AlterConfigs.
+* IP quotas, ``connection_creation_rate`` on an ``ip`` client-quota entity (KIP-612, set with
+  AlterClientQuotas or ``samsa configs --entity-type ips``; :mod:`broker.security.quotas`
+  stores them and hands them to :meth:`ConnectionQuotas.update_ip_quotas`): an address's own
+  quota, else the default IP entity's. After the acceptor has its slot, the new connection is
+  recorded in that address's rate (Kafka's ``recordIpConnectionMaybeThrottle``); over the
+  bound it is *not* served: its recording is taken back from the address's, the listener's
+  and the broker's rates (so a refused connection does not count against anyone), and the
+  acceptor keeps the socket unread for the throttle time and then closes it (Kafka's
+  ``ConnectionThrottledException`` and delayed close), so a client retrying at once is held
+  for that long. While the address stays over its rate every new connection goes the same
+  way; other addresses are unaffected.
+
+All of it but the IP quotas is read again from the broker config by
+:meth:`ConnectionQuotas.reconfigure` (dynamic broker configs, KIP-226), so limits can be
+changed with AlterConfigs.
 
 Everything here runs on the broker's event loop: no locks; waiters are woken through one
 ``asyncio.Condition``-like event per change.
@@ -33,6 +46,7 @@ Everything here runs on the broker's event loop: no locks; waiters are woken thr
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import socket
 import time
@@ -42,13 +56,15 @@ from typing import Any
 from protocol.errors import InvalidConfigError
 
 from .repeated_warnings import RepeatedWarnings
-from .security.quotas import Rate
+from .security.quotas import CONNECTION_CREATION_RATE, DEFAULT, IpConfigs, Rate
 
 log = logging.getLogger("samsa.network")
 # A flood from one address must not flood the log: a few lines per cause and minute, then a count.
 LIMIT_WARNINGS = RepeatedWarnings(log)
 
 UNLIMITED = 2147483647  # Kafka's Int.MaxValue defaults
+# Per-address rate sensors are dropped once idle past their window, checked when there are this many
+MAX_IDLE_IP_SENSORS = 1024
 
 
 def parse_overrides(spec: str) -> dict[str, int]:
@@ -85,6 +101,7 @@ class ListenerQuota:
         self.throttle_ms_total = 0.0  # time the acceptor spent throttling for this listener's rate
         self.blocked_ms_total = 0.0  # time the acceptor waited for a slot or a rate (AcceptorBlockedPercent)
         self.rejected = 0  # closed by max.connections.per.ip
+        self.ip_throttled = 0  # closed (after the throttle time) by an IP's connection_creation_rate
         self.closed_excess = 0  # closed to make room for the protected listener
 
 
@@ -99,12 +116,16 @@ class ConnectionQuotas:
         self._changed = asyncio.Event()
         self.broker_rate: Rate | None = None
         self.max_rate = UNLIMITED
+        # KIP-612 IP quotas: address -> connection_creation_rate, and the default IP entity's
+        self.ip_rates: dict[str, int] = {}
+        self.default_ip_rate = UNLIMITED
+        self.ip_sensors: dict[str, Rate] = {}
         self.reconfigure(config)
 
     def reconfigure(self, config: Any) -> None:
         """(Re)read every limit from the broker config; an invalid value raises InvalidConfigError."""
         props = config.props
-        window_num = max(int(config.int("quota.window.num")), 1)
+        window_num = self.window_num = max(int(config.int("quota.window.num")), 1)
         self.window_ms = max(int(config.int("quota.window.size.seconds")), 1) * 1000
         # Kafka: maxThrottleTimeMs = quota.window.size.seconds
         self.max_throttle_ms = self.window_ms
@@ -186,6 +207,68 @@ class ConnectionQuotas:
         if throttle_ms > 0 or time.monotonic() - start > 0.001:
             lq.blocked_ms_total += (time.monotonic() - start) * 1000
 
+    def update_ip_quotas(self, configs: IpConfigs) -> None:
+        """Kafka's updateIpConnectionRateQuota for every ip entity at once: ``configs`` maps an
+        address or host name (resolved here, as Kafka's InetAddress.getByName) or DEFAULT to its
+        quota configs. The addresses' rate sensors, and what they have recorded, are kept."""
+        rates: dict[str, int] = {}
+        default = UNLIMITED
+        for name, cfg in configs.items():
+            rate = cfg.get(CONNECTION_CREATION_RATE)
+            if rate is None:
+                continue
+            if name == DEFAULT:
+                default = int(rate)
+            else:
+                for addr in _addresses(name):
+                    rates[addr] = int(rate)
+        if default != self.default_ip_rate:
+            log.info("Updated default max IP connection rate to %s",
+                     "unlimited" if default >= UNLIMITED else default)
+        for addr in sorted(set(rates) | set(self.ip_rates)):
+            if rates.get(addr) != self.ip_rates.get(addr):
+                if addr in rates:
+                    log.info("Updating max connection rate override for /%s to %d", addr, rates[addr])
+                else:
+                    log.info("Removing max connection rate override for /%s", addr)
+        self.ip_rates, self.default_ip_rate = rates, default
+
+    def connection_rate_for_ip(self, ip: str) -> int:
+        return self.ip_rates.get(ip, self.default_ip_rate)
+
+    def record_ip_connection_maybe_throttle(self, listener: str, ip: str, now_ms: float) -> int:
+        """Record a new connection from ``ip`` against its connection_creation_rate; the throttle
+        time in ms if that takes it over (the caller then closes the connection after that time
+        and does not count it), else 0. See the module docstring."""
+        bound = self.connection_rate_for_ip(ip)
+        if bound >= UNLIMITED:
+            return 0
+        sensor = self.ip_sensors.get(ip)
+        if sensor is None:
+            if len(self.ip_sensors) >= MAX_IDLE_IP_SENSORS:
+                self._drop_idle_ip_sensors(now_ms)
+            sensor = self.ip_sensors[ip] = Rate(self.window_num, self.window_ms)
+        throttle = self._record(sensor, bound, now_ms)
+        if throttle <= 0:
+            return 0
+        # not accepted, so not counted: un-record it for the address, the listener and the broker
+        sensor.record(-1.0, now_ms)
+        lq = self.listeners[listener]
+        if not self.protected(listener) and self.broker_rate is not None:
+            self.broker_rate.record(-1.0, now_ms)
+        if lq.rate is not None:
+            lq.rate.record(-1.0, now_ms)
+        lq.ip_throttled += 1
+        LIMIT_WARNINGS.warning(f"ip rate {bound}", ip, "Throttled connection from /%s on listener %s: the address "
+                               "is over its connection_creation_rate quota of %d/s; the connection is closed in "
+                               "%d ms", ip, listener, bound, throttle)
+        return throttle
+
+    def _drop_idle_ip_sensors(self, now_ms: float) -> None:
+        horizon = now_ms - self.window_num * self.window_ms
+        for ip in [ip for ip, r in self.ip_sensors.items() if not r.samples or r.samples[-1][0] <= horizon]:
+            del self.ip_sensors[ip]
+
     def inc(self, listener: str, ip: str) -> bool:
         """Count a connection the acceptor is about to serve; False (and not counted) if its address
         already has its maximum, when the caller must close it."""
@@ -222,6 +305,19 @@ class ConnectionQuotas:
     def creation_rate(self, listener: str) -> float:
         """New connections per second over the last ~30 s (the connection-creation-rate metric)."""
         return self.listeners[listener].created_rate.measure(time.monotonic() * 1000)
+
+
+def _addresses(name: str) -> list[str]:
+    """The addresses an ip quota entity names: itself if an address, else what it resolves to."""
+    try:
+        return [str(ipaddress.ip_address(name))]
+    except ValueError:
+        pass
+    try:
+        return sorted({str(info[4][0]) for info in socket.getaddrinfo(name, None, proto=socket.IPPROTO_TCP)})
+    except (OSError, UnicodeError) as e:
+        log.warning("IP quota for %s not applied: it does not resolve (%s)", name, e)
+        return []
 
 
 def _int(props: Any, key: str) -> int:

@@ -256,7 +256,9 @@ class Acceptor:
 
     ``max.connections`` and the creation rates hold this task (new connections wait in the
     listen backlog); a client address over ``max.connections.per.ip`` has its new connection
-    closed. The TLS handshake runs in its own task, after the connection is counted.
+    closed. A connection over its address's ``connection_creation_rate`` quota (KIP-612) is
+    never served and is closed when its throttle time is up (Kafka's ``throttledSockets``).
+    The TLS handshake runs in its own task, after the connection is counted.
     """
 
     BACKLOG = 1024
@@ -267,6 +269,7 @@ class Acceptor:
         self.security = security  # broker.security.manager.ListenerSecurity
         self.sockets: list[socket.socket] = []
         self.tasks: set[asyncio.Task[None]] = set()
+        self.throttled: dict[socket.socket, asyncio.TimerHandle] = {}  # closed when their throttle ends
 
     async def bind(self, host: str, port: int) -> None:
         """Bind and listen like ``loop.create_server`` (every address of ``host``; empty = all)."""
@@ -304,6 +307,14 @@ class Acceptor:
             t.cancel()
         for s in self.sockets:
             s.close()
+        for sock, handle in list(self.throttled.items()):
+            handle.cancel()
+            sock.close()
+        self.throttled.clear()
+
+    def _close_throttled(self, sock: socket.socket) -> None:
+        self.throttled.pop(sock, None)
+        sock.close()
 
     async def _run(self, lsock: socket.socket) -> None:
         loop = asyncio.get_running_loop()
@@ -321,6 +332,10 @@ class Acceptor:
             except BaseException:
                 sock.close()
                 raise
+            throttle_ms = quotas.record_ip_connection_maybe_throttle(self.name, ip, time.monotonic() * 1000)
+            if throttle_ms > 0:
+                self.throttled[sock] = loop.call_later(throttle_ms / 1000, self._close_throttled, sock)
+                continue
             if not quotas.inc(self.name, ip):
                 sock.close()
                 continue

@@ -1,11 +1,12 @@
 """AlterClientQuotas (key 49), versions 0-1 (KIP-546; v1 flexible).
 
 Needs ALTER_CONFIGS on the CLUSTER (CLUSTER_AUTHORIZATION_FAILED for every entry). Each entry
-names an entity (``user`` and/or ``client-id``; a null name is the default entity) and ops
-that set a quota (``producer_byte_rate``, ``consumer_byte_rate``, ``request_percentage``,
-``controller_mutation_rate``) or remove it. Invalid entries answer INVALID_REQUEST and change
-nothing; the valid ones are stored together (unless ``validate_only``) and enforced from
-the next request on.
+names an entity (``user`` and/or ``client-id``, or ``ip`` alone; a null name is the default
+entity) and ops that set a quota or remove it: ``producer_byte_rate``, ``consumer_byte_rate``,
+``request_percentage``, ``controller_mutation_rate`` for users and client ids, only
+``connection_creation_rate`` (an integer, KIP-612) for an ip. Invalid entries answer
+INVALID_REQUEST with Kafka's message and change nothing; the valid ones are stored together
+(unless ``validate_only``) and enforced from the next request (an ip's: the next connection) on.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ async def handle_alter_client_quotas(ctx: RequestContext, req: Any) -> Any:
                 raise QuotaError("Cluster authorization failed.")
             entity = quotas.entity_from_wire([(e.entity_type, e.entity_name) for e in entry.entity])
             ops = [(o.key, float(o.value), bool(o.remove)) for o in entry.ops]
-            quotas.validate(ops)
+            quotas.validate(ops, entity)
             changes.append((entity, ops))
         except QuotaError as e:
             code = CLUSTER_DENIED if not allowed else ErrorCode.INVALID_REQUEST

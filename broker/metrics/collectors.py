@@ -231,8 +231,9 @@ class SocketServerCollector(Collector):
                                       "Milliseconds the acceptor waited for a connection slot or the creation "
                                       "rate (Kafka's AcceptorBlockedPercent, as a total).", labels=["listener"])
         rejected = CounterMetricFamily("kafka_server_socketservermetrics_connections_rejected",
-                                       "New connections closed: per-IP limit (reason=max_connections_per_ip) or "
-                                       "shed for the inter-broker listener (reason=max_connections).",
+                                       "New connections closed: per-IP limit (reason=max_connections_per_ip), "
+                                       "shed for the inter-broker listener (reason=max_connections), or over their "
+                                       "address's connection_creation_rate quota (reason=ip_connection_rate).",
                                        labels=["listener", "reason"])
         for name, lq in sorted(quotas.listeners.items()):
             rate.add_metric([name], quotas.creation_rate(name))
@@ -240,6 +241,7 @@ class SocketServerCollector(Collector):
             blocked.add_metric([name], lq.blocked_ms_total)
             rejected.add_metric([name, "max_connections_per_ip"], lq.rejected)
             rejected.add_metric([name, "max_connections"], lq.closed_excess)
+            rejected.add_metric([name, "ip_connection_rate"], lq.ip_throttled)
         yield from (rate, throttle, blocked, rejected)
         used = sum(getattr(c, "queued_bytes", 0) + c.decoder.buffered for c in list(self.broker.connections))
         yield _gauge("kafka_network_socketserver_memorypoolused",

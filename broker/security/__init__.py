@@ -50,5 +50,8 @@ def configure(broker: Any) -> None:
     zk = broker.cluster.zk if broker.cluster is not None else None
     broker.authorizer = configure_authorizer(broker.config, zk)
     broker.quotas = configure_quotas(broker.config, broker.cluster)
+    # IP quotas (KIP-612) are enforced where connections are accepted
+    broker.quotas.ip_listeners.append(broker.connection_quotas.update_ip_quotas)
+    broker.connection_quotas.update_ip_quotas(broker.quotas.ip_configs)
     if broker.cluster is not None and broker.security is not None:  # SCRAM credentials live in ZooKeeper
         broker.security.credentials.use_zookeeper(broker.cluster.zk, broker.cluster.topics.entity_config_listeners)

@@ -23,17 +23,27 @@ Kafka's model (KIP-13, KIP-55, KIP-124, KIP-219, KIP-546):
   its bytes are not counted, as Kafka does); request_percentage the handler's wall time
   as a percentage of one thread.
 
+IP quotas (KIP-612): the ``ip`` entity (a host or address, or the default IP ``<default>``)
+takes one key, ``connection_creation_rate`` (an INT, new connections per second), valid for no
+other entity, and an ``ip`` entity combines with no other type. This module only stores them;
+they are enforced at accept by :mod:`broker.connection_quotas`, which every load and alter
+hands the IP configs to (``ClientQuotaManager.ip_listeners``), as Kafka's IpConfigHandler
+hands them to ConnectionQuotas.
+
 Quota configs are persisted with the broker's metadata (:class:`FileQuotaStore`, in Kafka's
-ZooKeeper layout ``/config/users/<u>/clients/<c>`` -> ``{"version":1,"config":{...}}``).
-``ClientQuotaManager.enabled`` is false until some quota exists: the hot paths then pay one
-attribute test.
+ZooKeeper layout ``/config/users/<u>/clients/<c>``, ``/config/ips/<ip>`` ->
+``{"version":1,"config":{...}}``). ``ClientQuotaManager.enabled`` is false until some user or
+client quota exists: the hot paths then pay one attribute test.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
+import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,12 +51,16 @@ from urllib.parse import quote, unquote
 
 from protocol.api_keys import ApiKey
 
+from ..zk.zk_data import CONFIG_IPS
+
 USER, CLIENT_ID, IP = "user", "client-id", "ip"
 PRODUCER_BYTE_RATE = "producer_byte_rate"
 CONSUMER_BYTE_RATE = "consumer_byte_rate"
 REQUEST_PERCENTAGE = "request_percentage"
 CONTROLLER_MUTATION_RATE = "controller_mutation_rate"
 QUOTA_KEYS = frozenset({PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE, CONTROLLER_MUTATION_RATE})
+CONNECTION_CREATION_RATE = "connection_creation_rate"  # the only key of an ip entity (Kafka's INT type)
+IP_QUOTA_KEYS = frozenset({CONNECTION_CREATION_RATE})
 # Requests that wait in a purgatory (Fetch's long poll, a rebalance, leaders being elected):
 # Kafka's request time excludes that wait, and the handler's wall time here would not, so they
 # are not metered for request_percentage (nor is Produce in a cluster, waiting for the ISR).
@@ -56,10 +70,24 @@ DEFAULT = "<default>"  # Kafka's ZooKeeper name for a default entity; real names
 
 # An entity: (user, client_id); each None (not part of the entity), DEFAULT, or a name.
 Entity = tuple[str | None, str | None]
+# IP quota configs: {ip or host name as given, or DEFAULT: {"connection_creation_rate": n}}
+IpConfigs = dict[str, dict[str, float]]
+IPS_PREFIX = CONFIG_IPS + "/"
 
 
 class QuotaError(ValueError):
     """An invalid entity or quota: answered as INVALID_REQUEST with this message."""
+
+
+@dataclass(frozen=True, slots=True)
+class IpEntity:
+    """The ``ip`` quota entity: an address or host name as given, or DEFAULT."""
+
+    ip: str
+
+
+# Kafka's names for the filter components in DescribeClientQuotas' errors
+_FILTER_NAMES = {USER: "user", CLIENT_ID: "client", IP: "ip"}
 
 
 def entity_path(e: Entity) -> str:
@@ -83,6 +111,30 @@ def entity_from_path(path: str) -> Entity:
         else:
             raise ValueError(f"not a quota entity path: {path}")
     return (user, client)
+
+
+def ip_entity_path(ip: str) -> str:
+    return IPS_PREFIX + (DEFAULT if ip == DEFAULT else quote(ip, safe=""))
+
+
+def ip_from_path(path: str) -> str:
+    name = path.removeprefix(IPS_PREFIX)
+    return DEFAULT if name == DEFAULT else unquote(name)
+
+
+def is_valid_ip_entity(ip: str) -> bool:
+    """Kafka's DynamicConfig.Ip.isValidIpEntity: the default, an address, or a resolvable host."""
+    if ip == DEFAULT:
+        return True
+    try:
+        ipaddress.ip_address(ip)
+        return True
+    except ValueError:
+        pass
+    try:
+        return bool(socket.getaddrinfo(ip, None, proto=socket.IPPROTO_TCP))
+    except (OSError, UnicodeError):
+        return False
 
 
 def resolution_order(user: str, client: str) -> list[tuple[Entity, Entity]]:
@@ -135,16 +187,25 @@ class FileQuotaStore:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def load(self) -> dict[Entity, dict[str, float]]:
+    def load(self) -> tuple[dict[Entity, dict[str, float]], IpConfigs]:
         if not self.path.exists():
-            return {}
+            return {}, {}
         doc = json.loads(self.path.read_text() or "{}")
-        return {entity_from_path(p): {k: float(v) for k, v in node.get("config", {}).items()}
-                for p, node in doc.items()}
+        quotas: dict[Entity, dict[str, float]] = {}
+        ips: IpConfigs = {}
+        for p, node in doc.items():
+            cfg = {k: float(v) for k, v in node.get("config", {}).items()}
+            if p.startswith(IPS_PREFIX):
+                ips[ip_from_path(p)] = cfg
+            else:
+                quotas[entity_from_path(p)] = cfg
+        return quotas, ips
 
-    def save(self, quotas: dict[Entity, dict[str, float]]) -> None:
+    def save(self, quotas: dict[Entity, dict[str, float]], ips: IpConfigs) -> None:
         doc = {entity_path(e): {"version": 1, "config": {k: _fmt(v) for k, v in sorted(cfg.items())}}
                for e, cfg in quotas.items() if cfg}
+        doc.update({ip_entity_path(ip): {"version": 1, "config": {k: _fmt(v) for k, v in sorted(cfg.items())}}
+                    for ip, cfg in ips.items() if cfg})
         tmp = self.path.with_suffix(".tmp")
         with open(tmp, "w") as f:
             json.dump(doc, f, indent=1, sort_keys=True)
@@ -155,13 +216,14 @@ class FileQuotaStore:
 
 class ZkQuotaStore:
     """Quota configs in ZooKeeper, shared by the cluster's brokers, where Kafka keeps them:
-    ``/config/users/<u>[/clients/<c>]`` and ``/config/clients/<c>``, each a config znode
-    (``{"version":1,"config":{...}}``; other keys there, e.g. SCRAM credentials, are left alone),
-    announced on ``/config/changes`` so that every broker reloads."""
+    ``/config/users/<u>[/clients/<c>]``, ``/config/clients/<c>`` and ``/config/ips/<ip>``, each a
+    config znode (``{"version":1,"config":{...}}``; other keys there, e.g. SCRAM credentials, are
+    left alone), announced on ``/config/changes`` so that every broker reloads."""
 
     def __init__(self, zk: Any) -> None:
         self.zk = zk
         self._written: set[Entity] = set()
+        self._written_ips: set[str] = set()
 
     def _entity_nodes(self) -> list[tuple[Entity, str, str]]:
         """(entity, entity type, name below it) of every user / client config node."""
@@ -175,16 +237,31 @@ class ZkQuotaStore:
             out.append((entity_from_path(f"/config/clients/{client}"), "clients", client))
         return out
 
-    def load(self) -> dict[Entity, dict[str, float]]:
+    def load(self) -> tuple[dict[Entity, dict[str, float]], IpConfigs]:
         out: dict[Entity, dict[str, float]] = {}
         for entity, etype, name in self._entity_nodes():
             cfg = {k: float(v) for k, v in self.zk.get_entity_config(etype, name).items() if k in QUOTA_KEYS}
             if cfg:
                 out[entity] = cfg
+        ips: IpConfigs = {}
+        etype = CONFIG_IPS.removeprefix("/config/")
+        for name in self.zk.children(CONFIG_IPS):
+            cfg = {k: float(v) for k, v in self.zk.get_entity_config(etype, name).items() if k in IP_QUOTA_KEYS}
+            if cfg:
+                ips[ip_from_path(IPS_PREFIX + name)] = cfg
         self._written = set(out)
-        return out
+        self._written_ips = set(ips)
+        return out, ips
 
-    def save(self, quotas: dict[Entity, dict[str, float]]) -> None:
+    def save(self, quotas: dict[Entity, dict[str, float]], ips: IpConfigs) -> None:
+        for ip in set(ips) | self._written_ips:
+            etype, _, name = ip_entity_path(ip).removeprefix("/config/").partition("/")
+            current = self.zk.get_entity_config(etype, name)
+            merged = {k: v for k, v in current.items() if k not in IP_QUOTA_KEYS}
+            merged.update({k: _fmt(v) for k, v in ips.get(ip, {}).items()})
+            if merged != current:
+                self.zk.set_entity_config(etype, name, merged, notify=True)
+        self._written_ips = {ip for ip, cfg in ips.items() if cfg}
         for entity in set(quotas) | self._written:
             path = entity_path(entity).removeprefix("/config/")
             etype, _, name = path.partition("/")
@@ -214,18 +291,27 @@ class ClientQuotaManager:
         self.window_num, self.window_ms = window_num, window_size_s * 1000
         self.max_throttle_ms = window_num * window_size_s * 1000
         self.configs: dict[Entity, dict[str, float]] = {}
+        self.ip_configs: IpConfigs = {}
+        # called with ip_configs after every load and alter (the broker's ConnectionQuotas enforce them)
+        self.ip_listeners: list[Callable[[IpConfigs], None]] = []
         self.enabled = False
         self._sensors: dict[tuple[str, Entity], Rate] = {}
         self._resolved: dict[tuple[str, str, str], _Resolved | None] = {}
 
     def load(self) -> None:
-        self.configs = self.store.load()
+        self.configs, self.ip_configs = self.store.load()
         self._changed()
+        self._ips_changed()
 
     def _changed(self) -> None:
         self.configs = {e: c for e, c in self.configs.items() if c}
         self.enabled = bool(self.configs)
         self._resolved.clear()
+
+    def _ips_changed(self) -> None:
+        self.ip_configs = {ip: c for ip, c in self.ip_configs.items() if c}
+        for fn in self.ip_listeners:
+            fn(dict(self.ip_configs))
 
     # --- enforcement ----------------------------------------------------------------------
 
@@ -283,86 +369,120 @@ class ClientQuotaManager:
 
     # --- administration (DescribeClientQuotas / AlterClientQuotas) -------------------------
 
-    def describe(self, components: list[tuple[str, int, str | None]], strict: bool) -> list[tuple[Entity, dict[str, float]]]:
-        """Entities matching the filter. ``components``: (entity type, match type, match) with
-        match type 0 = exact name, 1 = the default, 2 = any entity of that type."""
+    def describe(self, components: list[tuple[str, int, str | None]],
+                 strict: bool) -> list[tuple[list[tuple[str, str | None]], dict[str, float]]]:
+        """Entities matching the filter, each as [(entity type, name or None for the default)] with
+        its quotas. ``components``: (entity type, match type, match) with match type 0 = exact
+        name, 1 = the default, 2 = any entity of that type. As Kafka's ZooKeeper-mode
+        AdminManager: an ``ip`` component excludes user / client-id components, and a filter
+        without components (and not strict) matches every entity of every type."""
         want: dict[str, tuple[int, str | None]] = {}
         for etype, mtype, match in components:
-            if etype not in (USER, CLIENT_ID):
-                raise QuotaError(f"Unsupported entity type {etype!r}" if etype != IP else
-                                 "IP quotas are not supported by this broker")
+            if etype not in _FILTER_NAMES:
+                raise QuotaError(f"Custom entity type '{etype}' not supported" if etype else
+                                 "Unexpected empty filter component entity type")
             if etype in want:
-                raise QuotaError(f"Duplicate filter component for entity type {etype}")
+                raise QuotaError(f"Duplicate {_FILTER_NAMES[etype]} filter component entity type")
             if mtype not in (0, 1, 2):
                 raise QuotaError(f"Unknown match type {mtype}")
             if mtype == 0 and match is None:
                 raise QuotaError("An exact match needs an entity name")
             want[etype] = (mtype, match)
-        out = []
-        for e, cfg in sorted(self.configs.items(), key=lambda x: entity_path(x[0])):
-            present = {USER: e[0], CLIENT_ID: e[1]}
-            ok = True
-            for etype, (mtype, match) in want.items():
-                v = present[etype]
-                if v is None or (mtype == 0 and v != match) or (mtype == 1 and v != DEFAULT):
+        if IP in want and (USER in want or CLIENT_ID in want):
+            raise QuotaError("Invalid entity filter component combination, IP filter component should not be "
+                             "used with user or clientId filter component.")
+        out: list[tuple[list[tuple[str, str | None]], dict[str, float]]] = []
+        if IP not in want:
+            for e, cfg in sorted(self.configs.items(), key=lambda x: entity_path(x[0])):
+                present = {USER: e[0], CLIENT_ID: e[1]}
+                ok = True
+                for etype, (mtype, match) in want.items():
+                    v = present[etype]
+                    if v is None or (mtype == 0 and v != match) or (mtype == 1 and v != DEFAULT):
+                        ok = False
+                if ok and strict and any(present[t] is not None and t not in want for t in (USER, CLIENT_ID)):
                     ok = False
-            if ok and strict and any(present[t] is not None and t not in want for t in (USER, CLIENT_ID)):
-                ok = False
-            if ok:
-                out.append((e, dict(cfg)))
+                if ok:
+                    out.append(([(t, None if v == DEFAULT else v) for t, v in present.items() if v is not None],
+                                dict(cfg)))
+        if USER not in want and CLIENT_ID not in want and (IP in want or not strict):
+            mtype, match = want.get(IP, (2, None))
+            for ip, cfg in sorted(self.ip_configs.items()):
+                if (mtype == 0 and ip != match) or (mtype == 1 and ip != DEFAULT):
+                    continue
+                out.append(([(IP, None if ip == DEFAULT else ip)], dict(cfg)))
         return out
 
     @staticmethod
-    def entity_from_wire(pairs: list[tuple[str, str | None]]) -> Entity:
-        user = client = None
-        seen = set()
+    def entity_from_wire(pairs: list[tuple[str, str | None]]) -> Entity | IpEntity:
+        """The entity of an AlterClientQuotas entry, with Kafka's (ZooKeeper mode) messages."""
+        if not pairs:
+            raise QuotaError("Invalid empty client quota entity")
+        named: dict[str, str] = {}
         for etype, name in pairs:
-            if etype in seen:
+            if etype not in _FILTER_NAMES:
+                raise QuotaError(f"Unhandled client quota entity type: {etype}")
+            if etype in named:
                 raise QuotaError(f"Duplicate entity type {etype}")
-            seen.add(etype)
-            value = DEFAULT if name is None else name
-            if etype == USER:
-                user = value
-            elif etype == CLIENT_ID:
-                client = value
-            elif etype == IP:
-                raise QuotaError("IP quotas are not supported by this broker")
-            else:
-                raise QuotaError(f"Unsupported entity type {etype!r}")
-        if not seen:
-            raise QuotaError("Empty quota entity")
-        return (user, client)
+            if name is not None and not name:
+                raise QuotaError(f"Empty {etype} not supported")
+            named[etype] = DEFAULT if name is None else name
+        if IP in named:
+            if len(named) > 1:
+                raise QuotaError("Invalid quota entity combination, IP entity should not be used with user/client "
+                                 "ID entity.")
+            if not is_valid_ip_entity(named[IP]):
+                raise QuotaError(f"{named[IP]} is not a valid IP or resolvable host.")
+            return IpEntity(named[IP])
+        return (named.get(USER), named.get(CLIENT_ID))
 
-    def validate(self, ops: list[tuple[str, float, bool]]) -> None:
+    def validate(self, ops: list[tuple[str, float, bool]], entity: Entity | IpEntity = (None, DEFAULT)) -> None:
+        """Kafka's checks of the keys set on an entity: an ip entity takes only
+        ``connection_creation_rate`` (an INT), a user / client-id entity only the byte rates,
+        request_percentage and controller_mutation_rate. Removing is not checked (as Kafka)."""
+        ip = isinstance(entity, IpEntity)
+        keys = IP_QUOTA_KEYS if ip else QUOTA_KEYS
         for key, value, remove in ops:
-            if key not in QUOTA_KEYS:
-                raise QuotaError(f"Invalid quota configuration key {key!r}; valid keys are "
-                                 f"{', '.join(sorted(QUOTA_KEYS))}")
-            if not remove and not value > 0:
-                raise QuotaError(f"Quota {key} must be positive, not {value}")
+            if remove:
+                continue
+            if key not in keys:
+                raise QuotaError(f"Invalid configuration key {key}")
+            if ip and abs(round(value) - value) > 1e-6:
+                raise QuotaError(f"Configuration {key} must be a INT value")
+            if not value > 0:
+                raise QuotaError(f"Quota {key} must be greater than 0")
 
-    def alter(self, changes: list[tuple[Entity, list[tuple[str, float, bool]]]]) -> None:
+    def alter(self, changes: list[tuple[Entity | IpEntity, list[tuple[str, float, bool]]]]) -> None:
+        ips = False
         for entity, ops in changes:
-            cfg = self.configs.setdefault(entity, {})
+            if isinstance(entity, IpEntity):
+                ips = True
+                cfg = self.ip_configs.setdefault(entity.ip, {})
+                ops = [(k, float(round(v)), r) for k, v, r in ops]  # INT, as Kafka stores it
+            else:
+                cfg = self.configs.setdefault(entity, {})
             for key, value, remove in ops:
                 if remove:
                     cfg.pop(key, None)
                 else:
                     cfg[key] = value
         self._changed()
-        self.store.save(self.configs)
+        self.ip_configs = {ip: c for ip, c in self.ip_configs.items() if c}
+        self.store.save(self.configs, self.ip_configs)
+        if ips:
+            self._ips_changed()
 
 
 def configure_quotas(config: Any, cluster: Any = None) -> ClientQuotaManager:
     """The broker's quota manager: configs in ZooKeeper in a cluster (reloaded on every
-    ``/config/changes`` notice for users or clients), else in a file beside the logs."""
+    ``/config/changes`` notice for users, clients or ips), else in a file beside the logs."""
     store: Any = FileQuotaStore(config.log_dirs[0] / FileQuotaStore.FILE) if cluster is None \
         else ZkQuotaStore(cluster.zk)
     q = ClientQuotaManager(store, config.int("quota.window.num"), config.int("quota.window.size.seconds"))
     q.load()
     if cluster is not None:
         def changed(kind: str, _name: str) -> None:
-            if kind in ("users", "clients"):
+            if kind in ("users", "clients", "ips"):
                 q.load()
         cluster.topics.entity_config_listeners.append(changed)
     return q

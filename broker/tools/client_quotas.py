@@ -1,4 +1,4 @@
-"""``samsa configs --entity-type users|clients``: client quotas, as kafka-configs.sh manages them.
+"""``samsa configs --entity-type users|clients|ips``: client quotas, as kafka-configs.sh manages them.
 
 Entities are given as kafka-configs.sh does, one ``--entity-type`` followed by its
 ``--entity-name NAME`` or ``--entity-default``, up to two of them for a user + client id
@@ -8,6 +8,11 @@ pair::
     samsa configs --alter --entity-type users --entity-name alice --entity-type clients --entity-default \\
         --add-config consumer_byte_rate=2097152,request_percentage=200
     samsa configs --describe --entity-type users          # every user entity
+    samsa configs --alter --entity-type ips --entity-name 1.2.3.4 --add-config connection_creation_rate=5
+    samsa configs --alter --entity-type ips --entity-default --add-config connection_creation_rate=100
+
+An ``ips`` entity stands alone (KIP-612: only ``connection_creation_rate``, new connections
+per second from that address, enforced when they are accepted).
 
 ``--alter`` sends one AlterClientQuotas (``--add-config`` sets, ``--delete-config`` removes);
 ``--describe`` one DescribeClientQuotas (a type without a name matches every entity of that
@@ -22,8 +27,8 @@ from typing import Any
 
 from ._common import ToolError, admin_client, error_name, print_json, send_request
 
-ENTITY_TYPES = {"users": "user", "clients": "client-id"}
-LABELS = {"user": "user-principal", "client-id": "client-id"}
+ENTITY_TYPES = {"users": "user", "clients": "client-id", "ips": "ip"}
+LABELS = {"user": "user-principal", "client-id": "client-id", "ip": "ip"}
 MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY = 0, 1, 2
 
 
@@ -46,7 +51,7 @@ def is_quota_entity(args: argparse.Namespace) -> bool:
     types = [v for k, v in chain if k == "entity_type"]
     if not any(t in ENTITY_TYPES for t in types):
         return False
-    if "clients" in types or any(k == "entity_default" for k, _v in chain):
+    if "clients" in types or "ips" in types or any(k == "entity_default" for k, _v in chain):
         return True
     if args.verb == "describe":
         return False
@@ -68,7 +73,7 @@ def _entities(args: argparse.Namespace) -> list[tuple[str, str | None, int]]:
     for key, value in args.entity_chain:
         if key == "entity_type":
             if value not in ENTITY_TYPES:
-                raise ToolError(f"--entity-type {value} cannot be combined with users/clients")
+                raise ToolError(f"--entity-type {value} cannot be combined with users/clients/ips")
             out.append([ENTITY_TYPES[value], None, MATCH_ANY])
         elif not out:
             raise ToolError(f"--{key.replace('_', '-')} must follow an --entity-type")

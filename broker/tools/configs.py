@@ -57,7 +57,8 @@ def register(subparsers: Any) -> None:
     verbs.add_argument("--describe", dest="verb", action="store_const", const="describe")
     verbs.add_argument("--alter", dest="verb", action="store_const", const="alter")
     p.add_argument("--entity-type", choices=sorted([*RESOURCE_TYPES, *client_quotas.ENTITY_TYPES]),
-                   action=client_quotas.EntityChain, help="topics, brokers, groups, users (quotas, SCRAM credentials) or clients (quotas).")
+                   action=client_quotas.EntityChain,
+                   help="topics, brokers, groups, users (quotas, SCRAM credentials), clients or ips (quotas).")
     p.add_argument("--entity-name", action=client_quotas.EntityChain, help="Topic name, broker id, group id, user or client id.")
     p.add_argument("--entity-default", action=client_quotas.EntityChain, nargs=0, default=False,
                    help="The cluster-wide dynamic default (brokers), or the default user / client id.")

@@ -9,6 +9,8 @@ An operator who knows Kafka's ZooKeeper mode can read Samsa's state with ``zkCli
 ``/brokers/topics/<topic>/partitions/<p>/state``       leader, leader_epoch, isr, controller_epoch
 ``/controller`` (ephemeral), ``/controller_epoch``     the active controller and its epoch
 ``/config/topics/<topic>``, ``/config/brokers/<id>``, ``/config/groups/<group>``   config overrides; ``/config/changes`` notifies
+``/config/users/<u>``, ``/config/clients/<c>``         client quotas (and SCRAM credentials)
+``/config/ips/<ip>``                                   IP connection-creation-rate quotas (KIP-612)
 ``/admin/delete_topics/<topic>``                       topics queued for deletion
 ``/admin/reassign_partitions``                         the ongoing reassignment
 ``/isr_change_notification/isr_change_<seq>``          partitions whose ISR a leader changed
@@ -40,6 +42,7 @@ CONFIG_BROKERS = "/config/brokers"
 CONFIG_USERS = "/config/users"
 CONFIG_CLIENTS = "/config/clients"
 CONFIG_GROUPS = "/config/groups"  # dynamic group configs (KIP-848/932), broker/group_configs.py
+CONFIG_IPS = "/config/ips"
 CONFIG_CHANGES = "/config/changes"
 CONFIG_CHANGE_PREFIX = "config_change_"
 DELETE_TOPICS = "/admin/delete_topics"
@@ -57,7 +60,7 @@ ACL_CHANGE_PREFIX = "acl_changes_"
 
 # The persistent paths Kafka creates on start-up (KafkaZkClient.createTopLevelPaths).
 PERSISTENT_PATHS = (BROKER_IDS, BROKER_TOPICS, BROKER_SEQID, CONFIG_CHANGES, CONFIG_TOPICS, CONFIG_BROKERS,
-                    CONFIG_USERS, CONFIG_CLIENTS, DELETE_TOPICS, ISR_CHANGE_NOTIFICATION, "/cluster")
+                    CONFIG_USERS, CONFIG_CLIENTS, CONFIG_IPS, DELETE_TOPICS, ISR_CHANGE_NOTIFICATION, "/cluster")
 
 
 def broker_path(broker_id: int) -> str:

@@ -144,7 +144,7 @@ def test_quota_entity_precedence(tmp_path: Path) -> None:
     reloaded.load()
     assert reloaded.configs == q.configs
     strict = q.describe([("user", 0, "alice")], strict=True)
-    assert [e for e, _ in strict] == [("alice", None)]
+    assert [e for e, _ in strict] == [[("user", "alice")]]
     assert len(q.describe([("user", 0, "alice")], strict=False)) == 3
 
 

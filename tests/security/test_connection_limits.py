@@ -13,50 +13,8 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.support.metrics import scrape, value
-from tests.support.net import free_port, recv_frame, wait_until
+from tests.support.net import Conn, free_port, wait_until
 from tests.support.rawclient import RawClient, build_batch, produce_request
-
-
-def _api_versions_frame(corr: int = 7) -> bytes:
-    body = struct.pack(">hhih", 18, 0, corr, 4) + b"test"
-    return struct.pack(">i", len(body)) + body
-
-
-class Conn:
-    """One raw connection, optionally from a given source address (127.0.0.0/8 is all loopback)."""
-
-    def __init__(self, port: int, source: str = "127.0.0.1") -> None:
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.bind((source, 0))
-        self.sock.settimeout(10)
-        self.sock.connect(("127.0.0.1", port))
-
-    def ask(self, timeout: float = 10.0) -> str:
-        """ApiVersions round trip: 'ok', 'closed' (the broker closed us) or 'timeout' (not served)."""
-        self.sock.settimeout(timeout)
-        try:
-            self.sock.sendall(_api_versions_frame())
-            payload = recv_frame(self.sock)
-        except TimeoutError:
-            return "timeout"
-        except (ConnectionError, OSError):
-            return "closed"
-        assert struct.unpack_from(">ih", payload) == (7, 0)
-        return "ok"
-
-    def wait_answer(self, timeout: float) -> str:
-        """After a timed-out ask: the late answer, if the broker gets to it."""
-        self.sock.settimeout(timeout)
-        try:
-            payload = recv_frame(self.sock)
-        except TimeoutError:
-            return "timeout"
-        except (ConnectionError, OSError):
-            return "closed"
-        return "ok" if struct.unpack_from(">ih", payload) == (7, 0) else "bad"
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 def _produce_one(bootstrap: str, topic: str, value: bytes) -> None:

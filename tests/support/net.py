@@ -1,4 +1,5 @@
-"""Loopback networking helpers: free ports and a raw ApiVersions probe.
+"""Loopback networking helpers: free ports, a raw ApiVersions probe, and :class:`Conn`, a raw
+connection from a chosen loopback source address (for per-address limits and quotas).
 
 The probe is written by hand on purpose (ApiVersions v0 is 4 fields each way):
 readiness must not depend on the codec under test in ``protocol/``.
@@ -88,3 +89,45 @@ def wait_until(predicate, timeout: float, interval: float = 0.05) -> bool:
             return True
         time.sleep(interval)
     return bool(predicate())
+
+
+def api_versions_frame(corr: int = 7) -> bytes:
+    body = struct.pack(">hhih", 18, 0, corr, 4) + b"test"
+    return struct.pack(">i", len(body)) + body
+
+
+class Conn:
+    """One raw connection, optionally from a given source address (127.0.0.0/8 is all loopback)."""
+
+    def __init__(self, port: int, source: str = "127.0.0.1") -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind((source, 0))
+        self.sock.settimeout(10)
+        self.sock.connect(("127.0.0.1", port))
+
+    def ask(self, timeout: float = 10.0) -> str:
+        """ApiVersions round trip: 'ok', 'closed' (the broker closed us) or 'timeout' (not served)."""
+        self.sock.settimeout(timeout)
+        try:
+            self.sock.sendall(api_versions_frame())
+            payload = recv_frame(self.sock)
+        except TimeoutError:
+            return "timeout"
+        except (ConnectionError, OSError):
+            return "closed"
+        assert struct.unpack_from(">ih", payload) == (7, 0)
+        return "ok"
+
+    def wait_answer(self, timeout: float) -> str:
+        """After a timed-out ask: the late answer, if the broker gets to it."""
+        self.sock.settimeout(timeout)
+        try:
+            payload = recv_frame(self.sock)
+        except TimeoutError:
+            return "timeout"
+        except (ConnectionError, OSError):
+            return "closed"
+        return "ok" if struct.unpack_from(">ih", payload) == (7, 0) else "bad"
+
+    def close(self) -> None:
+        self.sock.close()
