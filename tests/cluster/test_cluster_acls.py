@@ -1,6 +1,7 @@
 """ACLs in a cluster live in ZooKeeper (``/kafka-acl/...``, Kafka's layout): an ACL created
 through any broker reaches every broker (``/kafka-acl-changes`` notifications) and is enforced
-by the leaders wherever they are.
+by the leaders wherever they are. Client quotas and IP connection-rate quotas (``/config/users``,
+``/config/clients``, ``/config/ips``) are shared the same way (``/config/changes``).
 
 The brokers run with ``allow.everyone.if.no.acl.found=true`` so that their own PLAINTEXT
 inter-broker requests (as ``User:ANONYMOUS``) stay allowed; the test's ACLs are on one topic.
@@ -133,3 +134,59 @@ def test_client_quotas_are_shared_through_zookeeper(cluster_factory: Any) -> Non
     cluster.restart(1)
     assert _quota_entities(cluster[1]) == 1
     assert not (cluster[1].data_dir / "samsa-quotas.json").exists()
+
+
+def test_ip_quota_set_through_one_broker_is_enforced_by_another(cluster3: Any) -> None:
+    """KIP-612 in ZooKeeper mode: ``/config/ips/<ip>`` with a ``/config/changes`` notice; every
+    broker reloads it and closes that address's connections past the rate."""
+    import json
+    import subprocess
+    import sys
+
+    from kazoo.client import KazooClient
+
+    from tests.support.net import connection_burst
+
+    def tool(*args: str) -> str:
+        out = subprocess.run([sys.executable, "-m", "broker.cli", "configs", "--bootstrap-server",
+                              cluster3[0].bootstrap, "--entity-type", "ips", "--entity-name", "127.0.0.2", *args],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        return out.stdout
+
+    def ip_entities(broker: Any) -> int:
+        from kafka.protocol.admin import DescribeClientQuotasRequest, DescribeClientQuotasResponse
+
+        with RawClient(broker.host, broker.port) as rc:
+            req = DescribeClientQuotasRequest(
+                components=[DescribeClientQuotasRequest.ComponentData(entity_type="ip", match_type=2, match=None)],
+                strict=False)
+            resp = rc.roundtrip(req, 1, DescribeClientQuotasResponse)
+            assert resp.error_code == 0, resp
+            return len(resp.entries or [])
+
+    tool("--alter", "--add-config", "connection_creation_rate=1")
+    try:
+        zk = KazooClient(hosts=cluster3.zookeeper_connect, timeout=10.0)
+        zk.start()
+        try:
+            data, _ = zk.get("/config/ips/127.0.0.2")
+        finally:
+            zk.stop()
+            zk.close()
+        assert json.loads(data) == {"version": 1, "config": {"connection_creation_rate": "1"}}
+        deadline = time.monotonic() + 30
+        while [ip_entities(b) for b in cluster3.brokers] != [1, 1, 1] and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert [ip_entities(b) for b in cluster3.brokers] == [1, 1, 1]
+        # Kafka's 11 one-second windows: a fresh address gets ~10 connections, then 1/s
+        got = connection_burst(cluster3[2].port, ["127.0.0.2", "127.0.0.1"], 1.5, every=0.03)
+        print(f"broker 2, 127.0.0.2 at 1/s: {got['127.0.0.2'].count('ok')} of {len(got['127.0.0.2'])} served")
+        assert 0 < got["127.0.0.2"].count("ok") <= 14 < len(got["127.0.0.2"])
+        assert got["127.0.0.1"] == ["ok"] * len(got["127.0.0.1"])
+        assert "Throttled connection from /127.0.0.2" in cluster3[2].log_text()
+    finally:
+        tool("--alter", "--delete-config", "connection_creation_rate")
+        deadline = time.monotonic() + 30
+        while any(ip_entities(b) for b in cluster3.brokers) and time.monotonic() < deadline:
+            time.sleep(0.2)

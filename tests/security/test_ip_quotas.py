@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from typing import Any
 
 from kafka.protocol.admin import (
@@ -26,7 +25,7 @@ from kafka.protocol.admin import (
 )
 
 from tests.support.metrics import scrape, value
-from tests.support.net import Conn, api_versions_frame, free_port, wait_until
+from tests.support.net import connection_burst, free_port, wait_until
 from tests.support.rawclient import RawClient
 
 FAST_WINDOWS = {"quota.window.num": 2, "quota.window.size.seconds": 1}
@@ -37,24 +36,6 @@ def _samsa(*args: str) -> str:
     proc = subprocess.run([sys.executable, "-m", "broker.cli", *args], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
-
-
-def _burst(port: int, sources: list[str], seconds: float, every: float = 0.02) -> dict[str, list[str]]:
-    """Open a connection from each source every ``every`` s for ``seconds`` s, each sending an
-    ApiVersions at once; then what became of each: 'ok' (served) or 'closed'."""
-    opened: dict[str, list[Conn]] = {s: [] for s in sources}
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < seconds:
-        for s in sources:
-            c = Conn(port, s)
-            c.sock.sendall(api_versions_frame())
-            opened[s].append(c)
-        time.sleep(every)
-    out = {s: [c.wait_answer(10) for c in conns] for s, conns in opened.items()}
-    for conns in opened.values():
-        for c in conns:
-            c.close()
-    return out
 
 
 def _alter(rc: RawClient, entity: list[tuple[str, str | None]], ops: list[tuple[str, float, bool]],
@@ -90,7 +71,7 @@ def test_ip_quota_closes_connections_over_the_rate(broker_factory: Any) -> None:
     assert "Quota configs for ip '127.0.0.2' are connection_creation_rate=5.0" in \
         _samsa("configs", *bs, "--describe", "--entity-type", "ips")
     seconds = 4.0
-    got = _burst(b.port, ["127.0.0.2", "127.0.0.1"], seconds)
+    got = connection_burst(b.port, ["127.0.0.2", "127.0.0.1"], seconds)
     served = got["127.0.0.2"].count("ok")
     closed = got["127.0.0.2"].count("closed")
     print(f"127.0.0.2: {len(got['127.0.0.2'])} connections in {seconds} s, {served} served, {closed} closed "
@@ -109,7 +90,7 @@ def test_ip_quota_closes_connections_over_the_rate(broker_factory: Any) -> None:
     _samsa("configs", *bs, "--alter", "--entity-type", "ips", "--entity-name", "127.0.0.2",
            "--delete-config", "connection_creation_rate")
     assert "127.0.0.2" not in _samsa("configs", *bs, "--describe", "--entity-type", "ips")
-    got = _burst(b.port, ["127.0.0.2"], 1.0, every=0.01)
+    got = connection_burst(b.port, ["127.0.0.2"], 1.0, every=0.01)
     assert got["127.0.0.2"] == ["ok"] * len(got["127.0.0.2"])
 
 
@@ -127,7 +108,7 @@ def test_default_ip_quota_gives_each_address_its_own_rate(broker_factory: Any) -
     assert f"Quota configs for the default ip are connection_creation_rate={float(rate)}" in described
     assert "Quota configs for ip '127.0.0.1' are connection_creation_rate=1000.0" in described
     seconds = 3.0
-    got = _burst(b.port, ["127.0.0.2", "127.0.0.3", "127.0.0.1"], seconds, every=0.03)
+    got = connection_burst(b.port, ["127.0.0.2", "127.0.0.3", "127.0.0.1"], seconds, every=0.03)
     counts = {s: (r.count("ok"), len(r)) for s, r in got.items()}
     print(f"default {rate}/s for {seconds} s: served/opened {counts}")
     for s in ("127.0.0.2", "127.0.0.3"):  # each address is held on its own
@@ -175,7 +156,7 @@ def test_ip_quota_validation_wire_and_restart(broker_factory: Any) -> None:
     b.restart()
     with RawClient(b.host, b.port) as rc:
         assert _describe(rc, []) == sorted([ip2, default, client], key=repr)
-    got = _burst(b.port, ["127.0.0.2"], 2.0, every=0.05)["127.0.0.2"]
+    got = connection_burst(b.port, ["127.0.0.2"], 2.0, every=0.05)["127.0.0.2"]
     print(f"after restart, 127.0.0.2 at 2/s: {got.count('ok')} of {len(got)} served")
     assert 0 < got.count("ok") <= 2 * 3.5 < len(got)
     assert wait_until(lambda: "Throttled connection from /127.0.0.2" in b.log_text(), 5)

@@ -131,3 +131,21 @@ class Conn:
 
     def close(self) -> None:
         self.sock.close()
+
+
+def connection_burst(port: int, sources: list[str], seconds: float, every: float = 0.02) -> dict[str, list[str]]:
+    """Open a connection from each source address every ``every`` s for ``seconds`` s, each
+    sending an ApiVersions at once; then what became of each: 'ok' (served) or 'closed'."""
+    opened: dict[str, list[Conn]] = {s: [] for s in sources}
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < seconds:
+        for s in sources:
+            c = Conn(port, s)
+            c.sock.sendall(api_versions_frame())
+            opened[s].append(c)
+        time.sleep(every)
+    out = {s: [c.wait_answer(10) for c in conns] for s, conns in opened.items()}
+    for conns in opened.values():
+        for c in conns:
+            c.close()
+    return out
