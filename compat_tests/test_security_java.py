@@ -1,8 +1,8 @@
 """The Java AdminClient (kafka-clients 3.9.1) manages ACLs and client quotas on Samsa.
 
 createAcls / describeAcls (with ANY, MATCH and PREFIXED filters) / deleteAcls, and
-alterClientQuotas / describeClientQuotas, at the newest versions the Java client speaks; what
-Java wrote is read back with the ``samsa`` tools.
+alterClientQuotas / describeClientQuotas (user, client-id and ip entities), at the newest
+versions the Java client speaks; what Java wrote is read back with the ``samsa`` tools.
 """
 
 from __future__ import annotations
@@ -85,6 +85,26 @@ public class SecurityAdmin {
                 List.of(ClientQuotaFilterComponent.ofEntity(ClientQuotaEntity.USER, "alice")))).entities().get();
             out("after " + new TreeMap<>(q.get(alice)));
 
+            // KIP-612: an ip entity (an address, and the default ip) takes only connection_creation_rate
+            ClientQuotaEntity ip = new ClientQuotaEntity(Map.of(ClientQuotaEntity.IP, "10.1.2.3"));
+            Map<String, String> dip = new HashMap<>();
+            dip.put(ClientQuotaEntity.IP, null);
+            ClientQuotaEntity defaultIp = new ClientQuotaEntity(dip);
+            admin.alterClientQuotas(List.of(
+                new ClientQuotaAlteration(ip, List.of(new ClientQuotaAlteration.Op("connection_creation_rate", 7.0))),
+                new ClientQuotaAlteration(defaultIp,
+                    List.of(new ClientQuotaAlteration.Op("connection_creation_rate", 500.0))))).all().get();
+            try {
+                admin.alterClientQuotas(List.of(new ClientQuotaAlteration(ip,
+                    List.of(new ClientQuotaAlteration.Op("producer_byte_rate", 1.0))))).all().get();
+                out("ip-bogus ok");
+            } catch (Exception e) {
+                out("ip-bogus " + e.getCause().getClass().getSimpleName() + ": " + e.getCause().getMessage());
+            }
+            q = admin.describeClientQuotas(ClientQuotaFilter.containsOnly(
+                List.of(ClientQuotaFilterComponent.ofEntityType(ClientQuotaEntity.IP)))).entities().get();
+            out("ip-quotas " + q.size() + " " + new TreeMap<>(q.get(ip)) + " " + new TreeMap<>(q.get(defaultIp)));
+
             // KIP-430: the operations the caller may do, as Metadata / DescribeCluster report them
             admin.createTopics(List.of(new NewTopic("jops", 1, (short) 1))).all().get();
             TopicDescription td = admin.describeTopics(List.of("jops"),
@@ -124,6 +144,8 @@ def test_java_admin_acls_and_quotas(broker_factory: Any, security_classpath: str
     assert "bogus InvalidRequestException" in lines
     assert "quota {consumer_byte_rate=2048.0, producer_byte_rate=1024.0}" in lines
     assert "quotas 2" in lines and "after {producer_byte_rate=1024.0}" in lines
+    assert "ip-bogus InvalidRequestException: Invalid configuration key producer_byte_rate" in lines, lines
+    assert "ip-quotas 2 {connection_creation_rate=7.0} {connection_creation_rate=500.0}" in lines, lines
     # a super user may do every operation the resource type supports
     assert "topic-ops [READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS]" in lines, lines
     assert "cluster-ops [CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE]" \
@@ -141,3 +163,6 @@ def test_java_admin_acls_and_quotas(broker_factory: Any, security_classpath: str
     assert "jtx" not in listed
     assert "Quota configs for the default client-id are request_percentage=50.0" in \
         samsa("configs", "--describe", "--entity-type", "clients")
+    ips = samsa("configs", "--describe", "--entity-type", "ips")
+    assert "Quota configs for ip '10.1.2.3' are connection_creation_rate=7.0" in ips, ips
+    assert "Quota configs for the default ip are connection_creation_rate=500.0" in ips, ips
