@@ -13,11 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.share.persister import owns
+from broker.share.persister import serve_state_request
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode, KafkaError
 
-from ..security.acl import CLUSTER, CLUSTER_ACTION, CLUSTER_DENIED, CLUSTER_NAME, Requires
+from ..security.acl import CLUSTER, CLUSTER_ACTION, CLUSTER_DENIED, Requires
 from . import RequestContext, api
 
 
@@ -26,30 +25,14 @@ from . import RequestContext, api
 async def handle_read_share_group_state(ctx: RequestContext, req: Any) -> Any:
     R = ctx.response_class
     T = R.ReadStateResult
-    P = T.PartitionResult
-    allowed = ctx.authorize(CLUSTER_ACTION, CLUSTER, CLUSTER_NAME)
-    coord = ctx.broker.share_coordinator
-    out = []
-    for t in req.topics or []:
-        ps = []
-        for p in t.partitions or []:
-            key = (req.group_id, t.topic_id, p.partition)
-            code, state = ErrorCode.NONE, None
-            if not allowed:
-                code = CLUSTER_DENIED
-            elif coord is None or not owns(ctx.broker, coord, key):
-                code = ErrorCode.NOT_COORDINATOR
-            else:
-                try:
-                    await coord.ensure_loaded(key)
-                    state = coord.read_state(key)
-                except KafkaError as e:
-                    code = e.code
-            ps.append(P(partition=p.partition, error_code=int(code), error_message=None,
-                        state_epoch=state.state_epoch if state else 0,
-                        start_offset=state.start_offset if state else -1,
-                        state_batches=[P.StateBatch(first_offset=f, last_offset=la, delivery_state=s,
-                                                    delivery_count=c) for f, la, s, c in state.batches]
-                        if state else []))
-        out.append(T(topic_id=t.topic_id, partitions=ps))
-    return R(results=out)
+    Batch = T.PartitionResult.StateBatch
+
+    async def read(coord: Any, key: Any, p: Any) -> dict[str, Any]:
+        state = coord.read_state(key)
+        if state is None:
+            return {}
+        return dict(state_epoch=state.state_epoch, start_offset=state.start_offset,
+                    state_batches=[Batch(first_offset=f, last_offset=la, delivery_state=s, delivery_count=c)
+                                   for f, la, s, c in state.batches])
+    return R(results=await serve_state_request(ctx, req, T, read,
+                                               dict(state_epoch=0, start_offset=-1, state_batches=[])))

@@ -12,6 +12,7 @@ COORDINATOR_NOT_AVAILABLE) for the caller to answer; nothing is retried here.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from groupcoord.share.state import (
@@ -35,6 +36,39 @@ def owns(broker: Any, coordinator: ShareCoordinator, key: SharePartitionKey) -> 
     except KafkaError:
         return False
     return bool(part.is_leader)
+
+
+async def serve_state_request(ctx: Any, req: Any, result_cls: Any,
+                              op: Callable[[ShareCoordinator, SharePartitionKey, Any], Awaitable[dict[str, Any]]],
+                              defaults: dict[str, Any] | None = None) -> list[Any]:
+    """The coordinator side of keys 83-86: for each requested partition, CLUSTER_ACTION or
+    CLUSTER_AUTHORIZATION_FAILED, NOT_COORDINATOR unless this broker owns the key's state, else
+    load it and run ``op(coordinator, key, partition)``, whose dict fills the partition result
+    (``defaults`` when it fails). Returns the per-topic results of ``result_cls``."""
+    from ..security.acl import CLUSTER, CLUSTER_ACTION, CLUSTER_DENIED, CLUSTER_NAME  # noqa: PLC0415
+
+    P = result_cls.PartitionResult
+    allowed = ctx.authorize(CLUSTER_ACTION, CLUSTER, CLUSTER_NAME)
+    coord = ctx.broker.share_coordinator
+    out = []
+    for t in req.topics or []:
+        ps = []
+        for p in t.partitions or []:
+            key = (req.group_id, t.topic_id, p.partition)
+            code, fields = ErrorCode.NONE, dict(defaults or {})
+            if not allowed:
+                code = CLUSTER_DENIED
+            elif coord is None or not owns(ctx.broker, coord, key):
+                code = ErrorCode.NOT_COORDINATOR
+            else:
+                try:
+                    await coord.ensure_loaded(key)
+                    fields.update(await op(coord, key, p))
+                except KafkaError as e:
+                    code, fields = e.code, dict(defaults or {})
+            ps.append(P(partition=p.partition, error_code=int(code), error_message=None, **fields))
+        out.append(result_cls(topic_id=t.topic_id, partitions=ps))
+    return out
 
 
 class SharePersister:
