@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import struct
 import uuid
+from collections.abc import Container
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,22 +46,35 @@ class ConsumerRecordKey:
     member_id: str | None = None
 
     def encode(self) -> bytes:
-        w = _Writer()
-        w.int16(self.type)
-        w.string(self.group_id)
-        if self.type in _WITH_MEMBER:
-            w.string(self.member_id or "")
-        return bytes(w.buf)
+        return encode_group_key(self.type, self.group_id, self.member_id, _WITH_MEMBER)
 
 
-def decode_consumer_key(data: bytes) -> ConsumerRecordKey | None:
+def encode_group_key(type_: int, group_id: str, member_id: str | None, with_member: Container[int]) -> bytes:
+    """A KIP-848/KIP-932 record key in ``__consumer_offsets``: the type, the group id and, for
+    the member-scoped types, the member id (the share-group records use the same layout)."""
+    w = _Writer()
+    w.int16(type_)
+    w.string(group_id)
+    if type_ in with_member:
+        w.string(member_id or "")
+    return bytes(w.buf)
+
+
+def decode_group_key(data: bytes, types: Container[int],
+                     with_member: Container[int]) -> tuple[int, str, str | None] | None:
+    """(type, group id, member id or None) of a key written by :func:`encode_group_key`; None
+    for a type outside ``types``."""
     (version,) = struct.unpack_from(">h", data, 0)
-    if version not in CONSUMER_KEY_TYPES:
+    if version not in types:
         return None
     r = _Reader(data, 2)
     group_id = r.string()
-    member_id = r.string() if version in _WITH_MEMBER else None
-    return ConsumerRecordKey(version, group_id, member_id)
+    return version, group_id, (r.string() if version in with_member else None)
+
+
+def decode_consumer_key(data: bytes) -> ConsumerRecordKey | None:
+    got = decode_group_key(data, CONSUMER_KEY_TYPES, _WITH_MEMBER)
+    return ConsumerRecordKey(*got) if got is not None else None
 
 
 def _value(obj: Any) -> bytes:

@@ -21,13 +21,14 @@ loading such a record would merely see a changed hash and bump the group epoch o
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 from typing import Any
 
 from protocol import kip932
 
-from ..records import Record, _Reader, _Writer
+from ..consumer.records import _value, decode_group_key, encode_group_key
+from ..consumer.records import decode_value as decode_share_value  # noqa: F401  (the share manager reads values with it)
+from ..records import Record
 from .group import Assignment, ShareGroupMember
 
 SHARE_MEMBER_METADATA = 10
@@ -47,33 +48,12 @@ class ShareRecordKey:
     member_id: str | None = None
 
     def encode(self) -> bytes:
-        w = _Writer()
-        w.int16(self.type)
-        w.string(self.group_id)
-        if self.type in _WITH_MEMBER:
-            w.string(self.member_id or "")
-        return bytes(w.buf)
+        return encode_group_key(self.type, self.group_id, self.member_id, _WITH_MEMBER)
 
 
 def decode_share_key(data: bytes) -> ShareRecordKey | None:
-    (version,) = struct.unpack_from(">h", data, 0)
-    if version not in SHARE_KEY_TYPES:
-        return None
-    r = _Reader(data, 2)
-    group_id = r.string()
-    member_id = r.string() if version in _WITH_MEMBER else None
-    return ShareRecordKey(version, group_id, member_id)
-
-
-def _value(obj: Any) -> bytes:
-    return struct.pack(">h", 0) + bytes(obj.encode(version=0, header=False))
-
-
-def decode_share_value(cls: Any, data: bytes) -> Any:
-    (version,) = struct.unpack_from(">h", data, 0)
-    if version != 0:
-        raise ValueError(f"unknown {cls.__name__} version {version}")
-    return cls.decode(data[2:], version=0, header=False)
+    got = decode_group_key(data, SHARE_KEY_TYPES, _WITH_MEMBER)
+    return ShareRecordKey(*got) if got is not None else None
 
 
 def group_epoch_record(group_id: str, epoch: int | None) -> Record:
