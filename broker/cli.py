@@ -50,6 +50,9 @@ def run_broker(args: argparse.Namespace) -> int:
             uvloop.install()
         except ImportError:
             pass
+    from . import malloc_tuning  # noqa: PLC0415
+
+    malloc_tuning.tune()  # before the first large buffers
     broker = Broker(config)
     from .zk.client import BrokerIdInUse, ZooKeeperUnavailable  # noqa: PLC0415
 

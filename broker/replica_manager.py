@@ -22,7 +22,12 @@ controller's LeaderAndIsr makes each hosted partition a *leader* or a *follower*
   epochs (``append_as_follower``) and learns the high watermark from the fetch response.
 
 Fetch requests that find nothing to read park a future on the partitions they asked for
-("delayed fetch purgatory"); an append or an advancing high watermark wakes them.
+("delayed fetch purgatory"). A consumer's fetch reads up to the high watermark, so an advancing
+high watermark wakes it; a follower's reads up to the log end, so only an append wakes it, as
+Kafka's DelayedFetch completes on the log end offset for followers. (Waking followers on every
+high-watermark move too would answer each parked follower fetch with nothing whenever another
+follower's fetch moved the high watermark: an empty round trip per acks=all produce.) Followers
+learn the high watermark from their next fetch response.
 
 All of this runs on the event loop thread: one writer per partition, no locks.
 """
@@ -84,7 +89,8 @@ class Partition:
         self.zk_version = 0
         self.controller_epoch = 0
         self.high_watermark = log_.log_end_offset
-        self._waiters: set[asyncio.Future[None]] = set()
+        self._waiters: set[asyncio.Future[None]] = set()  # consumer fetches: woken by the HW
+        self._follower_waiters: set[asyncio.Future[None]] = set()  # follower fetches: by appends
         # leader side: follower id -> (log end offset, last caught-up time, LEO of ours at its last
         # fetch, time of its last fetch); delayed produces: (required offset, future)
         self.followers: dict[int, FollowerState] = {}
@@ -134,8 +140,8 @@ class Partition:
             info = self.log.append(records, leader_epoch=self.leader_epoch)
         except OSError as e:
             raise self._storage_error(e) from e
-        if not self.maybe_increment_high_watermark():
-            self.wake_waiters()  # followers long-polling for new data
+        self._wake(self._follower_waiters)  # followers long-polling for new data
+        self.maybe_increment_high_watermark()  # on a single replica: consumers too
         return info
 
     async def wait_for_replication(self, required_offset: int, timeout: float) -> None:
@@ -180,7 +186,8 @@ class Partition:
                 new_hw = min(new_hw, f.log_end_offset if f else self.high_watermark)
         if new_hw > self.high_watermark:
             self.high_watermark = new_hw
-            self.wake_waiters()
+            if self._waiters:
+                self._waiters = self._wake(self._waiters)
             self._complete_produces()
             return True
         return False
@@ -204,16 +211,25 @@ class Partition:
                 fut.set_exception(error)
 
     def wake_waiters(self) -> None:
-        waiters, self._waiters = self._waiters, set()
+        """Wake every parked fetch, consumers' and followers' (the partition changed role, its
+        log was truncated or went offline, records were deleted)."""
+        self._waiters = self._wake(self._waiters)
+        self._follower_waiters = self._wake(self._follower_waiters)
+
+    @staticmethod
+    def _wake(waiters: set[asyncio.Future[None]]) -> set[asyncio.Future[None]]:
         for fut in waiters:
             if not fut.done():
                 fut.set_result(None)
+        waiters.clear()
+        return waiters
 
-    def add_waiter(self, fut: asyncio.Future[None]) -> None:
-        self._waiters.add(fut)
+    def add_waiter(self, fut: asyncio.Future[None], follower: bool = False) -> None:
+        (self._follower_waiters if follower else self._waiters).add(fut)
 
     def remove_waiter(self, fut: asyncio.Future[None]) -> None:
         self._waiters.discard(fut)
+        self._follower_waiters.discard(fut)
 
     def read(self, fetch_offset: int, max_bytes: int, *, isolation_level: int = 0,
              min_one_batch: bool = True, replica: bool = False) -> ReadInfo | None:
@@ -331,7 +347,7 @@ class Partition:
         new_hw = min(leader_high_watermark, self.log.log_end_offset)
         if new_hw > self.high_watermark:
             self.high_watermark = new_hw
-            self.wake_waiters()
+            self._waiters = self._wake(self._waiters)  # consumers fetching from this follower (KIP-392)
 
 
 @dataclass(slots=True)
@@ -540,13 +556,14 @@ class ReplicaManager:
             if part.is_leader:
                 part.maybe_shrink_isr(now_ms)
 
-    async def wait_for_data(self, partitions: Iterable[Partition], timeout: float) -> None:
-        """Park until any of ``partitions`` gets new data (or the timeout)."""
+    async def wait_for_data(self, partitions: Iterable[Partition], timeout: float, follower: bool = False) -> None:
+        """Park until any of ``partitions`` gets new data (or the timeout): for a consumer, data
+        below the high watermark; for a ``follower``, an append."""
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[None] = loop.create_future()
         parts = list(partitions)
         for p in parts:
-            p.add_waiter(fut)
+            p.add_waiter(fut, follower)
         try:
             await asyncio.wait_for(fut, timeout)
         except TimeoutError:

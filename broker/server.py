@@ -45,7 +45,7 @@ from protocol.messages import (
 )
 
 from . import apis, security
-from .apis import EncodedResponse, RequestContext
+from .apis import DelayedResponse, EncodedResponse, RequestContext
 from .config import BrokerConfig, Listener
 from .configs import DynamicBrokerConfigs
 from .connection_quotas import ConnectionQuotas
@@ -74,8 +74,12 @@ request_log = logging.getLogger("samsa.request")
 CONNECTION_WARNINGS = RepeatedWarnings(log)
 
 
-class KafkaConnection(asyncio.Protocol):
-    """One client connection. Reads are paused while too many requests (or request bytes) are queued."""
+class KafkaConnection(asyncio.BufferedProtocol):
+    """One client connection. Reads are paused while too many requests (or request bytes) are queued.
+
+    A ``BufferedProtocol``: the transport reads (and with TLS, decrypts) straight into the
+    decoder's buffers, so a large Produce is not copied between the socket and the log.
+    """
 
     MAX_QUEUED = 64
     # Request bytes queued before reading pauses: one large Produce still fits (a frame is queued
@@ -107,6 +111,11 @@ class KafkaConnection(asyncio.Protocol):
         # When metrics are on: when each queued frame was read (RequestQueueTimeMs starts there).
         self.arrivals: deque[float] | None = deque() if broker.metrics is not None else None
         self.mute_ms = 0  # KIP-219: after the next response, read and serve nothing for this long
+        # Responses waiting to be written in request order, behind a DelayedResponse (see _enqueue):
+        # (Task or finished response, request frame, timer, when parked)
+        self.inflight: deque[tuple[Any, bytes | memoryview, RequestTimer | None, float]] = deque()
+        self.drainer: asyncio.Task[None] | None = None
+        self.drained = asyncio.Event()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  # uvloop's transports are not subclasses
@@ -124,23 +133,29 @@ class KafkaConnection(asyncio.Protocol):
             return
         self.task = asyncio.get_running_loop().create_task(self._serve())
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.decoder.get_buffer(sizehint)
+
+    def buffer_updated(self, nbytes: int) -> None:
         self.last_active = time.monotonic()
         try:
-            frames = self.decoder.feed(data)
+            frames = self.decoder.buffer_updated(nbytes)
         except FrameError as e:
             self.close(f"malformed frame: {e}")
             return
         if frames:
-            self.queue.extend(frames)
-            self.queued_bytes += sum(map(len, frames))
-            if self.arrivals is not None:
-                self.arrivals.extend([time.perf_counter()] * len(frames))
-            self.wakeup.set()
-            if (len(self.queue) >= self.MAX_QUEUED or self.queued_bytes >= self.MAX_QUEUED_BYTES) \
-                    and not self.reading_paused and self.transport:
-                self.transport.pause_reading()
-                self.reading_paused = True
+            self._arrived(frames)
+
+    def _arrived(self, frames: list[bytes | memoryview]) -> None:
+        self.queue.extend(frames)
+        self.queued_bytes += sum(map(len, frames))
+        if self.arrivals is not None:
+            self.arrivals.extend([time.perf_counter()] * len(frames))
+        self.wakeup.set()
+        if (len(self.queue) >= self.MAX_QUEUED or self.queued_bytes >= self.MAX_QUEUED_BYTES) \
+                and not self.reading_paused and self.transport:
+            self.transport.pause_reading()
+            self.reading_paused = True
 
     async def _write_chunks(self, chunks: list[Any]) -> None:
         """Write a response whose records are file regions (see protocol.fetch_codec)."""
@@ -180,6 +195,13 @@ class KafkaConnection(asyncio.Protocol):
         self.write_ok.set()
         if self.task is not None:
             self.task.cancel()
+        if self.drainer is not None:
+            self.drainer.cancel()
+        for waiting, *_ in self.inflight:  # their records are appended; only the answers are dropped
+            if isinstance(waiting, asyncio.Task):
+                waiting.cancel()
+        self.inflight.clear()
+        self.drained.set()
 
     def pause_writing(self) -> None:
         self.write_ok.clear()
@@ -220,6 +242,10 @@ class KafkaConnection(asyncio.Protocol):
                     log.exception("Unexpected error serving a request from %s:%d", *self.peer)
                     self.close("internal error")
                     return
+                if self.inflight or isinstance(out, DelayedResponse):
+                    # A response is waiting (acks=all): this one leaves after it. Go on serving.
+                    await self._enqueue(out, frame, timer)
+                    continue
                 handled = time.perf_counter() if timer is not None else 0.0
                 if out is not None and not self.closed and self.transport is not None:
                     if isinstance(out, bytes):
@@ -235,6 +261,74 @@ class KafkaConnection(asyncio.Protocol):
                     await self._mute()
         except asyncio.CancelledError:
             pass
+
+    # --- responses that wait (DelayedResponse) -----------------------------------------------
+    # Kafka mutes a channel for the whole of a request, so a producer with acks=all gets one
+    # replication round trip per request on each connection. Here only the work that orders
+    # requests (parsing, validation, the append) is serial: a request whose response must wait
+    # is parked in ``inflight`` and the next request is served at once. Responses still leave
+    # strictly in request order: while anything is parked, every later response queues behind
+    # it and ``_drain`` writes them as they complete. At most MAX_INFLIGHT responses wait;
+    # beyond that the serving loop waits too (and reading pauses once MAX_QUEUED frames queue).
+
+    MAX_INFLIGHT = 16
+
+    async def _enqueue(self, out: Any, frame: bytes | memoryview, timer: RequestTimer | None) -> None:
+        if isinstance(out, DelayedResponse):
+            waiting: Any = asyncio.get_running_loop().create_task(out.wait)
+        else:
+            waiting = out  # already complete: it only keeps its place in line
+        self.inflight.append((waiting, frame, timer, time.perf_counter()))
+        if self.drainer is None:
+            self.drainer = asyncio.get_running_loop().create_task(self._drain())
+        if len(self.inflight) >= self.MAX_INFLIGHT:
+            self.drained.clear()
+            await self.drained.wait()
+        if self.mute_ms:  # KIP-219: muted once the response is out, so the next request waits for both
+            while self.inflight and not self.closed:
+                self.drained.clear()
+                await self.drained.wait()
+            if not self.closed:
+                await self._mute()
+
+    async def _drain(self) -> None:
+        """Write the parked responses in request order as each completes."""
+        try:
+            while self.inflight and not self.closed:
+                waiting, frame, timer, parked = self.inflight[0]
+                if isinstance(waiting, asyncio.Task):
+                    try:
+                        out = await waiting
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception:
+                        log.exception("Unexpected error completing a request from %s:%d", *self.peer)
+                        self.close("internal error")
+                        return
+                    if timer is not None:
+                        timer.remote += time.perf_counter() - parked
+                else:
+                    out = waiting
+                handled = time.perf_counter() if timer is not None else 0.0
+                if out is not None and not self.closed and self.transport is not None:
+                    if isinstance(out, bytes):
+                        self.transport.write(out)
+                    else:
+                        await self._write_chunks(out)
+                self.inflight.popleft()  # only now: until it is written, later responses queue behind it
+                if out is not None and not self.closed and self.transport is not None:
+                    if not self.write_ok.is_set():
+                        await self.write_ok.wait()
+                if timer is not None and self.broker.metrics is not None:
+                    self.broker.metrics.request_stats.finish(frame, timer, handled, time.perf_counter(),
+                                                             throttle_ms=self.mute_ms)
+                if len(self.inflight) < self.MAX_INFLIGHT // 2:
+                    self.drained.set()
+        except asyncio.CancelledError:
+            pass
+        finally:
+            self.drainer = None
+            self.drained.set()
 
 
 class ConnectionSlot:
@@ -565,7 +659,8 @@ class Broker:
 
     # --- requests -------------------------------------------------------------------------
 
-    async def handle_frame(self, frame: bytes | memoryview, conn: KafkaConnection) -> bytes | list[Any] | None:
+    async def handle_frame(self, frame: bytes | memoryview,
+                           conn: KafkaConnection) -> bytes | list[Any] | DelayedResponse | None:
         if conn.authenticator is not None:  # SASL listeners only: PLAINTEXT pays this one test
             handled, out = conn.authenticator.on_frame(frame)
             if handled:
@@ -593,15 +688,36 @@ class Broker:
         t0 = time.monotonic() if quotas is not None and quotas.enabled else 0.0
         try:
             response = await spec.handler(ctx, request)
+            if isinstance(response, DelayedResponse):  # the connection goes on; see _serve
+                if t0:
+                    self._apply_quotas(ctx, conn, None, t0)
+                return DelayedResponse(self._complete_delayed(ctx, conn, spec, response))
             if t0:
                 response = self._apply_quotas(ctx, conn, response, t0)
         except Exception:
-            log.exception("Error handling %s v%d from client %r (correlation id %d)", spec.name,
-                          header.api_version, header.client_id, header.correlation_id)
-            response = error_response(ctx, ErrorCode.UNKNOWN_SERVER_ERROR)
-            if response is None:
-                conn.close(f"internal error serving {spec.name}")
-                return None
+            response = self._handler_failed(ctx, conn, spec)
+        return self._encode(ctx, conn, spec, response)
+
+    async def _complete_delayed(self, ctx: RequestContext, conn: KafkaConnection, spec: Any,
+                                delayed: DelayedResponse) -> bytes | list[Any] | None:
+        try:
+            response = await delayed.wait
+        except Exception:
+            response = self._handler_failed(ctx, conn, spec)
+        return self._encode(ctx, conn, spec, response)
+
+    def _handler_failed(self, ctx: RequestContext, conn: KafkaConnection, spec: Any) -> Any:
+        header = ctx.header
+        log.exception("Error handling %s v%d from client %r (correlation id %d)", spec.name,
+                      header.api_version, header.client_id, header.correlation_id)
+        response = error_response(ctx, ErrorCode.UNKNOWN_SERVER_ERROR)
+        if response is None:
+            conn.close(f"internal error serving {spec.name}")
+        return response
+
+    def _encode(self, ctx: RequestContext, conn: KafkaConnection, spec: Any,
+                response: Any) -> bytes | list[Any] | None:
+        header = ctx.header
         if response is None:
             return None
         if isinstance(response, EncodedResponse):

@@ -1,7 +1,7 @@
 """Kafka's size-delimited framing, sans-io.
 
 Every request and response is ``int32 size`` followed by ``size`` bytes. :class:`FrameDecoder`
-is fed whatever the socket produced and hands back whole frames; it never blocks and never
+owns the buffers the socket reads into and hands back whole frames; it never blocks and never
 touches a socket, so it can be fuzzed and tested in isolation.
 """
 
@@ -17,55 +17,95 @@ class FrameError(Exception):
 
 
 class FrameDecoder:
-    """Accumulates bytes and splits them into frames.
+    """Splits a byte stream into frames, reading into buffers it owns.
 
-    Invariant: ``self._buf[self._pos:]`` holds the unconsumed bytes; a frame is handed out
-    only once all of it has arrived. Sizes below 0 or above ``max_size``
-    (``socket.request.max.bytes``) raise :class:`FrameError` before anything is buffered
-    for them, so a hostile size cannot make the broker allocate.
+    Two ways in. ``get_buffer()`` / ``buffer_updated(n)`` follow ``asyncio.BufferedProtocol``:
+    the transport (the kernel's recv, or OpenSSL decrypting a TLS record) writes straight into
+    memory handed out here, so a large request is never copied on its way in. ``feed(data)``
+    does the same with bytes already read (tests, tools).
+
+    Theory of operation: small frames are read into one reusable ``SMALL``-byte buffer and
+    copied out whole (``bytes``). Once a frame's size prefix says it is large (more than
+    ``LARGE`` bytes), a bytearray of exactly its size is allocated, the part already read is
+    moved into it, and ``get_buffer`` hands out the rest of it until the frame is complete; it
+    then leaves as a ``memoryview`` of that bytearray, which nothing here touches again.
+
+    Invariants: ``self._small[self._start:self._end]`` holds the unconsumed bytes while no large
+    frame is in progress; sizes below 0 or above ``max_size`` (``socket.request.max.bytes``)
+    raise :class:`FrameError` before anything is allocated for them, so a hostile size cannot
+    make the broker allocate. Buffered bytes never exceed one frame plus ``SMALL``.
     """
 
-    __slots__ = ("_buf", "_pos", "max_size")
+    __slots__ = ("_small", "_start", "_end", "_big", "_filled", "max_size")
+
+    SMALL = 32 * 1024  # one read's worth of small requests, or the head of a large one (per connection)
+    LARGE = 8 * 1024  # frames above this get a buffer of their own
 
     def __init__(self, max_size: int = 104857600) -> None:
-        self._buf = bytearray()
-        self._pos = 0
+        self._small = bytearray(self.SMALL)
+        self._start = 0
+        self._end = 0
+        self._big: bytearray | None = None  # the large frame being read, if any
+        self._filled = 0  # bytes of it read so far
         self.max_size = max_size
 
-    def feed(self, data: bytes) -> list[bytes | memoryview]:
-        """Add ``data``; return the frames it completed (without their size prefix).
+    def get_buffer(self, sizehint: int = -1) -> memoryview:
+        """Where the next bytes read should go (never empty)."""
+        if self._big is not None:
+            return memoryview(self._big)[self._filled:]
+        if self._end == self.SMALL:  # full of an incomplete small frame's head: move it to the front
+            n = self._end - self._start
+            self._small[:n] = self._small[self._start:self._end]
+            self._start, self._end = 0, n
+        return memoryview(self._small)[self._end:]
 
-        Large requests arrive in many reads; they are accumulated in one bytearray and, when
-        the buffer holds exactly one whole frame, handed out as a view of it (the buffer is
-        replaced, not copied), so a 1 MB Produce costs no extra copy here.
-        """
-        buf = self._buf
-        buf += data
+    def buffer_updated(self, nbytes: int) -> list[bytes | memoryview]:
+        """``nbytes`` were written into the last ``get_buffer()``; return the frames completed."""
+        big = self._big
+        if big is not None:
+            self._filled += nbytes
+            if self._filled < len(big):
+                return []
+            self._big = None
+            return [memoryview(big)]
+        self._end += nbytes
         frames: list[bytes | memoryview] = []
-        pos = self._pos
-        end = len(buf)
-        while end - pos >= 4:
-            (size,) = _SIZE.unpack_from(buf, pos)
+        small, start, end = self._small, self._start, self._end
+        while end - start >= 4:
+            (size,) = _SIZE.unpack_from(small, start)
             if size < 0 or size > self.max_size:
                 raise FrameError(f"invalid frame size {size} (socket.request.max.bytes={self.max_size})")
-            if end - pos - 4 < size:
-                break
-            if pos == 0 and size + 4 == end:
-                frames.append(memoryview(buf)[4:])
-                self._buf = bytearray()
-                self._pos = 0
-                return frames
-            frames.append(bytes(memoryview(buf)[pos + 4: pos + 4 + size]))
-            pos += 4 + size
-        if pos == end:
-            buf.clear()
-            pos = 0
-        elif pos > 65536:
-            del buf[:pos]
-            pos = 0
-        self._pos = pos
+            have = end - start - 4
+            if have >= size:
+                frames.append(bytes(small[start + 4:start + 4 + size]))
+                start += 4 + size
+                continue
+            if size > self.LARGE:  # a buffer of its own, starting with what has arrived
+                big = bytearray(size)
+                big[:have] = small[start + 4:end]
+                self._big, self._filled = big, have
+                start = end
+            break
+        if start == end:
+            start = end = 0
+        self._start, self._end = start, end
+        return frames
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[bytes | memoryview]:
+        """Add bytes already read; return the frames they completed (without their size prefix)."""
+        frames: list[bytes | memoryview] = []
+        view = memoryview(data)
+        while view:
+            buf = self.get_buffer()
+            n = min(len(buf), len(view))
+            buf[:n] = view[:n]
+            view = view[n:]
+            frames += self.buffer_updated(n)
         return frames
 
     @property
     def buffered(self) -> int:
-        return len(self._buf) - self._pos
+        """Bytes read that belong to frames not yet complete."""
+        if self._big is not None:
+            return self._filled + (self._end - self._start)
+        return self._end - self._start

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -134,6 +134,23 @@ def _api_name(key: int) -> str:
         return ApiKey(key).name
     except ValueError:
         return str(key)
+
+
+class DelayedResponse:
+    """A handler's answer whose work is done but whose response must wait: Kafka's delayed
+    operations (an acks=all Produce parked until the ISR has its records).
+
+    Everything that orders requests (validation, the append) has happened when the handler
+    returns this; ``wait`` is a coroutine that only waits and then builds the response. The
+    connection serves the client's next requests meanwhile and writes the responses in request
+    order (see ``broker/server.py``), so a producer that pipelines requests is not held to one
+    replication round trip per request.
+    """
+
+    __slots__ = ("wait",)
+
+    def __init__(self, wait: Coroutine[Any, Any, Any]) -> None:
+        self.wait = wait
 
 
 @dataclass(slots=True)

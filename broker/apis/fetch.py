@@ -84,7 +84,7 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
         remaining = deadline - time.monotonic()
         if total >= req.min_bytes or has_error or remaining <= 0 or not parts_seen:
             break
-        await rm.wait_for_data(parts_seen, remaining)
+        await rm.wait_for_data(parts_seen, remaining, follower=replica_id >= 0)
         if time.monotonic() >= deadline:
             result, total, has_error, parts_seen = _read_all(rm, wanted, isolation, max_bytes, replica_id, denied)
             break

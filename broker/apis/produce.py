@@ -8,7 +8,8 @@ unless the topic's ``compression.type`` asks for a codec the producer did not us
 * acks: 0 (no response), 1 (answered once the leader has appended) and -1/all: answered when
   every in-sync replica has the batch, i.e. when the high watermark passes it (on a single broker
   at once; in a cluster a delayed produce completed by follower fetches, bounded by the request's
-  ``timeout_ms`` -> REQUEST_TIMED_OUT). ``min.insync.replicas`` is checked before the append
+  ``timeout_ms`` -> REQUEST_TIMED_OUT; the handler returns a ``DelayedResponse`` so that the
+  connection serves the producer's next requests meanwhile). ``min.insync.replicas`` is checked before the append
   (NOT_ENOUGH_REPLICAS) and after it (NOT_ENOUGH_REPLICAS_AFTER_APPEND). Other values:
   INVALID_REQUIRED_ACKS. A partition led elsewhere gets NOT_LEADER_OR_FOLLOWER.
 * Idempotence (KIP-98): the log's producer state answers a retried batch with the offset it
@@ -50,7 +51,7 @@ from txn.plugin import verify_transactional_produce_in_cluster
 
 from ..metadata import INTERNAL_TOPICS
 from ..security.acl import TOPIC, TOPIC_DENIED, TRANSACTIONAL_ID, TXN_DENIED, WRITE, Requires
-from . import RequestContext, api
+from . import DelayedResponse, RequestContext, api
 
 log = logging.getLogger("samsa.produce")
 
@@ -144,16 +145,29 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
         ctx.throttle_ms = quotas.record("producer_byte_rate", ctx.principal, ctx.header.client_id, size)
     if acks == 0:
         return None
-    if pending:  # delayed produce: wait for the ISR
-        results = await asyncio.gather(*(p.wait_for_replication(offset, max(req.timeout_ms, 0) / 1000)
-                                         for _r, p, offset in pending), return_exceptions=True)
-        for (presp, _p, _o), res in zip(pending, results, strict=True):
-            if isinstance(res, KafkaError):
-                presp.error_code, presp.error_message = int(res.code), res.message
-            elif isinstance(res, BaseException):
-                raise res
+    if pending:  # delayed produce: the records are in the log; the response waits for the ISR
+        return DelayedResponse(_when_replicated(ctx, req, pending, topics_out, names))
+    return _response(ctx, topics_out, names)
+
+
+async def _when_replicated(ctx: RequestContext, req: Any, pending: list[tuple[Any, Any, int]],
+                           topics_out: list[Any], names: list[str | None]) -> Any:
+    """Kafka's DelayedProduce: done when every partition's high watermark passed its records,
+    or the request's timeout (REQUEST_TIMED_OUT), or the ISR fell below min.insync.replicas."""
+    results = await asyncio.gather(*(p.wait_for_replication(offset, max(req.timeout_ms, 0) / 1000)
+                                     for _r, p, offset in pending), return_exceptions=True)
+    for (presp, _p, _o), res in zip(pending, results, strict=True):
+        if isinstance(res, KafkaError):
+            presp.error_code, presp.error_message = int(res.code), res.message
+        elif isinstance(res, BaseException):
+            raise res
+    return _response(ctx, topics_out, names)
+
+
+def _response(ctx: RequestContext, topics_out: list[Any], names: list[str | None]) -> Any:
+    R = ctx.response_class
     extra: dict[str, Any] = {}
-    if ctx.version >= 10 and broker.metadata_cache is not None:
+    if ctx.version >= 10 and ctx.broker.metadata_cache is not None:
         extra["node_endpoints"] = _leader_hints(ctx, R, topics_out, names)
     return R(responses=topics_out, throttle_time_ms=ctx.throttle_ms, **extra)
 
