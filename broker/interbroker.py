@@ -6,6 +6,12 @@ ControlledShutdown to the controller. Requests are kafka-python message objects;
 in flight per connection at a time (Kafka's inter-broker channels are sequential too), so the
 response simply follows the request. A failed connection raises :class:`ConnectionError` and is
 re-established on the next send.
+
+The connection is a :class:`Channel`, an ``asyncio.BufferedProtocol`` over the same
+:class:`protocol.framing.FrameDecoder` the broker's own connections use: a response (a follower's
+Fetch response of up to ``replica.fetch.response.max.bytes``) is read, or decrypted, straight
+into a buffer of its own and handed out as a view of it, with no stream buffer to copy through
+and no flow-control pauses every 128 KiB as ``asyncio.StreamReader`` makes.
 """
 
 from __future__ import annotations
@@ -14,13 +20,91 @@ import asyncio
 import itertools
 import logging
 import struct
+from collections import deque
 from typing import Any
 
+from protocol.framing import FrameDecoder, FrameError
 from protocol.messages import RESPONSE_CLASSES
 
 log = logging.getLogger("samsa.interbroker")
 
 _SIZE = struct.Struct(">i")
+
+
+MAX_RESPONSE_BYTES = 1 << 30  # a response frame larger than this is a broken peer: the connection closes
+
+
+class Channel(asyncio.BufferedProtocol):
+    """One inter-broker connection: writes requests, hands out response frames in order."""
+
+    def __init__(self) -> None:
+        self.decoder = FrameDecoder(MAX_RESPONSE_BYTES)
+        self.frames: deque[bytes | memoryview] = deque()
+        self.transport: asyncio.Transport | None = None
+        self.error: BaseException | None = None
+        self.waiter: asyncio.Future[None] | None = None
+        self.write_ok = asyncio.Event()
+        self.write_ok.set()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]  # uvloop's transports are not subclasses
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.decoder.get_buffer(sizehint)
+
+    def buffer_updated(self, nbytes: int) -> None:
+        try:
+            frames = self.decoder.buffer_updated(nbytes)
+        except FrameError as e:
+            self._fail(ConnectionError(f"malformed response: {e}"))
+            if self.transport is not None:
+                self.transport.close()
+            return
+        if frames:
+            self.frames.extend(frames)
+            self._wake()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._fail(exc or EOFError("connection closed by the broker"))
+        self.write_ok.set()
+
+    def pause_writing(self) -> None:
+        self.write_ok.clear()
+
+    def resume_writing(self) -> None:
+        self.write_ok.set()
+
+    def _fail(self, exc: BaseException) -> None:
+        if self.error is None:
+            self.error = exc
+        self._wake()
+
+    def _wake(self) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
+
+    @property
+    def closed(self) -> bool:
+        return self.error is not None or self.transport is None or self.transport.is_closing()
+
+    async def roundtrip(self, frame: bytes | bytearray) -> bytes | memoryview:
+        """Write a framed request and return the next response frame (size prefix removed)."""
+        if self.error is not None:
+            raise self.error
+        assert self.transport is not None
+        self.transport.write(frame)
+        if not self.write_ok.is_set():
+            await self.write_ok.wait()
+        while not self.frames:
+            if self.error is not None:
+                raise self.error
+            self.waiter = asyncio.get_running_loop().create_future()
+            await self.waiter
+        return self.frames.popleft()
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
 
 
 class BrokerClient:
@@ -36,76 +120,72 @@ class BrokerClient:
         self.host, self.port = host, port
         self.client_id = client_id
         self.connect_timeout = connect_timeout
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
+        self._channel: Channel | None = None
         self._lock = asyncio.Lock()
         self._corr = itertools.count(1)
 
     def __repr__(self) -> str:
         return f"<BrokerClient {self.host}:{self.port}>"
 
-    async def _ensure(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        if self._writer is None or self._writer.is_closing():
+    async def _ensure(self) -> Channel:
+        if self._channel is None or self._channel.closed:
             sec = BrokerClient.security
-            if sec is None:
-                self._reader, self._writer = await asyncio.wait_for(
-                    asyncio.open_connection(self.host, self.port), self.connect_timeout)
-            else:
-                self._reader, self._writer = await asyncio.wait_for(
-                    asyncio.open_connection(self.host, self.port, ssl=sec.ssl_context,
-                                            server_hostname=self.host if sec.ssl_context else None),
-                    self.connect_timeout)
-                await asyncio.wait_for(sec.authenticate(self._reader, self._writer, self.client_id),
-                                       self.connect_timeout)
-        assert self._reader is not None and self._writer is not None
-        return self._reader, self._writer
+            loop = asyncio.get_running_loop()
+            ssl_ctx = sec.ssl_context if sec is not None else None
+            _t, channel = await asyncio.wait_for(
+                loop.create_connection(Channel, self.host, self.port, ssl=ssl_ctx,
+                                       server_hostname=self.host if ssl_ctx else None), self.connect_timeout)
+            self._channel = channel
+            if sec is not None:
+                try:
+                    await asyncio.wait_for(sec.authenticate(channel.roundtrip, self.client_id), self.connect_timeout)
+                except BaseException:
+                    channel.close()
+                    self._channel = None
+                    raise
+        return self._channel
 
     def close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-        self._reader = self._writer = None
+        if self._channel is not None:
+            self._channel.close()
+        self._channel = None
 
     async def send(self, request: Any, version: int, *, timeout: float = 30.0) -> Any:
         """Send ``request`` at ``version`` and return the decoded response."""
         async with self._lock:
             try:
                 return await asyncio.wait_for(self._send(request, version), timeout)
-            except (OSError, asyncio.IncompleteReadError, TimeoutError, EOFError) as e:
+            except (OSError, TimeoutError, EOFError) as e:
                 self.close()
                 raise ConnectionError(f"{self.host}:{self.port}: {e or type(e).__name__}") from e
 
     def next_correlation_id(self) -> int:
         return next(self._corr) & 0x7FFFFFFF
 
-    async def send_frame(self, frame: bytes, *, timeout: float = 30.0) -> bytes:
+    async def send_frame(self, frame: bytes, *, timeout: float = 30.0) -> bytes | memoryview:
         """Send an already framed request (a hot path's hand-written encoder, see
         ``protocol.fetch_codec``) and return the response frame undecoded, header included; the
-        caller checks the correlation id it put in."""
+        caller checks the correlation id it put in. A large response is a writable view of a
+        buffer of its own, so its records can be appended without another copy."""
         async with self._lock:
             try:
                 return await asyncio.wait_for(self._send_frame(frame), timeout)
-            except (OSError, asyncio.IncompleteReadError, TimeoutError, EOFError) as e:
+            except (OSError, TimeoutError, EOFError) as e:
                 self.close()
                 raise ConnectionError(f"{self.host}:{self.port}: {e or type(e).__name__}") from e
 
-    async def _send_frame(self, frame: bytes) -> bytes:
-        reader, writer = await self._ensure()
-        writer.write(frame)
-        await writer.drain()
-        (size,) = _SIZE.unpack(await reader.readexactly(4))
-        return await reader.readexactly(size)
+    async def _send_frame(self, frame: bytes) -> bytes | memoryview:
+        channel = await self._ensure()
+        return await channel.roundtrip(frame)
 
     async def _send(self, request: Any, version: int) -> Any:
-        reader, writer = await self._ensure()
+        channel = await self._ensure()
         corr = next(self._corr) & 0x7FFFFFFF
         request.API_VERSION = version
         request.with_header(correlation_id=corr, client_id=self.client_id)
-        writer.write(bytes(request.encode(header=True, framed=True)))
-        await writer.drain()
-        (size,) = _SIZE.unpack(await reader.readexactly(4))
-        payload = await reader.readexactly(size)
+        payload = await channel.roundtrip(bytes(request.encode(header=True, framed=True)))
         resp_cls = RESPONSE_CLASSES[request.API_KEY]
-        response = resp_cls.decode(payload, version=version, header=True)
+        response = resp_cls.decode(bytes(payload), version=version, header=True)
         got = response._header.correlation_id if response._header is not None else corr
         if got != corr:
             raise ConnectionError(f"correlation id {got} does not match request {corr}")

@@ -1,10 +1,14 @@
 """The asyncio broker: sockets, per-connection request pipelines, and the Broker that owns state.
 
-Each connection is an ``asyncio.Protocol`` (cheaper than streams on small requests). Bytes go
-through the sans-io :class:`protocol.framing.FrameDecoder`; whole frames queue up and one task
-per connection serves them strictly in order, so responses leave in request order however
-long a Fetch long-poll takes (Kafka mutes a channel while a request is in flight; pipelined
-requests simply wait their turn). A frame that cannot be read closes that connection only.
+Each connection is an ``asyncio.BufferedProtocol`` (cheaper than streams on small requests):
+the transport reads, or decrypts, straight into the buffers of the sans-io
+:class:`protocol.framing.FrameDecoder`; whole frames queue up and one task per connection
+serves them strictly in order, so responses leave in request order however long a Fetch
+long-poll takes (Kafka mutes a channel while a request is in flight; pipelined requests simply
+wait their turn). One exception to "wait their turn": a request whose work is done but whose
+response waits in a purgatory (an acks=all Produce, :class:`broker.apis.DelayedResponse`) is
+parked and the next request is served; responses still leave in request order (see
+``_enqueue``). A frame that cannot be read closes that connection only.
 
 Bounded memory per connection: a frame's size prefix above ``socket.request.max.bytes`` closes
 that connection before anything is buffered for it; reading stops while ``MAX_QUEUED`` frames

@@ -148,7 +148,7 @@ def _validate_batch(h: BatchHeader, tp: str) -> None:
                          f"{h.producer_id} in topic partition {tp}")
 
 
-def _records(buf: bytearray, h: BatchHeader) -> Iterator[tuple[int, int, int, int]]:
+def _records(buf: bytearray | memoryview, h: BatchHeader) -> Iterator[tuple[int, int, int, int]]:
     """(index in batch, timestamp, offset delta, key length) of each record of the batch.
 
     Only the fields before the key are decoded; the rest of each record is skipped by its

@@ -142,16 +142,16 @@ def crc_ok(buf: bytes | bytearray | memoryview, h: BatchHeader) -> bool:
     return _crc32c.crc32c(mv[h.position + 21: h.position + h.size]) == h.crc
 
 
-def patch_base_offset(buf: bytearray, pos: int, base_offset: int) -> None:
+def patch_base_offset(buf: bytearray | memoryview, pos: int, base_offset: int) -> None:
     """Give the batch at ``pos`` its log offset. The CRC does not cover this field."""
     _Q.pack_into(buf, pos, base_offset)
 
 
-def patch_leader_epoch(buf: bytearray, pos: int, leader_epoch: int) -> None:
+def patch_leader_epoch(buf: bytearray | memoryview, pos: int, leader_epoch: int) -> None:
     _I.pack_into(buf, pos + 12, leader_epoch)
 
 
-def set_log_append_time(buf: bytearray, h: BatchHeader, timestamp: int) -> None:
+def set_log_append_time(buf: bytearray | memoryview, h: BatchHeader, timestamp: int) -> None:
     """Stamp LogAppendTime: timestamp type bit and max_timestamp, then recompute the CRC."""
     attrs = h.attributes | ATTR_TIMESTAMP_TYPE
     struct.pack_into(">h", buf, h.position + 21, attrs)
@@ -229,7 +229,7 @@ def count_records(records: bytes | bytearray | memoryview) -> int:
 class ValidatedRecords:
     """What a Produce request's records became after validation: the batches, in order."""
 
-    buffer: bytearray
+    buffer: bytearray | memoryview  # a memoryview only of a buffer nothing else writes to
     batches: list[BatchHeader]
 
     @property
@@ -252,7 +252,9 @@ def validate_batches(records: bytes | bytearray | memoryview, *, max_batch_bytes
     LogValidator does, minus decoding each record's fields: ~0.4 us a record here).
     Raises CorruptRecordError / InvalidRecordError / KafkaError(MESSAGE_TOO_LARGE).
     """
-    buf = bytearray(records)
+    # A writable view is a buffer the broker owns (a large request or fetch response frame, see
+    # protocol.framing): validated and patched in place. Anything else is copied first.
+    buf = records if isinstance(records, memoryview) and not records.readonly else bytearray(records)
     batches: list[BatchHeader] = []
     pos, end = 0, len(buf)
     if end == 0:

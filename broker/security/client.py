@@ -11,9 +11,8 @@ returns None and BrokerClient connects as before.
 
 from __future__ import annotations
 
-import asyncio
 import ssl
-import struct
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from . import SecurityConfigError
@@ -22,8 +21,6 @@ from .listeners import ListenerConfig, inter_broker_listener
 
 if TYPE_CHECKING:
     from broker.config import BrokerConfig
-
-_SIZE = struct.Struct(">i")
 
 
 class InterBrokerSecurity:
@@ -51,7 +48,8 @@ class InterBrokerSecurity:
                                           f"{lc.prefix}{mech.lower()}.sasl.jaas.config needs username and password")
             self.mechanism, self.username, self.password = mech, opts["username"], opts["password"]
 
-    async def authenticate(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, client_id: str) -> None:
+    async def authenticate(self, roundtrip: Callable[[bytes], Awaitable[bytes | memoryview]],
+                           client_id: str) -> None:
         """SaslHandshake v1 then SaslAuthenticate v2 until the mechanism completes."""
         if self.mechanism is None:
             return
@@ -64,10 +62,8 @@ class InterBrokerSecurity:
 
         async def rt(request: Any, version: int, resp_cls: Any) -> Any:
             request.with_header(correlation_id=0, client_id=client_id)
-            writer.write(bytes(request.encode(version=version, header=True, framed=True)))
-            await writer.drain()
-            (size,) = _SIZE.unpack(await reader.readexactly(4))
-            return resp_cls.decode(await reader.readexactly(size), version=version, header=True)
+            payload = await roundtrip(bytes(request.encode(version=version, header=True, framed=True)))
+            return resp_cls.decode(bytes(payload), version=version, header=True)
 
         hs = await rt(SaslHandshakeRequest(mechanism=self.mechanism), 1, SaslHandshakeResponse)
         if hs.error_code:
