@@ -251,20 +251,28 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     await self._enqueue(out, frame, timer)
                     continue
                 handled = time.perf_counter() if timer is not None else 0.0
-                if out is not None and not self.closed and self.transport is not None:
-                    if isinstance(out, bytes):
-                        self.transport.write(out)
-                    else:
-                        await self._write_chunks(out)
-                    if not self.write_ok.is_set():
-                        await self.write_ok.wait()
-                if timer is not None and self.broker.metrics is not None:
-                    self.broker.metrics.request_stats.finish(frame, timer, handled, time.perf_counter(),
-                                                             throttle_ms=self.mute_ms)
+                await self._write(out)
+                await self._written(frame, timer, handled)
                 if self.mute_ms and not self.closed:
                     await self._mute()
         except asyncio.CancelledError:
             pass
+
+    async def _write(self, out: bytes | list[Any] | None) -> None:
+        if out is not None and not self.closed and self.transport is not None:
+            if isinstance(out, bytes):
+                self.transport.write(out)
+            else:
+                await self._write_chunks(out)
+
+    async def _written(self, frame: bytes | memoryview, timer: RequestTimer | None, handled: float) -> None:
+        """After a response is handed to the transport: wait while it is over its high-water mark
+        (the next request is not served meanwhile), then record the request's metrics."""
+        if not self.write_ok.is_set():
+            await self.write_ok.wait()
+        if timer is not None and self.broker.metrics is not None:
+            self.broker.metrics.request_stats.finish(frame, timer, handled, time.perf_counter(),
+                                                     throttle_ms=self.mute_ms)
 
     # --- responses that wait (DelayedResponse) -----------------------------------------------
     # Kafka mutes a channel for the whole of a request, so a producer with acks=all gets one
@@ -314,18 +322,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 else:
                     out = waiting
                 handled = time.perf_counter() if timer is not None else 0.0
-                if out is not None and not self.closed and self.transport is not None:
-                    if isinstance(out, bytes):
-                        self.transport.write(out)
-                    else:
-                        await self._write_chunks(out)
+                await self._write(out)
                 self.inflight.popleft()  # only now: until it is written, later responses queue behind it
-                if out is not None and not self.closed and self.transport is not None:
-                    if not self.write_ok.is_set():
-                        await self.write_ok.wait()
-                if timer is not None and self.broker.metrics is not None:
-                    self.broker.metrics.request_stats.finish(frame, timer, handled, time.perf_counter(),
-                                                             throttle_ms=self.mute_ms)
+                await self._written(frame, timer, handled)
                 if len(self.inflight) < self.MAX_INFLIGHT // 2:
                     self.drained.set()
         except asyncio.CancelledError:
