@@ -201,8 +201,13 @@ def count_records(records: bytes | bytearray | memoryview) -> int:
     """Walk the length-prefixed records of an uncompressed records section; return how many.
 
     Only each record's length varint is read (inline for the one- and two-byte cases that
-    cover records under 8 KiB): ~0.4 us a record, cheap enough for the produce path.
+    cover records under 8 KiB): ~0.4 us a record. Records of one size (fixed-size payloads,
+    the common case) take a shortcut that gives the same answer at C speed: see
+    :func:`_count_uniform`.
     """
+    n = _count_uniform(records)
+    if n:
+        return n
     pos = n = 0
     end = len(records)
     while pos < end:
@@ -222,6 +227,39 @@ def count_records(records: bytes | bytearray | memoryview) -> int:
         n += 1
     if pos != end:
         raise ValueError("record overruns batch")
+    return n
+
+
+def _count_uniform(records: bytes | bytearray | memoryview) -> int:
+    """If every record has the first record's length prefix, their count; else 0.
+
+    The first record's prefix (k bytes, length L) puts record j at j * (k + L) if all records
+    are that long. The section is a whole number of such strides, and the k bytes at every
+    stride are byte for byte the first record's prefix (compared as strided slices, no Python
+    loop per record), exactly when the record-by-record walk would visit those positions, read
+    L each time and end at the section's end. Anything else (sizes differ, a bad prefix) returns
+    0 and the walk decides.
+    """
+    end = len(records)
+    if end == 0:
+        return 0
+    b0 = records[0]
+    if b0 < 0x80:
+        k, z = 1, b0
+    elif end > 1 and records[1] < 0x80:
+        k, z = 2, (b0 & 0x7F) | (records[1] << 7)
+    else:
+        return 0
+    if z & 1 or z == 0:
+        return 0
+    stride = k + (z >> 1)
+    n, rest = divmod(end, stride)
+    if rest or n < 2:
+        return 0
+    view = memoryview(records).cast("B") if isinstance(records, memoryview) else memoryview(records)
+    for i in range(k):
+        if view[i::stride].tobytes() != bytes([view[i]]) * n:
+            return 0
     return n
 
 
