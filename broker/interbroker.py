@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import struct
 from collections import deque
 from typing import Any
 
@@ -27,9 +26,6 @@ from protocol.framing import FrameDecoder, FrameError
 from protocol.messages import RESPONSE_CLASSES
 
 log = logging.getLogger("samsa.interbroker")
-
-_SIZE = struct.Struct(">i")
-
 
 MAX_RESPONSE_BYTES = 1 << 30  # a response frame larger than this is a broken peer: the connection closes
 

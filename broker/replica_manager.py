@@ -186,8 +186,7 @@ class Partition:
                 new_hw = min(new_hw, f.log_end_offset if f else self.high_watermark)
         if new_hw > self.high_watermark:
             self.high_watermark = new_hw
-            if self._waiters:
-                self._waiters = self._wake(self._waiters)
+            self._wake(self._waiters)
             self._complete_produces()
             return True
         return False
@@ -213,16 +212,16 @@ class Partition:
     def wake_waiters(self) -> None:
         """Wake every parked fetch, consumers' and followers' (the partition changed role, its
         log was truncated or went offline, records were deleted)."""
-        self._waiters = self._wake(self._waiters)
-        self._follower_waiters = self._wake(self._follower_waiters)
+        self._wake(self._waiters)
+        self._wake(self._follower_waiters)
 
     @staticmethod
-    def _wake(waiters: set[asyncio.Future[None]]) -> set[asyncio.Future[None]]:
+    def _wake(waiters: set[asyncio.Future[None]]) -> None:
+        """Complete and forget ``waiters`` (their callbacks run later, on the loop)."""
         for fut in waiters:
             if not fut.done():
                 fut.set_result(None)
         waiters.clear()
-        return waiters
 
     def add_waiter(self, fut: asyncio.Future[None], follower: bool = False) -> None:
         (self._follower_waiters if follower else self._waiters).add(fut)
@@ -347,7 +346,7 @@ class Partition:
         new_hw = min(leader_high_watermark, self.log.log_end_offset)
         if new_hw > self.high_watermark:
             self.high_watermark = new_hw
-            self._waiters = self._wake(self._waiters)  # consumers fetching from this follower (KIP-392)
+            self._wake(self._waiters)  # consumers fetching from this follower (KIP-392)
 
 
 @dataclass(slots=True)
