@@ -1,8 +1,8 @@
 """count_records: the produce path's check that a batch's records tile its records section.
 
-Records of one size take a strided shortcut (protocol.records._count_uniform); whatever the
-input, well formed or corrupt, it must give the record-by-record walk's answer (a count, or an
-error that validate_batches turns into CORRUPT_MESSAGE).
+Runs of records of one length are crossed with strided slices (protocol.records.count_records);
+whatever the input, well formed or corrupt, it must give the record-by-record walk's answer
+(``walk_records``: a count, or an error that validate_batches turns into CORRUPT_MESSAGE).
 """
 
 from __future__ import annotations
@@ -29,15 +29,11 @@ def _section(sizes: list[int]) -> bytes:
 
 
 def _walk(data: bytes) -> int | str:
-    """The record-by-record walk alone (the shortcut switched off)."""
-    saved = R._count_uniform
-    R._count_uniform = lambda _r: 0  # type: ignore[assignment]
+    """The record-by-record walk, the reference."""
     try:
-        return R.count_records(data)
+        return R.walk_records(data)
     except Exception:
         return "error"
-    finally:
-        R._count_uniform = saved  # type: ignore[assignment]
 
 
 def _count(data: bytes | memoryview) -> int | str:
@@ -51,7 +47,9 @@ LENGTHS = st.sampled_from([1, 2, 63, 64, 100, 1000, 8191, 8192, 9000])
 
 
 @settings(max_examples=300, deadline=None)
-@given(uniform=st.booleans(), n=st.integers(1, 40), lengths=st.lists(LENGTHS, min_size=1, max_size=40),
+@given(uniform=st.booleans(), n=st.integers(1, 40),
+       lengths=st.lists(st.tuples(LENGTHS, st.integers(1, 30)), min_size=1, max_size=6).map(
+           lambda runs: [size for size, count in runs for _ in range(count)]),
        one=LENGTHS, flips=st.lists(st.tuples(st.integers(0, 1 << 20), st.integers(0, 255)), max_size=3),
        cut=st.none() | st.integers(0, 1 << 20))
 def test_same_answer_as_the_walk(uniform: bool, n: int, lengths: list[int], one: int,
@@ -66,14 +64,23 @@ def test_same_answer_as_the_walk(uniform: bool, n: int, lengths: list[int], one:
     assert _count(memoryview(data)) == expected
 
 
-def test_uniform_records_counted_without_the_walk() -> None:
-    data = _section([1000] * 500)
-    assert R._count_uniform(data) == 500
-    assert R.count_records(data) == 500
+def test_a_producers_batch() -> None:
+    """A real 1,000-record batch of 1 KiB values (kafka-python's builder, as a producer writes
+    it): its records are 1 KiB plus deltas whose varints grow at 64, so not all one length."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=-1,
+                                        producer_epoch=-1, base_sequence=-1, batch_size=1 << 21)
+    for i in range(1000):
+        builder.append(i, timestamp=1_700_000_000_000 + i // 7, key=None, value=b"v" * 1024, headers=[])
+    records = bytes(builder.build())[R.HEADER_SIZE:]
+    assert R.walk_records(records) == 1000
+    assert R.count_records(records) == 1000
+    assert R.count_records(memoryview(bytearray(records))) == 1000
 
 
-@pytest.mark.parametrize("sizes", [[1000, 1000, 999], [5, 5, 5, 6], [1000]])
-def test_mixed_or_single_records_fall_back_to_the_walk(sizes: list[int]) -> None:
+@pytest.mark.parametrize("sizes", [[1000] * 500, [1000, 1000, 999], [5, 5, 5, 6], [1000], [7] * 9 + [8] * 9 + [7] * 9,
+                                   [100] * 63 + [101] * 200 + [102] * 5])
+def test_runs_and_single_records(sizes: list[int]) -> None:
     data = _section(sizes)
-    assert R._count_uniform(data) == 0
-    assert R.count_records(data) == len(sizes)
+    assert R.count_records(data) == len(sizes) == R.walk_records(data)
