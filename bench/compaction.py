@@ -34,9 +34,10 @@ sys.path.insert(0, str(ROOT))
 
 from kafka.record.default_records import DefaultRecordBatchBuilder  # noqa: E402
 
-from log.cleaner import CleanerStats, LogCleaner, OffsetMap  # noqa: E402
+from log.cleaner import CleanerStats, LogCleaner  # noqa: E402
 from log.config import LogConfig  # noqa: E402
 from log.log import Log  # noqa: E402
+from log.offset_map import OffsetMap  # noqa: E402
 from protocol.records import COMPRESSION_CODES, iter_headers, validate_batches  # noqa: E402
 
 T0 = 1_700_000_000_000

@@ -18,10 +18,9 @@ Theory of operation. One pass over one log:
 2. *Header scan*: every batch header from the log start to the log end (61 bytes each, no
    decompression), resolving which transactional batches were aborted (a producer's
    transactional batches up to its ABORT marker) and counting dirty records.
-3. *Offset map*: from the first dirty offset (``cleaner-offset-checkpoint``, Kafka's file),
-   record keys are hashed into a fixed-size open-addressing table (8-byte BLAKE2b digest
-   and 8-byte offset per slot, in two ``array`` columns: 16 bytes a slot,
-   ``log.cleaner.dedupe.buffer.size`` bytes at most, load factor 0.9). If the dirty
+3. *Offset map*: from the first dirty offset (``cleaner-offset-checkpoint``, Kafka's file,
+   kept by :mod:`log.cleaner_manager`), record keys are hashed into a fixed-size table
+   (:mod:`log.offset_map`, ``log.cleaner.dedupe.buffer.size`` bytes at most). If the dirty
    section has more keys than fit, the map stops at a batch boundary and the next pass
    continues from there: memory is bounded whatever the log's size.
 4. *Copy*: each cleanable segment is rewritten to ``NNN.log.cleaned`` keeping a record if
@@ -43,12 +42,10 @@ single owner. Never cleans the active segment; never reorders or renumbers recor
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import os
 import struct
 import time
-from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,89 +64,19 @@ from protocol.records import (
     read_varint,
 )
 
+from .cleaner_manager import CHECKPOINT_FILE, dirty_ratio, read_checkpoint, write_checkpoint
+from .offset_map import LOAD_FACTOR, OffsetMap
 from .segment import DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment, filename_prefix
 
 logger = logging.getLogger("samsa.cleaner")
 
-CHECKPOINT_FILE = "cleaner-offset-checkpoint"
 CLEANED_SUFFIX = ".cleaned"
 DEFAULT_DEDUPE_BUFFER_SIZE = 134217728  # log.cleaner.dedupe.buffer.size
 DEFAULT_BACKOFF_MS = 15000  # log.cleaner.backoff.ms
-LOAD_FACTOR = 0.9  # log.cleaner.io.buffer.load.factor
 WRITE_CHUNK = 1 << 18
 CONTROL_ABORT = 0
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
-
-
-# --- the offset map ----------------------------------------------------------------------------
-
-class OffsetMap:
-    """Key digest -> latest offset, in a fixed amount of memory (Kafka's SkimpyOffsetMap).
-
-    Invariants: ``len(self) <= max_entries = int(slots * load_factor)``; a slot is empty iff
-    its digest is 0 (digests are forced non-zero); linear probing, no deletions.
-    """
-
-    SLOT_BYTES = 16
-
-    def __init__(self, memory_bytes: int, load_factor: float = LOAD_FACTOR) -> None:
-        self.slots = max(16, memory_bytes // self.SLOT_BYTES)
-        self._digests = array("Q", bytes(8 * self.slots))
-        self._offsets = array("q", bytes(8 * self.slots))
-        self.max_entries = max(1, int(self.slots * load_factor))
-        self.entries = 0
-
-    @property
-    def memory_bytes(self) -> int:
-        return self.slots * self.SLOT_BYTES
-
-    def __len__(self) -> int:
-        return self.entries
-
-    @property
-    def full(self) -> bool:
-        return self.entries >= self.max_entries
-
-    @staticmethod
-    def digest(key: bytes) -> int:
-        d = int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little")
-        return d or 1
-
-    def put(self, key: bytes, offset: int) -> None:
-        d = self.digest(key)
-        digests, slots = self._digests, self.slots
-        i = d % slots
-        while True:
-            cur = digests[i]
-            if cur == d:
-                self._offsets[i] = offset
-                return
-            if cur == 0:
-                if self.entries >= self.max_entries:
-                    raise OverflowError("offset map is full")
-                digests[i] = d
-                self._offsets[i] = offset
-                self.entries += 1
-                return
-            i += 1
-            if i == slots:
-                i = 0
-
-    def get(self, key: bytes) -> int:
-        """The latest offset mapped for ``key``, or -1."""
-        d = self.digest(key)
-        digests, slots = self._digests, self.slots
-        i = d % slots
-        while True:
-            cur = digests[i]
-            if cur == d:
-                return self._offsets[i]
-            if cur == 0:
-                return -1
-            i += 1
-            if i == slots:
-                i = 0
 
 
 # --- records ----------------------------------------------------------------------------------
@@ -622,45 +549,7 @@ def _discard(result: PassResult) -> None:
             new.delete_files()
 
 
-# --- checkpoints and the background task ------------------------------------------------------
-
-def read_checkpoint(path: Path) -> dict[tuple[str, int], int]:
-    """Kafka's OffsetCheckpointFile: version, count, then ``topic partition offset`` lines."""
-    out: dict[tuple[str, int], int] = {}
-    try:
-        lines = path.read_text().splitlines()
-    except FileNotFoundError:
-        return out
-    if len(lines) < 2 or lines[0].strip() != "0":
-        return out
-    for line in lines[2:]:
-        parts = line.split()
-        if len(parts) == 3:
-            try:
-                out[(parts[0], int(parts[1]))] = int(parts[2])
-            except ValueError:
-                continue
-    return out
-
-
-def write_checkpoint(path: Path, offsets: dict[tuple[str, int], int]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    body = "".join(f"{t} {p} {o}\n" for (t, p), o in sorted(offsets.items()))
-    with open(tmp, "w") as f:
-        f.write(f"0\n{len(offsets)}\n{body}")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def dirty_ratio(log: Any, first_dirty: int) -> float:
-    segs = list(log.segments)[:-1]
-    total = sum(s.size for s in segs)
-    if total == 0:
-        return 0.0
-    dirty = sum(s.size for s in segs if s.next_offset > first_dirty)
-    return dirty / total
-
+# --- the background task ------------------------------------------------------------------
 
 class BrokerLogCleaner:
     """Cleans every compacted log of a broker in the background, one log at a time.

@@ -472,7 +472,7 @@ class LogCleanerCollector(Collector):
                      max(0.0, time.time() * 1000 - last_run) if last_run is not None else 0.0)
         max_dirty = 0.0
         if cleaner is not None:
-            from log.cleaner import dirty_ratio  # noqa: PLC0415
+            from log.cleaner_manager import dirty_ratio  # noqa: PLC0415
 
             for lg in cleaner.compacted_logs():
                 max_dirty = max(max_dirty, dirty_ratio(lg, cleaner.first_dirty(lg)))

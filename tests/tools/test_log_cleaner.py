@@ -16,9 +16,11 @@ from pathlib import Path
 import pytest
 
 from log.check import check_log
-from log.cleaner import LogCleaner, OffsetMap, parse_records, read_checkpoint
+from log.cleaner import LogCleaner, parse_records
+from log.cleaner_manager import read_checkpoint
 from log.config import LogConfig
 from log.log import Log
+from log.offset_map import OffsetMap
 from protocol.records import iter_headers
 from tests.log.helpers import CODECS, build_batch, build_marker, records
 
