@@ -208,7 +208,10 @@ def test_java_and_librdkafka_in_one_consumer_group(kip848_broker, java_consumer_
     with Group(bootstrap, topic, group) as g:
         ws = [g.start(JAVA, assignor="uniform"), g.start(JAVA, assignor="uniform"),
               g.start(CLIENT, assignor="uniform")]
-        wait_balanced(ws, timeout=120)
+        try:
+            wait_balanced(ws, timeout=120)
+        except AssertionError as e:
+            raise AssertionError(f"{e}\ncoordinator: {_coordinator_view(bootstrap, group)}") from None
         first = produce(bootstrap, topic, "j1", 5)
         wait_consumed(ws, first)
         counts = all_values(ws)
@@ -225,6 +228,56 @@ def test_java_and_librdkafka_in_one_consumer_group(kip848_broker, java_consumer_
         assert set(counts) == set(first) | set(second) and max(counts.values()) == 1
         d = describe(bootstrap, group)
         assert sorted(m.client_id for m in d.members) == sorted(w.name for w in rest)
+
+
+def _coordinator_view(bootstrap: str, group: str) -> str:
+    """The coordinator's side of a stuck rebalance (ConsumerGroupDescribe): each member's current
+    and target partitions."""
+    try:
+        d = describe(bootstrap, group)
+    except Exception as e:  # diagnostics only
+        return f"(describe failed: {e})"
+
+    def ps(a: object) -> list[int]:
+        return sorted(tp.partition for tp in getattr(a, "topic_partitions", None) or [])
+    return f"state {d.state}: " + "; ".join(
+        f"{m.client_id}: assigned {ps(m.assignment)} target {ps(getattr(m, 'target_assignment', None))}"
+        for m in d.members)
+
+
+def test_librdkafka_member_loses_its_revocation_response(broker_factory) -> None:
+    """The failed full-suite run, made deterministic: librdkafka member L owns all six
+    partitions; two more members join; the heartbeat response telling L to revoke is lost (a
+    proxy drops it; L sees its heartbeat time out). librdkafka sends no full request after a
+    timed-out heartbeat, only plain ones with null owned partitions, so the coordinator must
+    tell it again -- else L keeps all six and the others stay empty until L's rebalance timeout
+    (max.poll.interval.ms, 300 s)."""
+    from compat_tests.heartbeat_proxy import HeartbeatProxy
+
+    proxy = HeartbeatProxy("lossy")
+    try:
+        broker = broker_factory({**OVERRIDES,
+                                 "advertised.listeners": f"PLAINTEXT://127.0.0.1:{proxy.port}"})
+        proxy.start(broker.port)
+        bootstrap = f"127.0.0.1:{proxy.port}"
+        topic, group = unique("cg-lossy"), unique("cg")
+        create_topic(bootstrap, topic)
+        with Group(bootstrap, topic, group) as g:
+            lossy = g.start(CLIENT, assignor="uniform", name="lossy")
+            lossy.wait_for(lambda w: w.assignment == set(range(6)), what="all six partitions")
+            ws = [lossy, g.start(CLIENT, assignor="uniform"), g.start(CLIENT, assignor="uniform")]
+            try:
+                wait_balanced(ws, timeout=60)
+            except AssertionError as e:
+                raise AssertionError(f"{e}\ncoordinator: {_coordinator_view(bootstrap, group)}\n"
+                                     f"lossy's heartbeat responses: {proxy.events}") from None
+            assert len(proxy.dropped) == 1, proxy.events  # the scenario really happened
+            first = produce(bootstrap, topic, "l1", 5)
+            wait_consumed(ws, first)
+            counts = all_values(ws)
+            assert set(counts) == set(first) and max(counts.values()) == 1
+    finally:
+        proxy.close()
 
 
 def test_online_migration_classic_and_consumer_members(kip848_broker) -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from groupcoord.consumer.manager import ConsumerGroupHeartbeatRequest
+from groupcoord.consumer.messages import ConsumerGroupHeartbeatRequest
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 

@@ -4,7 +4,7 @@ Invariants: the group epoch only grows; ``assignment_epoch <= group_epoch``; a p
 owned (assigned or pending revocation) by at most one member, and ``partition_epochs`` maps it to
 that member's epoch; ``static_members`` maps an instance id to the member that currently holds
 it. These objects never do I/O and never schedule timers; only ``replay`` mutates their durable
-fields (everything but the timers).
+fields (everything but the timers and ``reported_owned``, which the manager keeps in memory).
 """
 
 from __future__ import annotations
@@ -103,6 +103,10 @@ class ConsumerGroupMember:
     rebalance_timer: Any = None
     rebalance_timer_epoch: int = -1
     join_timer: Any = None  # a classic member told to rejoin (KIP-848 migration)
+    # The partitions the member last reported owning (a heartbeat's TopicPartitions); None when
+    # not known since the group was loaded. Not a record: it only decides whether a heartbeat
+    # response repeats the assignment (see manager's theory of operation).
+    reported_owned: Assignment | None = None
 
     def subscription_equals(self, other: ConsumerGroupMember) -> bool:
         return (self.instance_id, self.rack_id, self.client_id, self.client_host,

@@ -21,6 +21,19 @@ consumer group when a partition is loaded. The computation reads the group as it
 builds the records; it never mutates it. Heartbeats of one group are serialised (one lock per
 group), so each is computed against the state its predecessor left.
 
+The response carries the member's assignment in Kafka's two cases -- a full request (epoch 0,
+or every field set, as a client sends after an error) and an assignment this heartbeat changed
+-- and in a third: the member has not yet acknowledged its assignment, i.e. the owned partitions
+it last reported (``reported_owned``, kept in memory) differ from its assigned ones. Kafka relies
+on the client sending a full request after any failed heartbeat; librdkafka (2.x) does so only
+after coordinator errors, not after a timed-out request. A lost response that told it to revoke
+(or that granted released partitions) would otherwise never be repeated: the member keeps
+heartbeating with null owned partitions, stays ``UNREVOKED_PARTITIONS`` (or never consumes
+what it was given), and the members waiting for its partitions stay empty until its rebalance
+timeout. Repeating an assignment is idempotent for the clients (an unchanged target is
+ignored). After a load ``reported_owned`` is unknown and Kafka's rule alone applies until the
+member reports its partitions.
+
 Member epochs fence zombies: a heartbeat with a larger epoch than the member's, or a smaller one
 that is not the previous epoch of a lost response, gets FENCED_MEMBER_EPOCH; an unknown member
 UNKNOWN_MEMBER_ID. Epoch 0 (re)joins, -1 leaves, -2 is a static member leaving temporarily: it
@@ -36,7 +49,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from protocol import kafka_uuid, kip848
@@ -55,7 +68,14 @@ from .group import (
     TopicMetadata,
     copy_assignment,
 )
-from .reconciliation import FencedMemberEpoch, Owned, is_subset, reconcile
+from .messages import (
+    ConsumerGroupDescription,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResult,
+    ConsumerMemberDescription,
+    GroupError,
+)
+from .reconciliation import FencedMemberEpoch, Owned, is_subset, owned_assignment, reconcile
 from .records import (
     CURRENT_MEMBER_ASSIGNMENT,
     GROUP_METADATA,
@@ -81,61 +101,6 @@ log = logging.getLogger("groupcoord.consumer")
 # name -> (topic id, partition count, internal)
 TopicsView = Mapping[str, tuple[uuid.UUID, int, bool]]
 Record = tuple[bytes, bytes | None]
-
-
-class GroupError(KafkaError):
-    """A heartbeat refused with a Kafka error code and message."""
-
-
-@dataclass(slots=True)
-class ConsumerGroupHeartbeatRequest:
-    group_id: str
-    member_id: str
-    member_epoch: int
-    instance_id: str | None = None
-    rack_id: str | None = None
-    rebalance_timeout_ms: int = -1
-    subscribed_topic_names: list[str] | None = None
-    subscribed_topic_regex: str | None = None
-    server_assignor: str | None = None
-    topic_partitions: Owned = None
-
-
-@dataclass(slots=True)
-class ConsumerGroupHeartbeatResult:
-    error: ErrorCode
-    error_message: str | None = None
-    member_id: str | None = None
-    member_epoch: int = 0
-    heartbeat_interval_ms: int = 0
-    assignment: Assignment | None = None
-
-
-@dataclass(slots=True)
-class ConsumerMemberDescription:
-    member_id: str
-    instance_id: str | None
-    rack_id: str | None
-    member_epoch: int
-    client_id: str
-    client_host: str
-    subscribed_topic_names: list[str]
-    subscribed_topic_regex: str | None
-    assignment: list[tuple[uuid.UUID, str, list[int]]]
-    target_assignment: list[tuple[uuid.UUID, str, list[int]]]
-    uses_classic_protocol: bool = False
-
-
-@dataclass(slots=True)
-class ConsumerGroupDescription:
-    group_id: str
-    error: ErrorCode
-    error_message: str | None = None
-    state: str = ""
-    group_epoch: int = 0
-    assignment_epoch: int = 0
-    assignor_name: str = ""
-    members: list[ConsumerMemberDescription] = field(default_factory=list)
 
 
 class ConsumerGroupManager(CoordinatorShard):
@@ -360,13 +325,20 @@ class ConsumerGroupManager(CoordinatorShard):
         before = copy_assignment(old.assigned)  # replay mutates the live member in place
         member = await self._update_member(group, members, targets_now, records, current, updated,
                                            is_new, req.topic_partitions, released)
+        if req.topic_partitions is not None:
+            member.reported_owned = owned_assignment(req.topic_partitions)
         result = ConsumerGroupHeartbeatResult(
             ErrorCode.NONE, None, member_id, member.member_epoch,
             self.config.consumer_heartbeat_interval_ms(group.group_id))
         full = req.member_epoch == 0 or (req.rebalance_timeout_ms != -1 and
                                           req.subscribed_topic_names is not None and
                                           req.topic_partitions is not None)
-        if full or member.assigned != before:
+        # Kafka's two cases (a full request, a changed assignment), and a third of Samsa's: the
+        # member has not yet reported owning what it was given -- the response that told it may
+        # have been lost (see the theory of operation).
+        unacknowledged = member.reported_owned is not None and \
+            member.reported_owned != copy_assignment(member.assigned)
+        if full or member.assigned != before or unacknowledged:
             result.assignment = copy_assignment(member.assigned)
         return result
 

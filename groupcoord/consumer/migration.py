@@ -47,7 +47,8 @@ from .group import (
     ConsumerGroupMember,
     MemberState,
 )
-from .manager import ConsumerGroupManager, GroupError, Record, TopicsView
+from .manager import ConsumerGroupManager, Record, TopicsView
+from .messages import GroupError
 from .reconciliation import Owned
 from .records import (
     current_assignment_record,

@@ -47,6 +47,15 @@ def owns_any(owned: Owned, partitions: Assignment) -> bool:
     return False
 
 
+def owned_assignment(owned: list[tuple[uuid.UUID, list[int]]]) -> Assignment:
+    """A heartbeat's owned partitions as an :data:`Assignment` (no empty sets)."""
+    out: Assignment = {}
+    for topic_id, ps in owned:
+        if ps:
+            out.setdefault(topic_id, set()).update(ps)
+    return out
+
+
 def is_subset(owned: Owned, target: Assignment) -> bool:
     if owned is None:
         return False

@@ -19,7 +19,7 @@ import pytest
 from groupcoord.config import GroupConfig
 from groupcoord.consumer.assignors import MemberSpec, range_assign, uniform_assign
 from groupcoord.consumer.group import ConsumerGroupState, MemberState
-from groupcoord.consumer.manager import ConsumerGroupHeartbeatRequest as HB
+from groupcoord.consumer.messages import ConsumerGroupHeartbeatRequest as HB
 from groupcoord.consumer.records import decode_consumer_key
 from groupcoord.consumer.regex import InvalidRegularExpression, compile_topic_regex
 from groupcoord.coordinator import GroupCoordinator

@@ -15,7 +15,7 @@ import pytest
 from broker.share.partition import RecordState, SharePartition
 from broker.share.session import ShareSessionCache, next_epoch
 from groupcoord.config import GroupConfig
-from groupcoord.consumer.manager import ConsumerGroupHeartbeatRequest as CGHB
+from groupcoord.consumer.messages import ConsumerGroupHeartbeatRequest as CGHB
 from groupcoord.coordinator import GroupCoordinator
 from groupcoord.share.state import ShareCoordinator, overlay
 from groupcoord.storage import MemoryOffsetsStorage, build_batch
