@@ -82,6 +82,9 @@ BROKER_DEFAULTS: dict[str, tuple[type, object]] = {
     "replica.fetch.max.bytes": (int, 1048576),
     "replica.fetch.response.max.bytes": (int, 10485760),
     "replica.fetch.backoff.ms": (int, 1000),
+    # Samsa's own: a follower keeps this much of its active segment's tail in the OS page cache
+    # and drops the rest as it appends (log/segment.py drop_behind); -1 keeps everything (Kafka)
+    "replica.page.cache.retain.bytes": (int, 16777216),
     "replica.socket.timeout.ms": (int, 30000),
     "controller.socket.timeout.ms": (int, 30000),
     "controlled.shutdown.enable": (bool, True),

@@ -97,6 +97,9 @@ class Partition:
         self._produce_waiters: list[tuple[int, asyncio.Future[None]]] = []
         self.isr_writer: Callable[[Partition, list[int]], bool] | None = None
         self.replica_lag_time_max_ms = 30000
+        # replica.page.cache.retain.bytes: how much of the active segment's tail a follower keeps
+        # in the page cache as it appends (LogSegment.drop_behind); -1 keeps it all, as Kafka does
+        self.page_cache_retain_bytes = -1
         self.on_storage_error: Callable[[Partition], None] | None = None  # JBOD: its log dir failed
         self.isr_changes = IsrChangeCounts()  # the ReplicaManager's, once it adopts the partition
 
@@ -340,6 +343,8 @@ class Partition:
     def append_as_follower(self, records: ValidatedRecords, leader_high_watermark: int) -> None:
         if records.batches:
             self.log.append(records, assign_offsets=False, leader_epoch=self.leader_epoch)
+            if self.page_cache_retain_bytes >= 0:
+                self.log.segments[-1].drop_behind(self.page_cache_retain_bytes)
         self.update_follower_high_watermark(leader_high_watermark)
 
     def update_follower_high_watermark(self, leader_high_watermark: int) -> None:
@@ -431,6 +436,7 @@ class ReplicaManager:
         part.isr_writer = self.isr_writer
         part.isr_changes = self.isr_changes
         part.replica_lag_time_max_ms = self.config.int("replica.lag.time.max.ms")
+        part.page_cache_retain_bytes = self.config.int("replica.page.cache.retain.bytes")
         part.on_storage_error = lambda p: on_storage_error(self, p)
         return part
 

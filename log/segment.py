@@ -169,6 +169,9 @@ class LogSegment:
         self.next_offset = base_offset  # the offset after this segment's last batch
         self.deleted = False
         self.recovered_epochs: list[tuple[int, int]] = []  # (leader epoch, start offset) seen by recover()
+        # drop_behind (follower replicas): writeback was started below the first, pages dropped below the second
+        self.writeback_started = 0
+        self.dropped_to = 0
 
     # -- opening --------------------------------------------------------------------------
     @classmethod
@@ -247,6 +250,38 @@ class LogSegment:
             self.bytes_since_last_index_entry += h.batch_length + LOG_OVERHEAD
         if batches:
             self.next_offset = batches[-1].base_offset + batches[-1].last_offset_delta + 1
+
+    DROP_CHUNK = 4 << 20
+    DROP_RETRY = 16 << 20  # behind the drop point, advised again at every chunk (pages dirty before)
+
+    def drop_behind(self, keep: int) -> None:
+        """Keep only about the last ``keep`` bytes of this file in the OS page cache.
+
+        For a follower replica, whose log is read back only if it becomes the leader. Each whole
+        4 MiB chunk behind the end of the file is advised once as it completes
+        (``posix_fadvise(DONTNEED)`` starts writeback of its dirty pages); once the end is more
+        than ``keep`` bytes past a chunk, the chunk is advised again, by when it is normally
+        written back, and its clean pages leave the cache. Dirty pages are never dropped, so
+        nothing unwritten can be lost; the last ``keep`` bytes behind the drop point are advised
+        again at every new chunk, so a page that was still dirty gets more chances. Without
+        ``posix_fadvise`` this does nothing.
+        """
+        if self.fd < 0:
+            return
+        chunk = self.DROP_CHUNK
+        done = self.size // chunk * chunk
+        if done <= self.writeback_started:
+            return
+        drop = max(0, (self.size - keep) // chunk * chunk)
+        try:
+            os.posix_fadvise(self.fd, self.writeback_started, done - self.writeback_started, os.POSIX_FADV_DONTNEED)
+            self.writeback_started = done
+            if drop > 0:
+                lo = max(0, min(self.dropped_to, drop - max(keep, self.DROP_RETRY)))
+                os.posix_fadvise(self.fd, lo, drop - lo, os.POSIX_FADV_DONTNEED)
+                self.dropped_to = drop
+        except (AttributeError, OSError):  # no posix_fadvise here: the page cache keeps everything
+            pass
 
     def on_become_inactive(self) -> None:
         """Kafka's ``onBecomeInactiveSegment``: record the final max timestamp in the time index."""
