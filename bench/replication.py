@@ -15,7 +15,10 @@ Figures, each in a fresh cluster on this machine (three broker processes and one
    case stays until its topic is deleted, so without the warm-up and the deletes whichever
    case ran last paid for fresh memory (RF 3 writes three times the bytes): the old single
    pass measured RF 3 acks=all at 0.15-0.2x, the same code measures 0.5-0.6x once the cases
-   start from the same memory;
+   start from the same memory. Followers keep only the tail of their logs in the page cache
+   (``replica.page.cache.retain.bytes``, 16 MiB), so RF 3 faults in fresh pages for the
+   leaders' copy only, as RF 1 does, instead of for all three (with -1, Kafka's behaviour,
+   RF 3 acks=all measured 0.38-0.42x here);
 2. failover: a partition leader is SIGKILLed while an acks=all producer sends one message at a
    time; the time from the kill to the next acknowledged message (aim: within the ZooKeeper
    session timeout plus 2 s; ``zookeeper.session.timeout.ms`` is --session-ms);
