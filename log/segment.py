@@ -270,6 +270,8 @@ class LogSegment:
             return
         chunk = self.DROP_CHUNK
         done = self.size // chunk * chunk
+        if self.writeback_started > self.size:  # truncated (a follower's divergent tail) since
+            self.writeback_started = self.dropped_to = done
         if done <= self.writeback_started:
             return
         drop = max(0, (self.size - keep) // chunk * chunk)

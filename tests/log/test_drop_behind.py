@@ -120,3 +120,23 @@ def test_dirty_pages_are_never_dropped(tmp_path: Path) -> None:
     assert resident_fraction(seg.log_path, 8 * MB, 16 * MB) < 0.05
     assert os.pread(seg.fd, len(data_before), 0) == data_before
     log.close()
+
+
+def test_after_a_truncation_new_appends_are_dropped_too(tmp_path: Path) -> None:
+    """A follower truncating its divergent tail (OffsetForLeaderEpoch) below what was already
+    advised goes on dropping what it appends afterwards."""
+    log = Log.open(tmp_path / "t-0", LogConfig(segment_bytes=1 << 30))
+    for i in range(30):
+        follower_append(log, i * 100, 100, 10_000)
+        os.fdatasync(log.segments[-1].fd)
+        log.segments[-1].drop_behind(4 * MB)
+    log.truncate_to(500)  # back to ~5 MB
+    seg = log.segments[-1]
+    assert seg.size < 6 * MB
+    for i in range(5, 45):
+        follower_append(log, i * 100, 100, 10_000)
+        os.fdatasync(seg.fd)
+        seg.drop_behind(4 * MB)
+    assert resident_fraction(seg.log_path, 8 * MB, seg.size - 12 * MB) < 0.05
+    assert log.log_end_offset == 4500
+    log.close()
