@@ -8,6 +8,13 @@ this module builds a registry of them by API key and does the header work around
   then decodes the body with the schema class at the requested version.
 * :func:`encode_response` frames a response object at the request's version with the right
   response header (v0, or v1 for flexible versions; ApiVersions always answers with v0).
+* Produce requests keep their records in the frame: kafka-python's generated decoder copies a
+  ``records`` field into new ``bytes`` (and ``validate_batches`` would copy it again to patch
+  offsets); here ProduceRequest's records field decodes as a ``memoryview`` slice of the body
+  instead (:class:`_RecordsView`). A large request has a buffer of its own
+  (``protocol.framing``), so its batches are validated, patched and written where they were
+  read. Everything else about the decode (versions, compact and tagged forms, nulls) is
+  kafka-python's own.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from kafka.protocol import metadata as _metadata
 from kafka.protocol import producer as _producer
 from kafka.protocol import sasl as _sasl
 from kafka.protocol.api_message import ApiMessage
+from kafka.protocol.schemas.fields.codecs.types import Bytes, UnsignedVarInt32
 
 from . import inter_broker as _inter_broker
 from . import kip714 as _kip714
@@ -57,6 +65,52 @@ def _collect() -> tuple[dict[int, Any], dict[int, Any]]:
 
 
 REQUEST_CLASSES, RESPONSE_CLASSES = _collect()
+
+
+class _RecordsView(Bytes):
+    """kafka-python's ``records`` codec (Bytes), decoding to a slice of the input, not a copy."""
+
+    @classmethod
+    def emit_decode_from(cls, ctx: Any, var_name: str, indent: str, compact: bool = False) -> None:
+        ln = ctx.next_var("ln")
+        if compact:
+            UnsignedVarInt32.emit_decode_from(ctx, ln, indent)
+            ctx.emit(indent, f"{ln} -= 1")
+        else:
+            ctx.emit(indent, f'{ln} = unpack_from(">i", data, pos)[0]')
+            ctx.emit(indent, "pos += 4")
+        ctx.emit(indent, f"if {ln} < 0:")
+        ctx.emit(indent, f"    {var_name} = None")
+        ctx.emit(indent, "else:")
+        ctx.emit(indent, f"    {var_name} = data[pos:pos+{ln}]")
+        ctx.emit(indent, f"    pos += {ln}")
+
+
+def _records_in_place(cls: Any) -> int:
+    """Make ``cls``'s ``records`` fields decode with :class:`_RecordsView`; how many there were.
+
+    Must run before the class first decodes (kafka-python compiles a decoder per version on
+    first use). A kafka-python laying its schemas out otherwise finds none: decoding still
+    works, with the copies.
+    """
+    found = 0
+    stack, seen = [cls._struct], set()
+    while stack:
+        field = stack.pop()
+        if id(field) in seen:
+            continue
+        seen.add(id(field))
+        if getattr(field, "_type_str", None) == "records" and getattr(field, "_type", None) is Bytes:
+            field._type = _RecordsView
+            found += 1
+        stack.extend(getattr(field, "_fields", None) or ())
+        inner = getattr(field, "array_of", None)  # an array of structs decodes through its element struct
+        if inner is not None:
+            stack.append(inner)
+    return found
+
+
+_records_in_place(REQUEST_CLASSES[ApiKey.PRODUCE])
 
 
 class MalformedRequest(Exception):
