@@ -262,15 +262,16 @@ class LogSegment:
         (``posix_fadvise(DONTNEED)`` starts writeback of its dirty pages); once the end is more
         than ``keep`` bytes past a chunk, the chunk is advised again, by when it is normally
         written back, and its clean pages leave the cache. Dirty pages are never dropped, so
-        nothing unwritten can be lost; the last ``keep`` bytes behind the drop point are advised
-        again at every new chunk, so a page that was still dirty gets more chances. Without
-        ``posix_fadvise`` this does nothing.
+        nothing unwritten can be lost; the last ``max(keep, DROP_RETRY)`` bytes behind the drop
+        point are advised again at every new chunk, so a page that was still dirty gets more
+        chances. After a truncation below what was advised it starts again from the new end.
+        Without ``posix_fadvise`` this does nothing.
         """
         if self.fd < 0:
             return
         chunk = self.DROP_CHUNK
         done = self.size // chunk * chunk
-        if self.writeback_started > self.size:  # truncated (a follower's divergent tail) since
+        if self.writeback_started > self.size:  # truncated since (a follower's divergent tail)
             self.writeback_started = self.dropped_to = done
         if done <= self.writeback_started:
             return
