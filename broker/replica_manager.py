@@ -344,7 +344,7 @@ class Partition:
         if records.batches:
             self.log.append(records, assign_offsets=False, leader_epoch=self.leader_epoch)
             if self.page_cache_retain_bytes >= 0:
-                self.log.segments[-1].drop_behind(self.page_cache_retain_bytes)
+                self.log.drop_behind(self.page_cache_retain_bytes)
         self.update_follower_high_watermark(leader_high_watermark)
 
     def update_follower_high_watermark(self, leader_high_watermark: int) -> None:

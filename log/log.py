@@ -489,6 +489,11 @@ class Log:
     # ------------------------------------------------------------------------------------
     # truncation and deletion
     # ------------------------------------------------------------------------------------
+    def drop_behind(self, keep: int) -> None:
+        """Keep only about the last ``keep`` bytes of the active segment in the page cache
+        (a follower replica; see :meth:`LogSegment.drop_behind`)."""
+        self.segments[-1].drop_behind(keep)
+
     def truncate_to(self, offset: int) -> None:
         """Drop everything at or after ``offset`` (a follower's truncation; Kafka's ``truncateTo``)."""
         if offset < 0:

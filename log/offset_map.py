@@ -52,37 +52,29 @@ class OffsetMap:
         d = int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little")
         return d or 1
 
-    def put(self, key: bytes, offset: int) -> None:
-        d = self.digest(key)
+    def _slot(self, d: int) -> int:
+        """The slot holding digest ``d``, or the empty slot where it would go (linear probing)."""
         digests, slots = self._digests, self.slots
         i = d % slots
         while True:
             cur = digests[i]
-            if cur == d:
-                self._offsets[i] = offset
-                return
-            if cur == 0:
-                if self.entries >= self.max_entries:
-                    raise OverflowError("offset map is full")
-                digests[i] = d
-                self._offsets[i] = offset
-                self.entries += 1
-                return
+            if cur == d or cur == 0:
+                return i
             i += 1
             if i == slots:
                 i = 0
 
+    def put(self, key: bytes, offset: int) -> None:
+        d = self.digest(key)
+        i = self._slot(d)
+        if self._digests[i] == 0:
+            if self.entries >= self.max_entries:
+                raise OverflowError("offset map is full")
+            self._digests[i] = d
+            self.entries += 1
+        self._offsets[i] = offset
+
     def get(self, key: bytes) -> int:
         """The latest offset mapped for ``key``, or -1."""
-        d = self.digest(key)
-        digests, slots = self._digests, self.slots
-        i = d % slots
-        while True:
-            cur = digests[i]
-            if cur == d:
-                return self._offsets[i]
-            if cur == 0:
-                return -1
-            i += 1
-            if i == slots:
-                i = 0
+        i = self._slot(self.digest(key))
+        return self._offsets[i] if self._digests[i] else -1
