@@ -60,6 +60,7 @@ from .metrics.stats import RequestTimer, note_errors, response_error_counts
 from .repeated_warnings import RepeatedWarnings
 from .replica_manager import ReplicaManager
 from .security.quotas import WAITING_APIS
+from .security.tls_transport import accept_tls
 
 log = logging.getLogger("samsa.server")
 
@@ -165,7 +166,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         """Write a response whose records are file regions (see protocol.fetch_codec)."""
         transport = self.transport
         assert transport is not None
-        if not SENDFILE:
+        if not SENDFILE or self.security_protocol.endswith("SSL"):  # TLS encrypts: no sendfile
             # One pread per region into the socket buffer: no encode-buffer copies.
             transport.writelines([c if isinstance(c, bytes) else c.read() for c in chunks])
             return
@@ -444,9 +445,12 @@ class Acceptor:
     async def _start(self, sock: socket.socket, slot: ConnectionSlot) -> None:
         loop = asyncio.get_running_loop()
         ctx = self.security.ssl_context
+        factory = functools.partial(KafkaConnection, self.broker, self.security, slot)
         try:
-            await loop.connect_accepted_socket(functools.partial(KafkaConnection, self.broker, self.security, slot),
-                                               sock, ssl=ctx)
+            if ctx is not None and self.security.own_transport:
+                await accept_tls(loop, sock, ctx, factory)
+            else:
+                await loop.connect_accepted_socket(factory, sock, ssl=ctx)
         except asyncio.CancelledError:
             slot.release()
             sock.close()

@@ -24,6 +24,7 @@ from .authenticator import SaslAuthenticator, mechanism_factory
 from .credentials import CredentialStore
 from .listeners import ListenerConfig, listener_configs
 from .tls import RELOADABLE, build_server_context, parse_mapping_rules, peer_principal
+from .tls_transport import tune_context
 
 if TYPE_CHECKING:
     from broker.config import BrokerConfig
@@ -39,6 +40,7 @@ class ListenerSecurity:
         self.name = lc.name
         self.protocol = lc.security_protocol.value
         self.ssl_context: ssl.SSLContext | None = None
+        self.own_transport = False
         self.rules = parse_mapping_rules(lc.get("ssl.principal.mapping.rules", "DEFAULT") or "DEFAULT")
         self.mechanisms: list[str] = []
         self.factory: Any = None
@@ -46,6 +48,8 @@ class ListenerSecurity:
         if lc.security_protocol.uses_ssl:
             self.ssl_context = build_server_context(lc)
             self._fingerprint = self.fingerprint()
+            # OpenSSL reads and writes the socket itself where it can (broker/security/tls_transport.py)
+            self.own_transport = tune_context(self.ssl_context)
         if lc.security_protocol.uses_sasl:
             self.mechanisms = lc.enabled_mechanisms()
             self.factory = mechanism_factory(lc, credentials)

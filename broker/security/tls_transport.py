@@ -1,0 +1,431 @@
+"""The TLS transport of SSL and SASL_SSL listeners: OpenSSL reads and writes the socket itself.
+
+Why not the event loop's own TLS (``loop.connect_accepted_socket(..., ssl=ctx)``): uvloop, like
+asyncio, runs OpenSSL over two *memory* BIOs. Every byte received is copied from the socket
+into a read buffer, from there into the incoming BIO (which first clears what it grows), from
+the BIO into OpenSSL's record buffer, and only then decrypted. Here OpenSSL owns the socket (a
+*socket* BIO): ``SSL_read`` pulls ciphertext from the kernel straight into its record buffer and
+decrypts into the request frame's own buffer. Measured on this 2-core machine (issue 10,
+bench/RESULTS.md), confluent-kafka producing 1 KiB messages over TLS: the broker's CPU per MB
+went from 1.90-2.21 ms to 1.69-1.76 ms (three alternating runs each). Responses gain nothing
+either way: ``SSL_write`` now sends each 16 KiB record with its own ``send`` where the memory BIO
+copied the records out and sent them at once; the two cost the same here (consume 669-750 vs
+690-707 MB/s, and holding the records back with ``TCP_CORK`` did not help).
+
+Theory of operation:
+
+* The accepted socket is wrapped non-blocking (``SSLContext.wrap_socket``); the handshake steps
+  whenever the socket is readable or writable, under a deadline (60 s, as the loop's own
+  ``ssl_handshake_timeout``); a failure closes the socket and raises to the acceptor, which logs
+  it as Kafka does ("SSL handshake failed").
+* Reads: the context has OpenSSL's *read-ahead* on (:func:`tune_context`), so one ``recv`` fills
+  OpenSSL's record buffer (its default, one maximal record: ~16 KiB) with as many records as fit,
+  instead of two ``recv`` calls (header, body) per record, which small records would make
+  ruinous: librdkafka sends ~40 % of a Produce's records as 0.7-1.1 KiB ones (counted with a
+  proxy: ~440 records per MB). A bigger buffer is slower, not faster: before each record OpenSSL
+  moves the unread rest of its buffer to the front (memmove was 43 % of the broker's samples with
+  256 KiB). When the socket is readable, records are decrypted into the protocol's
+  ``get_buffer()`` until OpenSSL needs more from the socket (``SSLWantReadError``).
+* Invariant: with read-ahead, decrypted or undecrypted bytes may wait inside OpenSSL while the
+  socket has nothing to read, so the socket's readiness says nothing about them. Reading
+  therefore only ever stops in three ways: OpenSSL asks for the socket (then readiness does
+  announce the next bytes), the protocol paused reading (``resume_reading`` schedules a read at
+  once), or a pass reached :data:`READ_PASS` bytes (the next pass is scheduled at once, so one
+  busy connection cannot hold the loop).
+* Writes: ``write``/``writelines`` try ``SSL_write`` at once; what the socket does not take waits
+  in order in a buffer and is retried when the socket is writable. After ``SSLWantWriteError``
+  OpenSSL must be handed the *same* bytes again (it has encrypted part of them), so the head of
+  the buffer is never merged or dropped. Above the high-water mark the protocol's
+  ``pause_writing`` is called, below the low-water mark ``resume_writing``, as asyncio does.
+* ``close()`` stops reading, flushes what is buffered (for at most 30 s), sends close_notify and
+  closes the socket; ``abort()`` closes at once. ``connection_lost`` is called exactly once.
+
+Read-ahead needs OpenSSL's ``SSL_CTX`` pointer, which Python's ``ssl`` does not expose:
+:func:`tune_context` reads it from CPython's ``SSLContext`` object (its first field on every
+CPython from 3.7 to 3.13) and checks it by asking OpenSSL for the context's options, which must
+equal ``SSLContext.options``. Where that cannot be done (another Python, another libssl than the
+one ``_ssl`` uses, a mismatch), the listener keeps the event loop's TLS transport:
+:func:`supported` says which. ``SAMSA_TLS_TRANSPORT=loop`` forces the loop's transport.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import ctypes
+import logging
+import os
+import socket
+import ssl
+import sys
+import weakref
+from typing import Any
+
+log = logging.getLogger("samsa.server")
+
+HANDSHAKE_TIMEOUT = 60.0
+CLOSE_TIMEOUT = 30.0
+READ_PASS = 4 * 1024 * 1024  # bytes decrypted per readable event before the loop's other work runs
+HIGH_WATER = 64 * 1024
+LOW_WATER = 16 * 1024
+COALESCE = 16 * 1024  # writelines joins neighbouring chunks below this into one TLS record
+
+_SSL_CTRL_GET_READ_AHEAD = 40
+_SSL_CTRL_SET_READ_AHEAD = 41
+
+_tuned: weakref.WeakSet[ssl.SSLContext] = weakref.WeakSet()
+_libssl: Any = None
+
+
+def _load_libssl() -> Any:
+    """The libssl that Python's ``_ssl`` uses, or None when it cannot be identified."""
+    global _libssl
+    if _libssl is not None:
+        return _libssl or None
+    _libssl = False
+    if sys.implementation.name != "cpython" or not ((3, 7) <= sys.version_info[:2] <= (3, 13)):
+        return None
+    if os.environ.get("SAMSA_TLS_TRANSPORT", "") == "loop":
+        return None
+    try:
+        lib = ctypes.CDLL(f"libssl.so.{ssl.OPENSSL_VERSION_INFO[0]}")
+        lib.OpenSSL_version_num.restype = ctypes.c_ulong
+        if lib.OpenSSL_version_num() != ssl.OPENSSL_VERSION_NUMBER:
+            return None  # a different libssl than the one _ssl was built against
+        lib.SSL_CTX_get_options.argtypes = [ctypes.c_void_p]
+        lib.SSL_CTX_get_options.restype = ctypes.c_uint64
+        lib.SSL_CTX_ctrl.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_long, ctypes.c_void_p]
+        lib.SSL_CTX_ctrl.restype = ctypes.c_long
+    except (OSError, AttributeError):
+        return None
+    _libssl = lib
+    return lib
+
+
+def tune_context(ctx: ssl.SSLContext) -> bool:
+    """Turn on OpenSSL's read-ahead on a server context.
+
+    True when done (the context can serve :class:`TlsTransport` connections)."""
+    lib = _load_libssl()
+    if lib is None:
+        return False
+    ptr = ctypes.c_void_p.from_address(id(ctx) + object.__basicsize__).value
+    # The pointer is CPython's PySSLContext.ctx; OpenSSL must report the options Python sees.
+    if not ptr or lib.SSL_CTX_get_options(ptr) != int(ctx.options):
+        return False
+    lib.SSL_CTX_ctrl(ptr, _SSL_CTRL_SET_READ_AHEAD, 1, None)
+    if lib.SSL_CTX_ctrl(ptr, _SSL_CTRL_GET_READ_AHEAD, 0, None) != 1:
+        return False
+    _tuned.add(ctx)
+    return True
+
+
+def supported(ctx: ssl.SSLContext) -> bool:
+    """Whether connections on this context use :class:`TlsTransport` (read-ahead is on)."""
+    return ctx in _tuned
+
+
+async def accept_tls(loop: asyncio.AbstractEventLoop, sock: socket.socket, ctx: ssl.SSLContext,
+                     protocol_factory: Any, handshake_timeout: float = HANDSHAKE_TIMEOUT) -> tuple[TlsTransport, Any]:
+    """Handshake on an accepted socket, then connect a protocol to it. Raises if the handshake fails."""
+    sock.setblocking(False)
+    ssock = ctx.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+    fd = ssock.fileno()
+    done: asyncio.Future[None] = loop.create_future()
+
+    def step() -> None:
+        loop.remove_reader(fd)
+        loop.remove_writer(fd)
+        if done.done():
+            return
+        try:
+            ssock.do_handshake()
+        except ssl.SSLWantReadError:
+            loop.add_reader(fd, step)
+        except ssl.SSLWantWriteError:
+            loop.add_writer(fd, step)
+        except BaseException as e:  # noqa: BLE001  handed to the acceptor, which logs it
+            done.set_exception(e)
+        else:
+            done.set_result(None)
+
+    try:
+        step()
+        await asyncio.wait_for(done, handshake_timeout)
+    except BaseException:
+        loop.remove_reader(fd)
+        loop.remove_writer(fd)
+        ssock.close()
+        raise
+    try:
+        transport = TlsTransport(loop, ssock)
+    except OSError:  # the peer left right after the handshake
+        ssock.close()
+        raise
+    protocol = protocol_factory()
+    transport.start(protocol)
+    return transport, protocol
+
+
+class TlsTransport(asyncio.Transport):
+    """A server-side TLS connection whose socket OpenSSL reads and writes (see the module docstring)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, ssock: ssl.SSLSocket) -> None:
+        super().__init__()
+        self._loop = loop
+        self._ssock = ssock
+        self._fd = ssock.fileno()
+        sslobj = ssock._sslobj  # type: ignore[attr-defined]  # the C object: no Python frame per record
+        self._read = sslobj.read
+        self._write = sslobj.write
+        self._protocol: Any = None
+        self._extra = {"peername": ssock.getpeername(), "sockname": ssock.getsockname(), "socket": ssock,
+                       "ssl_object": ssock, "sslcontext": ssock.context, "peercert": ssock.getpeercert(),
+                       "cipher": ssock.cipher(), "compression": ssock.compression()}
+        self._buffer: collections.deque[memoryview] = collections.deque()
+        self._buffer_size = 0
+        self._reading = False
+        self._read_scheduled = False
+        self._writer_on = False
+        self._closing = False
+        self._closed = False
+        self._protocol_paused = False
+        self._high = HIGH_WATER
+        self._low = LOW_WATER
+        self._close_timer: asyncio.TimerHandle | None = None
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    def start(self, protocol: Any) -> None:
+        self._protocol = protocol
+        protocol.connection_made(self)
+        if not self._closing:
+            self.resume_reading()
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return self._extra.get(name, default)
+
+    def is_closing(self) -> bool:
+        return self._closing
+
+    def set_protocol(self, protocol: Any) -> None:
+        self._protocol = protocol
+
+    def get_protocol(self) -> Any:
+        return self._protocol
+
+    def close(self) -> None:
+        """Stop reading; send what is buffered, then close_notify, then close the socket."""
+        if self._closing:
+            return
+        self._closing = True
+        self._stop_reading()
+        if self._buffer:
+            self._close_timer = self._loop.call_later(CLOSE_TIMEOUT, self._finish, None)
+        else:
+            self._loop.call_soon(self._finish, None, True)
+
+    def abort(self) -> None:
+        self._closing = True
+        self._finish(None)
+
+    def _fatal(self, exc: BaseException | None) -> None:
+        if isinstance(exc, (ssl.SSLError, OSError)):
+            log.debug("TLS connection from %s ended: %s", self._extra["peername"], exc)
+        self._closing = True
+        self._finish(None if isinstance(exc, (ssl.SSLEOFError, ssl.SSLZeroReturnError)) else exc)
+
+    def _finish(self, exc: BaseException | None, notify: bool = False) -> None:
+        if self._closed:
+            return
+        self._stop_reading()
+        self._closed = True
+        self._closing = True
+        if self._close_timer is not None:
+            self._close_timer.cancel()
+        if self._writer_on:
+            self._loop.remove_writer(self._fd)
+            self._writer_on = False
+        if notify:
+            try:  # close_notify, as a Java broker's SSLEngine sends; the peer's reply is not awaited
+                self._ssock._sslobj.shutdown()  # type: ignore[attr-defined]
+            except (ssl.SSLError, OSError, ValueError):
+                pass
+        self._buffer.clear()
+        self._buffer_size = 0
+        try:
+            self._ssock.close()
+        except OSError:
+            pass
+        self._loop.call_soon(self._protocol.connection_lost, exc)
+
+    # --- reading --------------------------------------------------------------------------
+
+    def is_reading(self) -> bool:
+        return self._reading
+
+    def pause_reading(self) -> None:
+        self._stop_reading()
+
+    def resume_reading(self) -> None:
+        if self._reading or self._closing:
+            return
+        self._reading = True
+        self._loop.add_reader(self._fd, self._on_readable)
+        self._schedule_read()  # OpenSSL may hold records read ahead while the socket is empty
+
+    def _stop_reading(self) -> None:
+        if self._reading:
+            self._reading = False
+            self._loop.remove_reader(self._fd)
+
+    def _schedule_read(self) -> None:
+        if not self._read_scheduled:
+            self._read_scheduled = True
+            self._loop.call_soon(self._scheduled_read)
+
+    def _scheduled_read(self) -> None:
+        self._read_scheduled = False
+        self._on_readable()
+
+    def _on_readable(self) -> None:
+        if not self._reading:
+            return
+        protocol = self._protocol
+        read = self._read
+        passed = 0
+        try:
+            while True:
+                buf = protocol.get_buffer(-1)
+                size = len(buf)
+                got = 0
+                try:
+                    while got < size:
+                        n = read(size - got, buf[got:] if got else buf)
+                        if n == 0:
+                            raise ssl.SSLZeroReturnError("TLS close_notify received")
+                        got += n
+                finally:
+                    if got:
+                        passed += got
+                        protocol.buffer_updated(got)
+                if not self._reading:
+                    return  # paused (or closed) by the protocol; resume_reading reads again at once
+                if passed >= READ_PASS:
+                    self._schedule_read()
+                    return
+        except ssl.SSLWantReadError:
+            pass  # OpenSSL has consumed everything: the socket's readiness announces what comes next
+        except ssl.SSLWantWriteError:
+            if not self._writer_on:  # renegotiation (TLS 1.2) wants to send first
+                self._loop.add_writer(self._fd, self._on_writable)
+                self._writer_on = True
+        except (ssl.SSLError, OSError) as e:
+            self._fatal(e)
+            return
+        if self._buffer and not self._writer_on and not self._closed:
+            self._flush()  # a write that waited for a read (renegotiation) may go on now
+
+    # --- writing --------------------------------------------------------------------------
+
+    def get_write_buffer_size(self) -> int:
+        return self._buffer_size
+
+    def get_write_buffer_limits(self) -> tuple[int, int]:
+        return self._low, self._high
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
+        self._high = HIGH_WATER if high is None else high
+        self._low = self._high // 4 if low is None else low
+
+    def can_write_eof(self) -> bool:
+        return False
+
+    def write_eof(self) -> None:
+        raise NotImplementedError("TLS connections close with close()")
+
+    def write(self, data: Any) -> None:
+        if self._closing or not data:
+            return
+        self._buffer.append(memoryview(data).cast("B"))
+        self._buffer_size += len(self._buffer[-1])
+        if not self._writer_on:
+            self._flush()
+        self._check_high()
+
+    def writelines(self, list_of_data: Any) -> None:
+        if self._closing:
+            return
+        small: list[Any] = []
+        small_size = 0
+        for data in list_of_data:
+            n = len(data)
+            if not n:
+                continue
+            if n < COALESCE and small_size + n <= COALESCE:
+                small.append(data)
+                small_size += n
+                continue
+            if small:
+                self._queue(b"".join(small) if len(small) > 1 else small[0])
+                small, small_size = [], 0
+            if n < COALESCE:
+                small, small_size = [data], n
+            else:
+                self._queue(data)
+        if small:
+            self._queue(b"".join(small) if len(small) > 1 else small[0])
+        if not self._writer_on:
+            self._flush()
+        self._check_high()
+
+    def _queue(self, data: Any) -> None:
+        view = memoryview(data).cast("B")
+        self._buffer.append(view)
+        self._buffer_size += len(view)
+
+    def _flush(self) -> None:
+        """SSL_write the buffer's head until the socket is full; then wait until it is writable."""
+        buffer = self._buffer
+        write = self._write
+        try:
+            while buffer:
+                head = buffer[0]
+                write(head)  # all of it, or SSLWantWriteError (then again with the same bytes)
+                buffer.popleft()
+                self._buffer_size -= len(head)
+        except ssl.SSLWantWriteError:
+            if not self._writer_on:
+                self._loop.add_writer(self._fd, self._on_writable)
+                self._writer_on = True
+            return
+        except ssl.SSLWantReadError:  # renegotiation (TLS 1.2): the next read calls _flush again
+            if self._writer_on:
+                self._loop.remove_writer(self._fd)
+                self._writer_on = False
+            return
+        except (ssl.SSLError, OSError) as e:
+            self._fatal(e)
+            return
+        if self._writer_on:
+            self._loop.remove_writer(self._fd)
+            self._writer_on = False
+        self._check_low()
+        if self._closing and not self._closed:
+            self._finish(None, True)
+
+    def _on_writable(self) -> None:
+        if self._closed:
+            return
+        self._flush()
+        self._check_low()
+
+    def _check_high(self) -> None:
+        if not self._protocol_paused and self._buffer_size > self._high and not self._closing:
+            self._protocol_paused = True
+            self._protocol.pause_writing()
+
+    def _check_low(self) -> None:
+        if self._protocol_paused and self._buffer_size <= self._low:
+            self._protocol_paused = False
+            self._protocol.resume_writing()
