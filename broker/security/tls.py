@@ -9,7 +9,9 @@
   inline ``ssl.truststore.certificates``.
 * ``ssl.client.auth`` none | requested | required -> CERT_NONE | CERT_OPTIONAL | CERT_REQUIRED;
   ``ssl.enabled.protocols`` (TLSv1.2,TLSv1.3 by default) bounds the versions;
-  ``ssl.cipher.suites`` takes OpenSSL names or Kafka's (IANA) names for TLS 1.2 suites.
+  ``ssl.cipher.suites`` takes OpenSSL names or Kafka's (IANA) names, TLS 1.2 and TLS 1.3 suites
+  (``SSL_CTX_set_ciphersuites`` through broker/security/tls_transport.py, which Python's ``ssl``
+  lacks); a version none of the listed suites belongs to is not offered, as in Kafka's JDK.
 * The principal of a client that presented a certificate is its subject DN in RFC 2253 form
   (``CN=alice,OU=eng,O=Samsa``), rewritten by ``ssl.principal.mapping.rules``
   (``RULE:pattern/replacement/[LU],DEFAULT``; the first rule whose pattern matches the whole DN
@@ -168,6 +170,41 @@ def iana_to_openssl(name: str) -> str:
     return out.replace("AES128-CBC-SHA", "AES128-SHA").replace("AES256-CBC-SHA", "AES256-SHA")
 
 
+def _restrict_suites(ctx: ssl.SSLContext, listener: str, suites: list[str]) -> None:
+    """Enable only the listed suites, as Kafka's ``ssl.cipher.suites`` does for both TLS versions.
+
+    TLS 1.3 suites (``TLS_AES_256_GCM_SHA384``...) go to ``SSL_CTX_set_ciphersuites``, the rest to
+    ``set_ciphers``. A version left without a listed suite is switched off, as the JDK does when no
+    enabled suite fits a protocol: only TLS 1.3 suites listed means TLS 1.3 only, and the reverse."""
+    tls13 = [s for s in suites if re.fullmatch(r"TLS_(AES|CHACHA20)_\w+", s)]
+    tls12 = [iana_to_openssl(s) for s in suites if s not in tls13]
+    unavailable = SecurityConfigError(f"Listener {listener}: none of ssl.cipher.suites {suites} is available "
+                                      f"for ssl.enabled.protocols")
+    if tls12:
+        try:
+            ctx.set_ciphers(":".join(tls12))
+        except ssl.SSLError:
+            raise unavailable from None
+    if tls13:
+        from .tls_transport import set_tls13_ciphersuites
+
+        done = set_tls13_ciphersuites(ctx, tls13)
+        if done is None:
+            raise SecurityConfigError(f"Listener {listener}: TLS 1.3 suites in ssl.cipher.suites ({', '.join(tls13)}) "
+                                      "cannot be set with this Python's ssl module")
+        if not done:
+            raise SecurityConfigError(f"Listener {listener}: unknown TLS 1.3 suite in ssl.cipher.suites {tls13}")
+    try:
+        if not tls12:
+            ctx.minimum_version = max(ctx.minimum_version, ssl.TLSVersion.TLSv1_3)
+        if not tls13:
+            ctx.maximum_version = min(ctx.maximum_version, ssl.TLSVersion.TLSv1_2)
+    except ValueError:
+        raise unavailable from None
+    if ctx.minimum_version > ctx.maximum_version:
+        raise unavailable
+
+
 def build_server_context(lc: ListenerConfig) -> ssl.SSLContext:
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     protos = [p.strip() for p in (lc.get("ssl.enabled.protocols", "TLSv1.2,TLSv1.3") or "").split(",") if p.strip()]
@@ -181,13 +218,8 @@ def build_server_context(lc: ListenerConfig) -> ssl.SSLContext:
     except ValueError as e:
         raise SecurityConfigError(f"Listener {lc.name}: ssl.enabled.protocols {protos}: {e}") from None
     suites = [s.strip() for s in (lc.get("ssl.cipher.suites") or "").split(",") if s.strip()]
-    tls12 = [iana_to_openssl(s) for s in suites if not re.fullmatch(r"TLS_(AES|CHACHA20)_\w+", s)]
-    if tls12:
-        try:
-            ctx.set_ciphers(":".join(tls12))
-        except ssl.SSLError:
-            raise SecurityConfigError(f"Listener {lc.name}: none of ssl.cipher.suites {suites} is "
-                                      "available") from None
+    if suites:
+        _restrict_suites(ctx, lc.name, suites)
     _load_keystore(ctx, lc)
     mode = (lc.get("ssl.client.auth", "none") or "none").lower()
     if mode not in CLIENT_AUTH:

@@ -85,8 +85,6 @@ def _load_libssl() -> Any:
     _libssl = False
     if sys.implementation.name != "cpython" or not ((3, 7) <= sys.version_info[:2] <= (3, 13)):
         return None
-    if os.environ.get("SAMSA_TLS_TRANSPORT", "") == "loop":
-        return None
     try:
         lib = ctypes.CDLL(f"libssl.so.{ssl.OPENSSL_VERSION_INFO[0]}")
         lib.OpenSSL_version_num.restype = ctypes.c_ulong
@@ -96,28 +94,52 @@ def _load_libssl() -> Any:
         lib.SSL_CTX_get_options.restype = ctypes.c_uint64
         lib.SSL_CTX_ctrl.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_long, ctypes.c_void_p]
         lib.SSL_CTX_ctrl.restype = ctypes.c_long
+        lib.SSL_CTX_set_ciphersuites.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+        lib.SSL_CTX_set_ciphersuites.restype = ctypes.c_int
     except (OSError, AttributeError):
         return None
     _libssl = lib
     return lib
 
 
+def _ctx_pointer(ctx: ssl.SSLContext) -> tuple[Any, int] | None:
+    """(libssl, the context's SSL_CTX pointer), or None where that cannot be had safely."""
+    lib = _load_libssl()
+    if lib is None:
+        return None
+    ptr = ctypes.c_void_p.from_address(id(ctx) + object.__basicsize__).value
+    # The pointer is CPython's PySSLContext.ctx; OpenSSL must report the options Python sees.
+    if not ptr or lib.SSL_CTX_get_options(ptr) != int(ctx.options):
+        return None
+    return lib, ptr
+
+
 def tune_context(ctx: ssl.SSLContext) -> bool:
     """Turn on OpenSSL's read-ahead on a server context.
 
     True when done (the context can serve :class:`TlsTransport` connections)."""
-    lib = _load_libssl()
-    if lib is None:
+    if os.environ.get("SAMSA_TLS_TRANSPORT", "") == "loop":
         return False
-    ptr = ctypes.c_void_p.from_address(id(ctx) + object.__basicsize__).value
-    # The pointer is CPython's PySSLContext.ctx; OpenSSL must report the options Python sees.
-    if not ptr or lib.SSL_CTX_get_options(ptr) != int(ctx.options):
+    got = _ctx_pointer(ctx)
+    if got is None:
         return False
+    lib, ptr = got
     lib.SSL_CTX_ctrl(ptr, _SSL_CTRL_SET_READ_AHEAD, 1, None)
     if lib.SSL_CTX_ctrl(ptr, _SSL_CTRL_GET_READ_AHEAD, 0, None) != 1:
         return False
     _tuned.add(ctx)
     return True
+
+
+def set_tls13_ciphersuites(ctx: ssl.SSLContext, names: list[str]) -> bool | None:
+    """``SSL_CTX_set_ciphersuites``, which Python's ``ssl`` lacks (its ``set_ciphers`` is TLS 1.2 only).
+
+    True if OpenSSL took the list, False if it refused it, None if it cannot be called here."""
+    got = _ctx_pointer(ctx)
+    if got is None:
+        return None
+    lib, ptr = got
+    return bool(lib.SSL_CTX_set_ciphersuites(ptr, ":".join(names).encode()))
 
 
 def supported(ctx: ssl.SSLContext) -> bool:

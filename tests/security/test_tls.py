@@ -235,6 +235,20 @@ def test_enabled_protocols_and_cipher_suites(tmp_path):
     one_suite = {**base, "ssl.enabled.protocols": "TLSv1.2",
                  "ssl.cipher.suites": "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"}
     assert handshake(one_suite, ssl.TLSVersion.TLSv1_2) == "ECDHE-ECDSA-AES256-GCM-SHA384"
+    # TLS 1.3 suites are Kafka's names too; a version left without a listed suite is off (as in the JDK)
+    tls13_suite = {**base, "ssl.cipher.suites": "TLS_AES_128_GCM_SHA256"}
+    assert handshake(tls13_suite, ssl.TLSVersion.TLSv1_3) == "TLS_AES_128_GCM_SHA256"
+    assert handshake(tls13_suite, ssl.TLSVersion.TLSv1_2) == "refused"
+    both = {**base, "ssl.cipher.suites": "TLS_CHACHA20_POLY1305_SHA256, TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"}
+    assert handshake(both, ssl.TLSVersion.TLSv1_3) == "TLS_CHACHA20_POLY1305_SHA256"
+    assert handshake(both, ssl.TLSVersion.TLSv1_2) == "ECDHE-ECDSA-AES128-GCM-SHA256"
+    tls12_suite = {**base, "ssl.cipher.suites": "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"}
+    assert handshake(tls12_suite, ssl.TLSVersion.TLSv1_3) == "ECDHE-ECDSA-AES256-GCM-SHA384"
+    with pytest.raises(SecurityConfigError, match="unknown TLS 1.3 suite"):
+        build_server_context(listener_configs(BrokerConfig({**base, "ssl.cipher.suites": "TLS_AES_512_GCM_SHA999"}))[0])
+    with pytest.raises(SecurityConfigError, match="ssl.cipher.suites"):
+        build_server_context(listener_configs(BrokerConfig({**base, "ssl.enabled.protocols": "TLSv1.2",
+                                                            "ssl.cipher.suites": "TLS_AES_128_GCM_SHA256"}))[0])
     with pytest.raises(SecurityConfigError, match="ssl.enabled.protocols"):
         build_server_context(listener_configs(BrokerConfig({**base, "ssl.enabled.protocols": "SSLv3"}))[0])
     with pytest.raises(SecurityConfigError, match="ssl.cipher.suites"):

@@ -330,10 +330,12 @@ def test_peer_reset_mid_stream_reports_connection_lost_once(pki: Any) -> None:
 
 
 def test_context_is_left_alone_when_the_transport_is_disabled(pki: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """SAMSA_TLS_TRANSPORT=loop keeps the event loop's own TLS transport."""
-    monkeypatch.setattr(tls_transport, "_libssl", None)
+    """SAMSA_TLS_TRANSPORT=loop keeps the event loop's own TLS transport; so does a libssl that
+    cannot be reached (here: none loaded)."""
     monkeypatch.setenv("SAMSA_TLS_TRANSPORT", "loop")
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(str(pki.server_pem))
     assert not tune_context(ctx) and not supported(ctx)
-    monkeypatch.setattr(tls_transport, "_libssl", None)  # the next caller loads libssl afresh
+    monkeypatch.delenv("SAMSA_TLS_TRANSPORT")
+    monkeypatch.setattr(tls_transport, "_libssl", False)
+    assert not tune_context(ctx) and not supported(ctx)
