@@ -369,15 +369,16 @@ class TlsTransport(asyncio.Transport):
     def write(self, data: Any) -> None:
         if self._closing or not data:
             return
-        self._buffer.append(memoryview(data).cast("B"))
-        self._buffer_size += len(self._buffer[-1])
+        self._queue(data)
         if not self._writer_on:
             self._flush()
+        self._keep_what_waits(1)
         self._check_high()
 
     def writelines(self, list_of_data: Any) -> None:
         if self._closing:
             return
+        before = len(self._buffer)
         small: list[Any] = []
         small_size = 0
         for data in list_of_data:
@@ -397,9 +398,19 @@ class TlsTransport(asyncio.Transport):
                 self._queue(data)
         if small:
             self._queue(b"".join(small) if len(small) > 1 else small[0])
+        added = len(self._buffer) - before
         if not self._writer_on:
             self._flush()
+        self._keep_what_waits(added)
         self._check_high()
+
+    def _keep_what_waits(self, added: int) -> None:
+        """Copy mutable buffers (bytearray, writable views) of the last write that must wait: the
+        caller may reuse them once write() returns, as asyncio allows. Bytes wait without a copy."""
+        buffer = self._buffer
+        for i in range(max(len(buffer) - added, 0), len(buffer)):
+            if not buffer[i].readonly:
+                buffer[i] = memoryview(buffer[i].tobytes())
 
     def _queue(self, data: Any) -> None:
         view = memoryview(data).cast("B")

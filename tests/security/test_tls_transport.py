@@ -247,6 +247,45 @@ def test_writes_keep_order_under_backpressure_and_close_flushes(pki: Any) -> Non
     run(main())
 
 
+def test_a_reused_bytearray_that_had_to_wait_is_sent_as_it_was(pki: Any) -> None:
+    """write() may be handed a buffer the caller reuses at once (asyncio allows it): what waits is copied."""
+    ctx = server_context(pki)
+    filler = os.urandom(4 << 20)
+    original = os.urandom(100_000)
+
+    async def main() -> None:
+        proto = Recorder()
+        port, accepted = await serve_one(ctx, proto)
+        got = bytearray()
+        written = threading.Event()
+
+        def client() -> None:
+            with client_socket(pki, port) as s:
+                s.sendall(b"go")
+                written.wait(20)
+                while len(got) < len(filler) + 2 * len(original) + 10:
+                    data = s.recv(1 << 20)
+                    assert data
+                    got.extend(data)
+
+        t = asyncio.get_running_loop().run_in_executor(None, client)
+        transport, _ = await accepted
+        await asyncio.wait_for(proto.arrived.wait(), 20)
+        transport.write(filler)  # more than the socket takes while the client is not reading
+        reused = bytearray(original)
+        transport.write(reused)
+        assert transport.get_write_buffer_size() > len(original)
+        reused[:] = bytes(len(reused))  # the caller reuses its buffer
+        transport.writelines([memoryview(reused)[:10], reused])  # writable views, too, in writelines
+        reused[:] = original
+        written.set()
+        await asyncio.wait_for(t, 30)
+        assert bytes(got) == filler + original + bytes(10) + bytes(len(original))
+        transport.close()
+
+    run(main())
+
+
 def test_plaintext_client_fails_the_handshake_and_the_socket_is_closed(pki: Any) -> None:
     ctx = server_context(pki)
 
