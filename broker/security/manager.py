@@ -50,6 +50,9 @@ class ListenerSecurity:
             self._fingerprint = self.fingerprint()
             # OpenSSL reads and writes the socket itself where it can (broker/security/tls_transport.py)
             self.own_transport = tune_context(self.ssl_context)
+            if not self.own_transport:
+                log.info("Listener %s: TLS through the event loop's transport (OpenSSL read-ahead is not "
+                         "available with this Python and libssl, or SAMSA_TLS_TRANSPORT=loop)", lc.name)
         if lc.security_protocol.uses_sasl:
             self.mechanisms = lc.enabled_mechanisms()
             self.factory = mechanism_factory(lc, credentials)
