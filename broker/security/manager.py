@@ -19,7 +19,7 @@ import ssl
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import SecurityConfigError
+from . import SecurityConfigError, tls_transport
 from .authenticator import SaslAuthenticator, mechanism_factory
 from .credentials import CredentialStore
 from .listeners import ListenerConfig, listener_configs
@@ -48,11 +48,15 @@ class ListenerSecurity:
         if lc.security_protocol.uses_ssl:
             self.ssl_context = build_server_context(lc)
             self._fingerprint = self.fingerprint()
-            # OpenSSL reads and writes the socket itself where it can (broker/security/tls_transport.py)
-            self.own_transport = tune_context(self.ssl_context)
-            if not self.own_transport:
-                log.info("Listener %s: TLS through the event loop's transport (OpenSSL read-ahead is not "
-                         "available with this Python and libssl, or SAMSA_TLS_TRANSPORT=loop)", lc.name)
+            # SAMSA_TLS_TRANSPORT=socket: OpenSSL reads and writes the socket (broker/security/tls_transport.py)
+            if tls_transport.SELECTED == "socket":
+                self.own_transport = tune_context(self.ssl_context)
+                if self.own_transport:
+                    log.info("Listener %s: TLS through OpenSSL's socket BIO with read-ahead "
+                             "(SAMSA_TLS_TRANSPORT=socket)", lc.name)
+                else:
+                    log.warning("Listener %s: SAMSA_TLS_TRANSPORT=socket needs OpenSSL's read-ahead, which this "
+                                "Python and libssl do not let Samsa set; using the event loop's TLS transport", lc.name)
         if lc.security_protocol.uses_sasl:
             self.mechanisms = lc.enabled_mechanisms()
             self.factory = mechanism_factory(lc, credentials)

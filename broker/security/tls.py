@@ -10,7 +10,7 @@
 * ``ssl.client.auth`` none | requested | required -> CERT_NONE | CERT_OPTIONAL | CERT_REQUIRED;
   ``ssl.enabled.protocols`` (TLSv1.2,TLSv1.3 by default) bounds the versions;
   ``ssl.cipher.suites`` takes OpenSSL names or Kafka's (IANA) names, TLS 1.2 and TLS 1.3 suites
-  (``SSL_CTX_set_ciphersuites`` through broker/security/tls_transport.py, which Python's ``ssl``
+  (``SSL_CTX_set_ciphersuites`` through broker/security/openssl.py, which Python's ``ssl``
   lacks); a version none of the listed suites belongs to is not offered, as in Kafka's JDK.
 * The principal of a client that presented a certificate is its subject DN in RFC 2253 form
   (``CN=alice,OU=eng,O=Samsa``), rewritten by ``ssl.principal.mapping.rules``
@@ -186,7 +186,7 @@ def _restrict_suites(ctx: ssl.SSLContext, listener: str, suites: list[str]) -> N
         except ssl.SSLError:
             raise unavailable from None
     if tls13:
-        from .tls_transport import set_tls13_ciphersuites
+        from .openssl import set_tls13_ciphersuites
 
         done = set_tls13_ciphersuites(ctx, tls13)
         if done is None:

@@ -1,16 +1,22 @@
-"""The TLS transport of SSL and SASL_SSL listeners: OpenSSL reads and writes the socket itself.
+"""An opt-in TLS transport for SSL and SASL_SSL listeners on which OpenSSL reads and writes the socket.
 
-Why not the event loop's own TLS (``loop.connect_accepted_socket(..., ssl=ctx)``): uvloop, like
-asyncio, runs OpenSSL over two *memory* BIOs. Every byte received is copied from the socket
-into a read buffer, from there into the incoming BIO (which first clears what it grows), from
-the BIO into OpenSSL's record buffer, and only then decrypted. Here OpenSSL owns the socket (a
-*socket* BIO): ``SSL_read`` pulls ciphertext from the kernel straight into its record buffer and
-decrypts into the request frame's own buffer. Measured on this 2-core machine (issue 10,
-bench/RESULTS.md), confluent-kafka producing 1 KiB messages over TLS: the broker's CPU per MB
-went from 1.90-2.21 ms to 1.69-1.76 ms (three alternating runs each). Responses gain nothing
-either way: ``SSL_write`` now sends each 16 KiB record with its own ``send`` where the memory BIO
-copied the records out and sent them at once; the two cost the same here (consume 669-750 vs
-690-707 MB/s, and holding the records back with ``TCP_CORK`` did not help).
+The default for SSL and SASL_SSL listeners is the event loop's own TLS transport
+(``loop.connect_accepted_socket(..., ssl=ctx)``): uvloop runs OpenSSL over two *memory* BIOs,
+so every byte received is copied from the socket into a read buffer, into the incoming BIO
+(which first clears what it grows), into OpenSSL's record buffer, and only then decrypted; every
+response is encrypted into the outgoing BIO, copied out and written to the socket in one call.
+With ``SAMSA_TLS_TRANSPORT=socket`` this module's transport is used instead: OpenSSL owns the
+socket (a *socket* BIO), ``SSL_read`` pulls ciphertext from the kernel straight into its record
+buffer and decrypts into the request frame's own buffer, ``SSL_write`` sends each record as it
+is encrypted.
+
+Why it is not the default (issue 10, bench/RESULTS.md, this 2-core machine, client and broker
+on the same host): it costs the broker less CPU per MB produced (1.69-1.76 against 1.90-2.21 ms
+in alternating probe runs; ``bench/security.py`` 1.9-2.0 against 2.1), but that bought no
+throughput here, where the client's own TLS takes the other core, and Fetch responses, sent a
+16 KiB record per ``send`` instead of in one write, came out slower: consume over SSL 650-664
+against 712-737 MB/s (holding the records back with ``TCP_CORK`` did not reliably recover it).
+Where the broker's CPU is what limits TLS produce (clients on other hosts), it is the better one.
 
 Theory of operation:
 
@@ -44,22 +50,22 @@ Read-ahead needs OpenSSL's ``SSL_CTX`` pointer, which Python's ``ssl`` does not 
 :func:`tune_context` reads it from CPython's ``SSLContext`` object (its first field on every
 CPython from 3.7 to 3.13) and checks it by asking OpenSSL for the context's options, which must
 equal ``SSLContext.options``. Where that cannot be done (another Python, another libssl than the
-one ``_ssl`` uses, a mismatch), the listener keeps the event loop's TLS transport:
-:func:`supported` says which. ``SAMSA_TLS_TRANSPORT=loop`` forces the loop's transport.
+one ``_ssl`` uses, a mismatch), the listener keeps the event loop's TLS transport and says so:
+:func:`supported` tells which (broker/security/openssl.py does the ``ctypes`` part).
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
-import ctypes
 import logging
 import os
 import socket
 import ssl
-import sys
 import weakref
 from typing import Any
+
+from .openssl import set_read_ahead
 
 log = logging.getLogger("samsa.server")
 
@@ -70,76 +76,21 @@ HIGH_WATER = 64 * 1024
 LOW_WATER = 16 * 1024
 COALESCE = 16 * 1024  # writelines joins neighbouring chunks below this into one TLS record
 
-_SSL_CTRL_GET_READ_AHEAD = 40
-_SSL_CTRL_SET_READ_AHEAD = 41
+# Which TLS transport SSL and SASL_SSL listeners use: "loop" (the default, the event loop's own)
+# or "socket" (this module). See the module docstring for why the default is the loop's.
+SELECTED = os.environ.get("SAMSA_TLS_TRANSPORT", "loop").strip().lower()
 
 _tuned: weakref.WeakSet[ssl.SSLContext] = weakref.WeakSet()
-_libssl: Any = None
-
-
-def _load_libssl() -> Any:
-    """The libssl that Python's ``_ssl`` uses, or None when it cannot be identified."""
-    global _libssl
-    if _libssl is not None:
-        return _libssl or None
-    _libssl = False
-    if sys.implementation.name != "cpython" or not ((3, 7) <= sys.version_info[:2] <= (3, 13)):
-        return None
-    try:
-        lib = ctypes.CDLL(f"libssl.so.{ssl.OPENSSL_VERSION_INFO[0]}")
-        lib.OpenSSL_version_num.restype = ctypes.c_ulong
-        if lib.OpenSSL_version_num() != ssl.OPENSSL_VERSION_NUMBER:
-            return None  # a different libssl than the one _ssl was built against
-        lib.SSL_CTX_get_options.argtypes = [ctypes.c_void_p]
-        lib.SSL_CTX_get_options.restype = ctypes.c_uint64
-        lib.SSL_CTX_ctrl.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_long, ctypes.c_void_p]
-        lib.SSL_CTX_ctrl.restype = ctypes.c_long
-        lib.SSL_CTX_set_ciphersuites.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
-        lib.SSL_CTX_set_ciphersuites.restype = ctypes.c_int
-    except (OSError, AttributeError):
-        return None
-    _libssl = lib
-    return lib
-
-
-def _ctx_pointer(ctx: ssl.SSLContext) -> tuple[Any, int] | None:
-    """(libssl, the context's SSL_CTX pointer), or None where that cannot be had safely."""
-    lib = _load_libssl()
-    if lib is None:
-        return None
-    ptr = ctypes.c_void_p.from_address(id(ctx) + object.__basicsize__).value
-    # The pointer is CPython's PySSLContext.ctx; OpenSSL must report the options Python sees.
-    if not ptr or lib.SSL_CTX_get_options(ptr) != int(ctx.options):
-        return None
-    return lib, ptr
 
 
 def tune_context(ctx: ssl.SSLContext) -> bool:
-    """Turn on OpenSSL's read-ahead on a server context.
+    """Turn on OpenSSL's read-ahead on a server context for this transport.
 
     True when done (the context can serve :class:`TlsTransport` connections)."""
-    if os.environ.get("SAMSA_TLS_TRANSPORT", "") == "loop":
-        return False
-    got = _ctx_pointer(ctx)
-    if got is None:
-        return False
-    lib, ptr = got
-    lib.SSL_CTX_ctrl(ptr, _SSL_CTRL_SET_READ_AHEAD, 1, None)
-    if lib.SSL_CTX_ctrl(ptr, _SSL_CTRL_GET_READ_AHEAD, 0, None) != 1:
+    if not set_read_ahead(ctx):
         return False
     _tuned.add(ctx)
     return True
-
-
-def set_tls13_ciphersuites(ctx: ssl.SSLContext, names: list[str]) -> bool | None:
-    """``SSL_CTX_set_ciphersuites``, which Python's ``ssl`` lacks (its ``set_ciphers`` is TLS 1.2 only).
-
-    True if OpenSSL took the list, False if it refused it, None if it cannot be called here."""
-    got = _ctx_pointer(ctx)
-    if got is None:
-        return None
-    lib, ptr = got
-    return bool(lib.SSL_CTX_set_ciphersuites(ptr, ":".join(names).encode()))
 
 
 def supported(ctx: ssl.SSLContext) -> bool:

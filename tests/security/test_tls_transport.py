@@ -15,12 +15,13 @@ import os
 import socket
 import ssl
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
 import uvloop
 
-from broker.security import tls_transport
+from broker.security import openssl
 from broker.security.tls_transport import accept_tls, supported, tune_context
 from tests.support.security import make_pki
 
@@ -368,13 +369,50 @@ def test_peer_reset_mid_stream_reports_connection_lost_once(pki: Any) -> None:
     run(main())
 
 
-def test_context_is_left_alone_when_the_transport_is_disabled(pki: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """SAMSA_TLS_TRANSPORT=loop keeps the event loop's own TLS transport; so does a libssl that
-    cannot be reached (here: none loaded)."""
-    monkeypatch.setenv("SAMSA_TLS_TRANSPORT", "loop")
+def test_without_a_usable_libssl_nothing_is_touched(pki: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the SSL_CTX pointer cannot be had safely, the context is not tuned (the listener keeps
+    the loop's transport) and TLS 1.3 suites cannot be set (the listener refuses to start)."""
+    monkeypatch.setattr(openssl, "_libssl", False)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(str(pki.server_pem))
     assert not tune_context(ctx) and not supported(ctx)
-    monkeypatch.delenv("SAMSA_TLS_TRANSPORT")
-    monkeypatch.setattr(tls_transport, "_libssl", False)
-    assert not tune_context(ctx) and not supported(ctx)
+    assert openssl.set_tls13_ciphersuites(ctx, ["TLS_AES_128_GCM_SHA256"]) is None
+
+
+@pytest.mark.parametrize("proto", ["SSL", "SASL_SSL"])
+def test_a_broker_on_the_socket_transport_serves_confluent_kafka(broker_factory: Any, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch, proto: str) -> None:
+    """SAMSA_TLS_TRANSPORT=socket end to end: a producer and a consumer over TLS (SCRAM on SASL_SSL)."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from tests.support.security import scram_user, start_secure_broker
+
+    monkeypatch.setenv("SAMSA_TLS_TRANSPORT", "socket")
+    pki = make_pki(tmp_path / "pki")
+    sb = start_secure_broker(broker_factory, pki)
+    port = sb.ssl if proto == "SSL" else sb.sasl_ssl
+    conf: dict[str, Any] = {"bootstrap.servers": f"127.0.0.1:{port}", "security.protocol": proto,
+                            "ssl.ca.location": str(pki.ca)}
+    if proto == "SASL_SSL":
+        scram_user(f"127.0.0.1:{sb.plaintext}", "carol", "carol-secret", "SCRAM-SHA-512")
+        conf.update({"sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": "carol", "sasl.password": "carol-secret"})
+    admin = AdminClient(conf)
+    admin.create_topics([NewTopic("t", 2, 1)])["t"].result(30)
+    values = [os.urandom(n) for n in (1, 700, 1100, 16384, 70000, 1024) * 300]
+    p = Producer({**conf, "linger.ms": 5, "acks": "all"})
+    for i, v in enumerate(values):
+        p.produce("t", v, key=str(i).encode(), partition=i % 2)
+    assert p.flush(60) == 0
+    c = Consumer({**conf, "group.id": "g", "enable.auto.commit": False})
+    c.assign([TopicPartition("t", 0, 0), TopicPartition("t", 1, 0)])
+    got: dict[int, bytes] = {}
+    for _ in range(300):
+        for m in c.consume(500, 1.0):
+            assert m.error() is None, m.error()
+            got[int(m.key())] = m.value()
+        if len(got) == len(values):
+            break
+    c.close()
+    assert got == dict(enumerate(values))
+    assert f"Listener {proto}: TLS through OpenSSL's socket BIO" in sb.broker.log_text()
