@@ -295,6 +295,11 @@ class Worker:
     def _pump(self) -> None:
         assert self.proc.stdout is not None
         for raw in self.proc.stdout:
+            if not raw.endswith("\n"):
+                # The last words of a killed process: kcat's stdout is block-buffered into the pipe,
+                # so a SIGKILL can leave half a "MSG p o v" line. Not a record it reported.
+                self._stderr.append(f"(partial last line at exit: {raw!r})\n")
+                continue
             line: str | None = raw.rstrip("\n")
             if self.translate is not None:
                 self._stderr.append(raw)
