@@ -46,6 +46,25 @@ def client_socket(pki: Any, port: int) -> ssl.SSLSocket:
     return ctx.wrap_socket(raw, server_hostname="localhost", suppress_ragged_eofs=False)
 
 
+def memory_bio_client(pki: Any, port: int) -> tuple[ssl.SSLObject, ssl.MemoryBIO, ssl.MemoryBIO, socket.socket]:
+    """A handshaken TLS client over memory BIOs: records can be built first and sent in one go."""
+    cctx = ssl.create_default_context(cafile=str(pki.ca))
+    inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+    obj = cctx.wrap_bio(inc, out, server_hostname="localhost")
+    raw = socket.create_connection(("127.0.0.1", port), timeout=20)
+    while True:
+        try:
+            obj.do_handshake()
+            break
+        except ssl.SSLWantReadError:
+            if out.pending:
+                raw.sendall(out.read())
+            inc.write(raw.recv(65536))
+    if out.pending:
+        raw.sendall(out.read())
+    return obj, inc, out, raw
+
+
 class Recorder(asyncio.BufferedProtocol):
     """Collects what arrives; optionally pauses reading after the first bytes."""
 
@@ -149,43 +168,21 @@ def test_resume_reading_delivers_records_openssl_already_holds(pki: Any) -> None
         answered = threading.Event()
 
         def client() -> None:
-            obj, raw = memory_bio_client(pki, port)
+            obj, inc, out, raw = memory_bio_client(pki, port)
             for i in range(0, len(payload), 1000):
                 obj.write(payload[i:i + 1000])
-            raw.sendall(obj_outgoing[0].read())  # ten records, one send
+            raw.sendall(out.read())  # ten records, one send
             got = b""
             while b"done" not in got:
                 data = raw.recv(65536)
                 assert data
-                obj_incoming[0].write(data)
+                inc.write(data)
                 try:
                     got += obj.read(100)
                 except ssl.SSLWantReadError:
                     pass
             answered.set()
             raw.close()
-
-        obj_incoming: list[ssl.MemoryBIO] = []
-        obj_outgoing: list[ssl.MemoryBIO] = []
-
-        def memory_bio_client(pki: Any, port: int) -> tuple[ssl.SSLObject, socket.socket]:
-            cctx = ssl.create_default_context(cafile=str(pki.ca))
-            inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
-            obj_incoming.append(inc)
-            obj_outgoing.append(out)
-            obj = cctx.wrap_bio(inc, out, server_hostname="localhost")
-            raw = socket.create_connection(("127.0.0.1", port), timeout=20)
-            while True:
-                try:
-                    obj.do_handshake()
-                    break
-                except ssl.SSLWantReadError:
-                    if out.pending:
-                        raw.sendall(out.read())
-                    inc.write(raw.recv(65536))
-            if out.pending:
-                raw.sendall(out.read())
-            return obj, raw
 
         t = asyncio.get_running_loop().run_in_executor(None, client)
         transport, _ = await accepted
