@@ -16,8 +16,11 @@ Usage::
     python bench/security.py -n 100000 --connections 100
 
 Each listener is measured ``--repeat`` times, interleaved, after one unmeasured warm-up round,
-and the medians are printed, with the broker's CPU milliseconds per MB (from /proc): on a shared
-machine the rates move with the load, the CPU per MB much less. Each case's topic is deleted
+and the medians are printed, with the broker's CPU milliseconds per MB (from /proc) and the
+client's (this process: the Python loop and librdkafka's threads, whose TLS is the client's
+share of the cost): on a shared machine the rates move with the load, the CPU per MB much less.
+When client and broker share the machine's cores, as here, TLS throughput is bounded by the sum
+of the two: the client's CPU columns say how much of the SSL/PLAINTEXT gap is the client's. Each case's topic is deleted
 after it, so every case writes into memory the previous one freed (see bench/replication.py on
 this machine's first-touch cost). The default of 300,000 messages (300 MB) makes each case long
 enough to measure throughput rather than connection set-up: at 50,000 (the old default, 0.1 s
@@ -80,8 +83,15 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def throughput(conf: dict[str, str], n: int, size: int, pid: int) -> tuple[float, float, float, float]:
-    """(produce MB/s, consume MB/s, broker CPU ms per MB produced, per MB consumed)."""
+def own_cpu_seconds() -> float:
+    """user + system CPU of this process (all its threads: librdkafka's as well) so far."""
+    t = os.times()
+    return t.user + t.system
+
+
+def throughput(conf: dict[str, str], n: int, size: int, pid: int) -> tuple[float, ...]:
+    """(produce MB/s, consume MB/s, broker CPU ms per MB produced, per MB consumed,
+    client CPU ms per MB produced, per MB consumed)."""
     from confluent_kafka import Consumer, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -90,7 +100,7 @@ def throughput(conf: dict[str, str], n: int, size: int, pid: int) -> tuple[float
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
     payload = b"x" * size
     p = Producer({**conf, "linger.ms": 5, "batch.size": 1048576, "acks": "all"})
-    cpu0 = cpu_seconds(pid)
+    cpu0, own0 = cpu_seconds(pid), own_cpu_seconds()
     t0 = time.perf_counter()
     for _ in range(n):
         while True:
@@ -101,22 +111,23 @@ def throughput(conf: dict[str, str], n: int, size: int, pid: int) -> tuple[float
                 p.poll(0.01)
     p.flush(120)
     produce_s = time.perf_counter() - t0
-    produce_cpu = cpu_seconds(pid) - cpu0
+    produce_cpu, produce_own = cpu_seconds(pid) - cpu0, own_cpu_seconds() - own0
     c = Consumer({**conf, "group.id": topic, "enable.auto.commit": False, "fetch.max.bytes": 52428800})
     c.assign([TopicPartition(topic, 0, 0)])
     got = 0
-    cpu0 = cpu_seconds(pid)
+    cpu0, own0 = cpu_seconds(pid), own_cpu_seconds()
     t0 = time.perf_counter()
     while got < n:
         for m in c.consume(1000, 1.0):
             if not m.error():
                 got += 1
     consume_s = time.perf_counter() - t0
-    consume_cpu = cpu_seconds(pid) - cpu0
+    consume_cpu, consume_own = cpu_seconds(pid) - cpu0, own_cpu_seconds() - own0
     c.close()
     admin.delete_topics([topic])[topic].result(30)
     mb = n * size / 1e6
-    return mb / produce_s, mb / consume_s, produce_cpu * 1000 / mb, consume_cpu * 1000 / mb
+    return (mb / produce_s, mb / consume_s, produce_cpu * 1000 / mb, consume_cpu * 1000 / mb,
+            produce_own * 1000 / mb, consume_own * 1000 / mb)
 
 
 def connections_per_second(port: int, mechanism: str, count: int) -> float:
@@ -160,7 +171,7 @@ def main() -> None:
         proc, ports, pki = start_broker(Path(d))
         try:
             protos = ("PLAINTEXT", "SSL", "SASL_SSL")
-            runs: dict[str, list[tuple[float, float, float, float]]] = {p: [] for p in protos}
+            runs: dict[str, list[tuple[float, ...]]] = {p: [] for p in protos}
             for proto in protos:  # warm-up: connections, page cache, allocator; not counted
                 throughput(conf_for(proto, ports, pki), max(args.n // 5, 1000), args.size, proc.pid)
             for _ in range(args.repeat):  # interleaved, so a burst of load hits every listener alike
@@ -168,12 +179,13 @@ def main() -> None:
                     runs[proto].append(throughput(conf_for(proto, ports, pki), args.n, args.size, proc.pid))
                     print(f"  {proto:<10} produce {runs[proto][-1][0]:7.1f} MB/s  consume {runs[proto][-1][1]:7.1f} MB/s",
                           flush=True)
-            rows = [(proto, *(statistics.median(r[i] for r in runs[proto]) for i in range(4))) for proto in protos]
+            rows = [(proto, *(statistics.median(r[i] for r in runs[proto]) for i in range(6))) for proto in protos]
             base_p, base_c = rows[0][1], rows[0][2]
             print(f"{'listener':<12} {'produce MB/s':>13} {'x PLAINTEXT':>12} {'consume MB/s':>13} {'x PLAINTEXT':>12}"
-                  f" {'broker CPU ms/MB produce':>25} {'consume':>8}")
-            for proto, p, c, pc, cc in rows:
-                print(f"{proto:<12} {p:>13.1f} {p / base_p:>12.2f} {c:>13.1f} {c / base_c:>12.2f} {pc:>25.1f} {cc:>8.1f}")
+                  f" {'broker CPU ms/MB produce':>25} {'consume':>8} {'client CPU ms/MB produce':>25} {'consume':>8}")
+            for proto, p, c, pc, cc, po, co in rows:
+                print(f"{proto:<12} {p:>13.1f} {p / base_p:>12.2f} {c:>13.1f} {c / base_c:>12.2f} {pc:>25.2f} {cc:>8.2f}"
+                      f" {po:>25.2f} {co:>8.2f}")
             for mech in ("PLAIN", "SCRAM-SHA-512"):
                 rate = connections_per_second(ports["SASL_PLAINTEXT"], mech, args.connections)
                 print(f"new authenticated connections/s, {mech}: {rate:.0f}")
