@@ -59,8 +59,8 @@ from .metadata import TopicRegistry
 from .metrics.stats import RequestTimer, note_errors, response_error_counts
 from .repeated_warnings import RepeatedWarnings
 from .replica_manager import ReplicaManager
+from .security import openssl_transport
 from .security.quotas import WAITING_APIS
-from .security.tls_transport import accept_tls
 
 log = logging.getLogger("samsa.server")
 
@@ -447,8 +447,8 @@ class Acceptor:
         ctx = self.security.ssl_context
         factory = functools.partial(KafkaConnection, self.broker, self.security, slot)
         try:
-            if ctx is not None and self.security.own_transport:
-                await accept_tls(loop, sock, ctx, factory)
+            if ctx is not None and self.security.openssl_context is not None:
+                await openssl_transport.accept(loop, sock, self.security.openssl_context, factory)
             else:
                 await loop.connect_accepted_socket(factory, sock, ssl=ctx)
         except asyncio.CancelledError:

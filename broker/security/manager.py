@@ -19,12 +19,11 @@ import ssl
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import SecurityConfigError, tls_transport
+from . import SecurityConfigError, openssl_transport
 from .authenticator import SaslAuthenticator, mechanism_factory
 from .credentials import CredentialStore
 from .listeners import ListenerConfig, listener_configs
 from .tls import RELOADABLE, build_server_context, parse_mapping_rules, peer_principal
-from .tls_transport import tune_context
 
 if TYPE_CHECKING:
     from broker.config import BrokerConfig
@@ -40,7 +39,7 @@ class ListenerSecurity:
         self.name = lc.name
         self.protocol = lc.security_protocol.value
         self.ssl_context: ssl.SSLContext | None = None
-        self.own_transport = False
+        self.openssl_context: Any = None  # pyOpenSSL's, when connections use broker/security/openssl_transport.py
         self.rules = parse_mapping_rules(lc.get("ssl.principal.mapping.rules", "DEFAULT") or "DEFAULT")
         self.mechanisms: list[str] = []
         self.factory: Any = None
@@ -48,15 +47,15 @@ class ListenerSecurity:
         if lc.security_protocol.uses_ssl:
             self.ssl_context = build_server_context(lc)
             self._fingerprint = self.fingerprint()
-            # SAMSA_TLS_TRANSPORT=socket: OpenSSL reads and writes the socket (broker/security/tls_transport.py)
-            if tls_transport.SELECTED == "socket":
-                self.own_transport = tune_context(self.ssl_context)
-                if self.own_transport:
-                    log.info("Listener %s: TLS through OpenSSL's socket BIO with read-ahead "
-                             "(SAMSA_TLS_TRANSPORT=socket)", lc.name)
-                else:
-                    log.warning("Listener %s: SAMSA_TLS_TRANSPORT=socket needs OpenSSL's read-ahead, which this "
-                                "Python and libssl do not let Samsa set; using the event loop's TLS transport", lc.name)
+            if openssl_transport.enabled():
+                self.openssl_context = openssl_transport.build_context(lc, self.ssl_context)
+                log.info("Listener %s: TLS on %s (pyOpenSSL)", lc.name, openssl_transport.openssl_version())
+            elif openssl_transport.SELECTED == "loop":
+                log.info("Listener %s: TLS on the event loop's transport and Python's ssl (%s; "
+                         "SAMSA_TLS_TRANSPORT=loop)", lc.name, ssl.OPENSSL_VERSION)
+            else:
+                log.warning("Listener %s: pyOpenSSL is not usable here; TLS on the event loop's transport and "
+                            "Python's ssl (%s)", lc.name, ssl.OPENSSL_VERSION)
         if lc.security_protocol.uses_sasl:
             self.mechanisms = lc.enabled_mechanisms()
             self.factory = mechanism_factory(lc, credentials)
@@ -111,7 +110,9 @@ class BrokerSecurity:
         for lc in listener_configs(candidate):
             if lc.security_protocol.uses_ssl:
                 try:
-                    build_server_context(lc)
+                    ctx = build_server_context(lc)
+                    if openssl_transport.enabled():
+                        openssl_transport.build_context(lc, ctx)
                 except SecurityConfigError as e:
                     raise InvalidConfigError(message=str(e)) from None
 
@@ -124,6 +125,8 @@ class BrokerSecurity:
             if fp == ls._fingerprint:
                 continue
             fresh = build_server_context(ls.config)  # validates everything before touching the live one
+            if ls.openssl_context is not None:  # new handshakes use the new one; open connections keep theirs
+                ls.openssl_context = openssl_transport.build_context(ls.config, fresh)
             del fresh
             from .tls import _load_keystore, _load_truststore
 

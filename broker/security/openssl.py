@@ -1,10 +1,11 @@
-"""The two OpenSSL calls Python's ``ssl`` module does not offer, made through ``ctypes``.
+"""``SSL_CTX_set_ciphersuites``, which Python's ``ssl`` module does not offer, made through ``ctypes``.
 
-* ``SSL_CTX_set_ciphersuites``: Python's ``SSLContext.set_ciphers`` only reaches TLS 1.2 suites,
-  while Kafka's ``ssl.cipher.suites`` names TLS 1.3 suites too (``TLS_AES_256_GCM_SHA384``...).
-* ``SSL_CTX_set_read_ahead``: for the socket-BIO TLS transport (broker/security/tls_transport.py).
+Python's ``SSLContext.set_ciphers`` only reaches TLS 1.2 suites, while Kafka's ``ssl.cipher.suites``
+names TLS 1.3 suites too (``TLS_AES_256_GCM_SHA384``...). The listener's ``ssl.SSLContext`` is
+where tls.py validates the settings (and what ``SAMSA_TLS_TRANSPORT=loop`` serves with);
+openssl_transport.py mirrors the suites it ends up with.
 
-Both need the context's ``SSL_CTX`` pointer, which Python does not expose. It is read from
+It needs the context's ``SSL_CTX`` pointer, which Python does not expose. It is read from
 CPython's ``SSLContext`` object, where it is the first field after the object header on every
 CPython from 3.7 to 3.13, and is trusted only after OpenSSL, asked for that context's options,
 answers what ``SSLContext.options`` says. The library is the one ``_ssl`` uses: loaded by its
@@ -19,9 +20,6 @@ import ctypes
 import ssl
 import sys
 from typing import Any
-
-_SSL_CTRL_GET_READ_AHEAD = 40
-_SSL_CTRL_SET_READ_AHEAD = 41
 
 _libssl: Any = None  # None: not loaded yet; False: not usable here
 
@@ -41,8 +39,6 @@ def _load_libssl() -> Any:
             return None  # a different libssl than the one _ssl was built against
         lib.SSL_CTX_get_options.argtypes = [ctypes.c_void_p]
         lib.SSL_CTX_get_options.restype = ctypes.c_uint64
-        lib.SSL_CTX_ctrl.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_long, ctypes.c_void_p]
-        lib.SSL_CTX_ctrl.restype = ctypes.c_long
         lib.SSL_CTX_set_ciphersuites.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
         lib.SSL_CTX_set_ciphersuites.restype = ctypes.c_int
     except (OSError, AttributeError):
@@ -70,12 +66,3 @@ def set_tls13_ciphersuites(ctx: ssl.SSLContext, names: list[str]) -> bool | None
     lib, ptr = got
     return bool(lib.SSL_CTX_set_ciphersuites(ptr, ":".join(names).encode()))
 
-
-def set_read_ahead(ctx: ssl.SSLContext) -> bool:
-    """Turn on OpenSSL's read-ahead on the context; True when it is on."""
-    got = _ctx_pointer(ctx)
-    if got is None:
-        return False
-    lib, ptr = got
-    lib.SSL_CTX_ctrl(ptr, _SSL_CTRL_SET_READ_AHEAD, 1, None)
-    return bool(lib.SSL_CTX_ctrl(ptr, _SSL_CTRL_GET_READ_AHEAD, 0, None) == 1)

@@ -56,7 +56,7 @@ def is_reconfigurable(name: str) -> bool:
 
 
 @contextmanager
-def _private_file(data: bytes) -> Iterator[str]:
+def private_file(data: bytes) -> Iterator[str]:
     fd, path = tempfile.mkstemp(prefix="samsa-tls-", suffix=".pem")
     try:
         os.fchmod(fd, 0o600)
@@ -96,7 +96,10 @@ def _pkcs12(lc: ListenerConfig, kind: str, data: bytes) -> tuple[object, object,
     return key, cert, list(extra)
 
 
-def _load_keystore(ctx: ssl.SSLContext, lc: ListenerConfig) -> None:
+def keystore_pem(lc: ListenerConfig) -> tuple[bytes, str | None, str]:
+    """The listener's certificate chain and private key as PEM, the key's password, and which
+    settings they came from (for messages). PKCS12 is converted, its key encrypted with a one-off
+    passphrase: key material is never held in clear outside OpenSSL."""
     from cryptography.hazmat.primitives import serialization as ser
 
     location = lc.get("ssl.keystore.location")
@@ -105,8 +108,7 @@ def _load_keystore(ctx: ssl.SSLContext, lc: ListenerConfig) -> None:
     if location:
         data = _read(lc, "ssl.keystore.location", location)
         if _store_type(lc, "keystore", data) == "PEM":
-            _load_chain(ctx, lc, data, key_pw, f"ssl.keystore.location {location}")
-            return
+            return data, key_pw, f"ssl.keystore.location {location}"
         pkey, cert, extra = _pkcs12(lc, "keystore", data)
         if pkey is None or cert is None:
             raise SecurityConfigError(f"Listener {lc.name}: the PKCS12 keystore {location} holds no private key "
@@ -115,20 +117,23 @@ def _load_keystore(ctx: ssl.SSLContext, lc: ListenerConfig) -> None:
         pem = pkey.private_bytes(ser.Encoding.PEM, ser.PrivateFormat.PKCS8,  # type: ignore[attr-defined]
                                  ser.BestAvailableEncryption(phrase.encode()))
         pem += b"".join(c.public_bytes(ser.Encoding.PEM) for c in [cert, *extra])  # type: ignore[attr-defined]
-        _load_chain(ctx, lc, pem, phrase, f"ssl.keystore.location {location}")
-    elif chain and key:
-        _load_chain(ctx, lc, (key.strip() + "\n" + chain.strip() + "\n").encode(), key_pw,
-                    "ssl.keystore.certificate.chain/ssl.keystore.key")
-    else:
-        raise SecurityConfigError(f"Listener {lc.name} ({lc.security_protocol.value}) needs a keystore: set "
-                                  f"{lc.prefix}ssl.keystore.location or ssl.keystore.certificate.chain and "
-                                  "ssl.keystore.key")
+        return pem, phrase, f"ssl.keystore.location {location}"
+    if chain and key:
+        return ((key.strip() + "\n" + chain.strip() + "\n").encode(), key_pw,
+                "ssl.keystore.certificate.chain/ssl.keystore.key")
+    raise SecurityConfigError(f"Listener {lc.name} ({lc.security_protocol.value}) needs a keystore: set "
+                              f"{lc.prefix}ssl.keystore.location or ssl.keystore.certificate.chain and "
+                              "ssl.keystore.key")
+
+
+def _load_keystore(ctx: ssl.SSLContext, lc: ListenerConfig) -> None:
+    _load_chain(ctx, lc, *keystore_pem(lc))
 
 
 def _load_chain(ctx: ssl.SSLContext, lc: ListenerConfig, pem: bytes, password: str | None, what: str) -> None:
     if b"PRIVATE KEY-----" not in pem or b"CERTIFICATE-----" not in pem:
         raise SecurityConfigError(f"Listener {lc.name}: {what} must hold a PEM certificate chain and private key")
-    with _private_file(pem) as path:
+    with private_file(pem) as path:
         try:
             ctx.load_cert_chain(path, password=password or None)
         except ssl.SSLError as e:

@@ -1,0 +1,439 @@
+"""TLS for SSL and SASL_SSL listeners on the OpenSSL inside ``cryptography``'s wheel, through pyOpenSSL.
+
+Python's ``ssl`` is bound to the system's libssl (here OpenSSL 3.0), whose record layer costs
+about a microsecond per TLS record beyond the cipher and whose AES-GCM runs at ~4.2 GB/s on
+this machine. librdkafka sends a Produce as ~440 records per MB (~40 % of them under 1 KiB), so
+that per-record cost is most of what TLS adds to the broker. The OpenSSL that ``cryptography``
+ships in its wheel (4.0 with cryptography 50) decrypts that record pattern in ~0.50 ms/MB
+against ~0.75 through Python's ``ssl``, and runs AES-256-GCM at ~8 GB/s (VAES). pyOpenSSL is
+the library made to drive it; this module uses it for contexts and handshakes and calls
+``SSL_read``/``SSL_write`` of its binding directly on the data path (no Python frame per record
+beyond the loop below). ``bench/security.py`` and bench/RESULTS.md have the end-to-end figures.
+``SAMSA_TLS_TRANSPORT=loop`` switches back to the event loop's own TLS on Python's ``ssl``.
+
+Theory of operation:
+
+* Context (:func:`build_context`): a *mirror* of the listener's ``ssl.SSLContext`` that
+  broker/security/tls.py builds and validates from Kafka's ``ssl.*`` settings: the protocol
+  bounds, the cipher suites OpenSSL enabled there (TLS 1.2 and 1.3 lists), the CA certificates
+  loaded, the client-auth mode; the keystore is read again through :func:`.tls.keystore_pem`.
+  So each setting has one meaning and one error message, whichever transport serves it.
+* A connection is a :class:`TlsProtocol` on a plain TCP transport of the event loop:
+  ciphertext is read into its buffer, written into the connection's memory BIO, and
+  ``SSL_read`` decrypts record after record straight into the Kafka connection's
+  ``get_buffer()`` (no plaintext copy in between). Writes: ``SSL_write`` into the outgoing memory
+  BIO, read out in pieces of :data:`OUT_PIECE` and handed to the TCP transport in one call, whose
+  flow control (high/low water) is the Kafka connection's.
+* Handshake first: :func:`accept` awaits the handshake (60 s deadline, as the event loop's
+  ``ssl_handshake_timeout``) before the Kafka connection is attached; a failure raises to the
+  acceptor, which logs it as Kafka does ("SSL handshake failed").
+* Invariant: decrypted or undecrypted bytes may wait inside OpenSSL while the socket has nothing
+  more to read, so reading stops only when OpenSSL wants more ciphertext, when the Kafka
+  connection paused reading (``resume_reading`` then drains OpenSSL at once), or after
+  :data:`READ_PASS` bytes (the rest is read on the next loop iteration, so one busy connection
+  cannot hold the loop).
+* A bad record or an alert closes that connection only; OpenSSL's error queue is cleared so the
+  next connection's calls do not see it. ``close()`` sends close_notify before the TCP close.
+  Renegotiation is refused (``OP_NO_RENEGOTIATION``), so reading never has to write first; TLS
+  1.3 post-handshake messages (session tickets, key updates) are flushed after each read pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import ssl
+import threading
+from typing import TYPE_CHECKING, Any
+
+from . import SecurityConfigError
+
+if TYPE_CHECKING:
+    from .listeners import ListenerConfig
+
+log = logging.getLogger("samsa.server")
+
+HANDSHAKE_TIMEOUT = 60.0
+READ_BUFFER = 256 * 1024  # ciphertext read per recv: as the event loop's own TLS reads
+READ_PASS = 4 * 1024 * 1024  # bytes decrypted per event before the loop's other work runs
+OUT_PIECE = 1024 * 1024  # ciphertext moved out of the BIO per call
+
+# Which TLS implementation SSL and SASL_SSL listeners use: "openssl" (this module, the default)
+# or "loop" (the event loop's TLS transport on Python's ssl module).
+SELECTED = os.environ.get("SAMSA_TLS_TRANSPORT", "openssl").strip().lower()
+
+try:
+    from OpenSSL import SSL
+    from OpenSSL import crypto as _crypto
+    from OpenSSL._util import ffi as _ffi  # pyOpenSSL's handle on cryptography's OpenSSL binding
+    from OpenSSL._util import lib as _lib
+
+    AVAILABLE = all(hasattr(_lib, n) for n in ("SSL_read", "SSL_write", "SSL_get_error", "BIO_write",
+                                               "BIO_read", "SSL_shutdown", "ERR_clear_error"))
+except ImportError:  # pragma: no cover - pyOpenSSL is a dependency; the loop's TLS serves without it
+    AVAILABLE = False
+
+_VERIFY = {ssl.CERT_NONE: 0, ssl.CERT_OPTIONAL: 1, ssl.CERT_REQUIRED: 3}  # VERIFY_PEER=1, FAIL_IF_NO_PEER_CERT=2
+_out = threading.local()  # one OUT_PIECE buffer per thread running an event loop
+
+
+class TlsHandshakeError(Exception):
+    """The TLS handshake failed (the reason is OpenSSL's) or did not finish in time."""
+
+
+def enabled() -> bool:
+    return SELECTED != "loop" and AVAILABLE
+
+
+def build_context(lc: ListenerConfig, ctx: ssl.SSLContext) -> Any:
+    """A pyOpenSSL server context with the settings of ``ctx`` (built from ``lc`` by tls.py)."""
+    from cryptography import x509
+
+    from .tls import keystore_pem, private_file
+
+    c = SSL.Context(SSL.TLS_SERVER_METHOD)
+    c.set_options(SSL.OP_NO_COMPRESSION | SSL.OP_CIPHER_SERVER_PREFERENCE | SSL.OP_NO_RENEGOTIATION)
+    try:
+        c.set_min_proto_version(int(ctx.minimum_version))
+        c.set_max_proto_version(int(ctx.maximum_version))
+        suites = ctx.get_ciphers()
+        tls12 = [s["name"] for s in suites if s["protocol"] != "TLSv1.3"]
+        tls13 = [s["name"] for s in suites if s["protocol"] == "TLSv1.3"]
+        if tls12:
+            c.set_cipher_list(":".join(tls12).encode())
+        if tls13:
+            c.set_tls13_ciphersuites(":".join(tls13).encode())
+    except SSL.Error as e:
+        raise SecurityConfigError(f"Listener {lc.name}: OpenSSL {openssl_version()} refused the protocols or "
+                                  f"cipher suites of ssl.enabled.protocols/ssl.cipher.suites: {e}") from None
+    pem, password, what = keystore_pem(lc)
+    if password:
+        c.set_passwd_cb(lambda *_: password.encode())
+    with private_file(pem) as path:
+        try:
+            c.use_certificate_chain_file(path)
+            c.use_privatekey_file(path)
+            c.check_privatekey()
+        except SSL.Error as e:
+            raise SecurityConfigError(f"Listener {lc.name}: invalid certificate or key in {what} ({e}); "
+                                      "check the file and ssl.key.password") from None
+    store = c.get_cert_store()
+    assert store is not None  # a new context always has one
+    for der in ctx.get_ca_certs(binary_form=True):
+        store.add_cert(_crypto.X509.from_cryptography(x509.load_der_x509_certificate(der)))
+    c.set_verify(_VERIFY[ctx.verify_mode])
+    c.set_session_id(f"samsa-{lc.name}".encode()[:32])  # session resumption with client certificates
+    return c
+
+
+def openssl_version() -> str:
+    return SSL.OpenSSL_version(SSL.OPENSSL_VERSION).decode() if AVAILABLE else "(pyOpenSSL missing)"
+
+
+async def accept(loop: asyncio.AbstractEventLoop, sock: Any, context: Any, protocol_factory: Any,
+                 handshake_timeout: float = HANDSHAKE_TIMEOUT) -> tuple[TlsTransport, Any]:
+    """Handshake on an accepted socket, then attach a protocol. Raises if the handshake fails."""
+    raw, tls = await loop.connect_accepted_socket(lambda: TlsProtocol(context, loop), sock)
+    try:
+        await asyncio.wait_for(asyncio.shield(tls.handshake), handshake_timeout)
+    except TimeoutError:
+        raw.abort()
+        raise TlsHandshakeError(f"no TLS handshake within {handshake_timeout:g} s") from None
+    except BaseException:
+        raw.abort()
+        raise
+    protocol = protocol_factory()
+    return tls.attach(protocol), protocol
+
+
+class _PeerInfo:
+    """What ``get_extra_info("ssl_object")`` offers, in the shape of Python's ``SSLObject``."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+
+    def getpeercert(self, binary_form: bool = False) -> Any:
+        cert = self._conn.get_peer_certificate(as_cryptography=True)
+        if cert is None:
+            return None
+        if binary_form:
+            from cryptography.hazmat.primitives.serialization import Encoding
+
+            return cert.public_bytes(Encoding.DER)
+        return {"subject": cert.subject.rfc4514_string()}
+
+    def version(self) -> str | None:
+        return self._conn.get_protocol_version_name()
+
+    def cipher(self) -> tuple[str, str, int] | None:
+        name = self._conn.get_cipher_name()
+        return None if name is None else (name, self._conn.get_cipher_version(), self._conn.get_cipher_bits())
+
+
+class TlsProtocol(asyncio.BufferedProtocol):
+    """The TLS side of one connection: a protocol for the TCP transport (see the module docstring)."""
+
+    def __init__(self, context: Any, loop: asyncio.AbstractEventLoop) -> None:
+        conn = SSL.Connection(context, None)
+        conn.set_accept_state()
+        self._conn = conn
+        self._ssl, self._rbio, self._wbio = conn._ssl, conn._into_ssl, conn._from_ssl
+        self._inbuf = bytearray(READ_BUFFER)
+        self._inview = memoryview(self._inbuf)
+        self._inptr = _ffi.from_buffer(self._inbuf)
+        self._loop = loop
+        self.handshake: asyncio.Future[None] = loop.create_future()
+        self.raw: Any = None
+        self.app: Any = None
+        self.transport: TlsTransport | None = None
+        self.reading = True  # the app's wish (pause_reading / resume_reading)
+        self.closing = False
+        self._read_scheduled = False
+
+    # --- the TCP transport's callbacks ---------------------------------------------------
+
+    def connection_made(self, transport: Any) -> None:
+        self.raw = transport
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._inview
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if _lib.BIO_write(self._rbio, self._inptr, nbytes) != nbytes:
+            self._fatal("cannot buffer received TLS records")
+            return
+        if self.app is not None:
+            self._read()
+        elif not self.handshake.done():
+            self._handshake()
+        # else: handshake done, protocol not attached yet: attach() reads what waits in the BIO
+
+    def eof_received(self) -> bool:
+        return False  # the TCP transport closes; connection_lost follows
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closing = True
+        if not self.handshake.done():
+            self.handshake.set_exception(TlsHandshakeError("connection closed during the TLS handshake"))
+            self.handshake.exception()  # retrieved: accept() may already have given up on it
+        if self.app is not None:
+            self.app.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        if self.app is not None:
+            self.app.pause_writing()
+
+    def resume_writing(self) -> None:
+        if self.app is not None:
+            self.app.resume_writing()
+
+    # --- handshake ------------------------------------------------------------------------
+
+    def _handshake(self) -> None:
+        try:
+            self._conn.do_handshake()
+        except SSL.WantReadError:
+            self.flush()
+            return
+        except SSL.Error as e:
+            self.flush()  # the alert, if OpenSSL made one
+            _lib.ERR_clear_error()
+            self.handshake.set_exception(TlsHandshakeError(_describe(e)))
+            return
+        self.flush()
+        self.handshake.set_result(None)
+
+    def attach(self, app: Any) -> TlsTransport:
+        self.app = app
+        self.transport = TlsTransport(self)
+        app.connection_made(self.transport)
+        self._read()  # requests that came with the client's last handshake flight
+        return self.transport
+
+    # --- reading --------------------------------------------------------------------------
+
+    def schedule_read(self) -> None:
+        if not self._read_scheduled:
+            self._read_scheduled = True
+            self._loop.call_soon(self._scheduled_read)
+
+    def _scheduled_read(self) -> None:
+        self._read_scheduled = False
+        self._read()
+
+    def _read(self) -> None:
+        app = self.app
+        if app is None or not self.reading or self.closing:
+            return
+        ssl_ = self._ssl
+        read = _lib.SSL_read
+        from_buffer = _ffi.from_buffer
+        passed = 0
+        while True:
+            buf = app.get_buffer(-1)
+            size = len(buf)
+            ptr = from_buffer(buf)
+            got = 0
+            while got < size:
+                n = read(ssl_, ptr + got, size - got)
+                if n <= 0:
+                    err = _lib.SSL_get_error(ssl_, n)  # before any other call on this connection
+                    if got:
+                        app.buffer_updated(got)  # may write (SSL_write), which resets the error state
+                    self._read_stopped(err)
+                    return
+                got += n
+            app.buffer_updated(got)
+            if not self.reading or self.closing:
+                return
+            passed += got
+            if passed >= READ_PASS:
+                self.schedule_read()
+                return
+
+    def _read_stopped(self, err: int) -> None:
+        if err == _lib.SSL_ERROR_WANT_READ:
+            self.flush()  # TLS 1.3 post-handshake messages the read may have produced
+            return
+        _lib.ERR_clear_error()
+        if err == _lib.SSL_ERROR_ZERO_RETURN:  # close_notify
+            log.debug("TLS close_notify from %s", self.raw.get_extra_info("peername"))
+            if self.transport is not None:
+                self.transport.close()
+            return
+        self._fatal(f"TLS error {err} reading from the client")
+
+    def _fatal(self, why: str) -> None:
+        log.debug("Closing TLS connection from %s: %s", self.raw.get_extra_info("peername"), why)
+        _lib.ERR_clear_error()
+        self.closing = True
+        self.raw.abort()
+
+    # --- writing --------------------------------------------------------------------------
+
+    def encrypt(self, data: Any) -> bool:
+        """SSL_write all of ``data`` into the outgoing BIO; False (connection aborted) on error."""
+        n = len(data) if not isinstance(data, memoryview) else data.nbytes
+        ptr = _ffi.from_buffer(data)
+        done = 0
+        while done < n:
+            r = _lib.SSL_write(self._ssl, ptr + done, n - done)
+            if r <= 0:
+                self._fatal(f"TLS error {_lib.SSL_get_error(self._ssl, r)} writing to the client")
+                return False
+            done += r
+        return True
+
+    def flush(self) -> None:
+        """Move what OpenSSL wrote into the outgoing BIO to the TCP transport."""
+        out = getattr(_out, "buffer", None)
+        if out is None:
+            cdata = _ffi.new("char[]", OUT_PIECE)
+            out = _out.buffer = (cdata, _ffi.buffer(cdata))
+        cdata, view = out
+        pieces = []
+        while True:
+            r = _lib.BIO_read(self._wbio, cdata, OUT_PIECE)
+            if r <= 0:
+                break
+            pieces.append(view[:r])
+        if len(pieces) == 1:
+            self.raw.write(pieces[0])
+        elif pieces:
+            self.raw.writelines(pieces)
+
+
+class TlsTransport(asyncio.Transport):
+    """The transport the Kafka connection sees: plaintext in and out, TCP flow control underneath."""
+
+    def __init__(self, tls: TlsProtocol) -> None:
+        super().__init__()
+        self._tls = tls
+        self._raw = tls.raw
+        self._extra = {"ssl_object": _PeerInfo(tls._conn)}
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        if name in self._extra:
+            return self._extra[name]
+        if name == "cipher":
+            return self._extra["ssl_object"].cipher()
+        return self._raw.get_extra_info(name, default)
+
+    def write(self, data: Any) -> None:
+        tls = self._tls
+        if tls.closing or not data:
+            return
+        if tls.encrypt(data):
+            tls.flush()
+
+    def writelines(self, list_of_data: Any) -> None:
+        tls = self._tls
+        if tls.closing:
+            return
+        for data in list_of_data:
+            if data and not tls.encrypt(data):
+                return
+        tls.flush()
+
+    def close(self) -> None:
+        tls = self._tls
+        if tls.closing:
+            return
+        tls.closing = True
+        if _lib.SSL_shutdown(tls._ssl) < 0:  # close_notify into the outgoing BIO
+            _lib.ERR_clear_error()
+        tls.flush()
+        self._raw.close()  # after what is buffered has been sent
+
+    def abort(self) -> None:
+        self._tls.closing = True
+        self._raw.abort()
+
+    def is_closing(self) -> bool:
+        return self._tls.closing or self._raw.is_closing()
+
+    def pause_reading(self) -> None:
+        if self._tls.reading:
+            self._tls.reading = False
+            if not self._raw.is_closing():
+                self._raw.pause_reading()
+
+    def resume_reading(self) -> None:
+        if not self._tls.reading and not self._tls.closing:
+            self._tls.reading = True
+            self._raw.resume_reading()
+            self._tls.schedule_read()  # OpenSSL may hold records while the socket is empty
+
+    def is_reading(self) -> bool:
+        return self._tls.reading
+
+    def get_write_buffer_size(self) -> int:
+        return int(self._raw.get_write_buffer_size())
+
+    def get_write_buffer_limits(self) -> tuple[int, int]:
+        return tuple(self._raw.get_write_buffer_limits())  # type: ignore[return-value]
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
+        self._raw.set_write_buffer_limits(high, low)
+
+    def can_write_eof(self) -> bool:
+        return False
+
+    def write_eof(self) -> None:
+        raise NotImplementedError("TLS connections close with close()")
+
+    def set_protocol(self, protocol: Any) -> None:
+        self._tls.app = protocol
+
+    def get_protocol(self) -> Any:
+        return self._tls.app
+
+
+def _describe(e: Exception) -> str:
+    """OpenSSL's reasons from a pyOpenSSL error, e.g. ``wrong version number``."""
+    try:
+        reasons = [r[2] for r in e.args[0] if len(r) == 3]
+    except (IndexError, TypeError):
+        reasons = []
+    return "; ".join(reasons) or str(e) or type(e).__name__

@@ -1,0 +1,405 @@
+"""broker/security/openssl_transport.py: TLS on pyOpenSSL's OpenSSL, the default for SSL/SASL_SSL.
+
+Transport-level tests put a small protocol behind :func:`accept` on a real socket of a uvloop
+event loop and talk to it with Python's ``ssl`` (another OpenSSL: the interop is real); the
+broker-level ones run real clients against a broker on this transport and on the fallback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import socket
+import ssl
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvloop
+
+from broker.config import BrokerConfig
+from broker.security import openssl_transport as ot
+from broker.security.listeners import listener_configs
+from broker.security.tls import build_server_context, parse_mapping_rules, peer_principal
+from tests.support.security import make_pki, secure_overrides
+
+pytestmark = pytest.mark.skipif(not ot.AVAILABLE, reason="pyOpenSSL is not installed")
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    return make_pki(tmp_path_factory.mktemp("pki"))
+
+
+def _contexts(pki: Any, **extra: object) -> tuple[Any, Any]:
+    props = {k: str(v) for k, v in secure_overrides(pki, {"SSL": 1}, **extra).items()}
+    lc = next(lc for lc in listener_configs(BrokerConfig(props)) if lc.name == "SSL")
+    return lc, ot.build_context(lc, build_server_context(lc))
+
+
+def _client_ctx(pki: Any, cert: tuple[Path, Path] | None = None) -> ssl.SSLContext:
+    c = ssl.create_default_context(cafile=str(pki.ca))
+    if cert:
+        c.load_cert_chain(str(cert[0]), str(cert[1]))
+    return c
+
+
+class App(asyncio.BufferedProtocol):
+    """What a Kafka connection is to the transport: collects plaintext, with hooks for each test."""
+
+    def __init__(self, buffer_size: int = 65536) -> None:
+        self.buf = bytearray(buffer_size)
+        self.data = bytearray()
+        self.transport: Any = None
+        self.lost: asyncio.Future[Exception | None] = asyncio.get_running_loop().create_future()
+        self.on_data: Any = None
+        self.paused_writing = 0
+        self.resumed_writing = 0
+
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return memoryview(self.buf)
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.data += self.buf[:nbytes]
+        if self.on_data is not None:
+            self.on_data(bytes(self.buf[:nbytes]))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.lost.done():
+            self.lost.set_result(exc)
+
+    def pause_writing(self) -> None:
+        self.paused_writing += 1
+
+    def resume_writing(self) -> None:
+        self.resumed_writing += 1
+
+
+def _serve_one(octx: Any, client: Any, app_setup: Any = None, handshake_timeout: float = 10.0,
+               until: Any = None) -> tuple[App | BaseException, Any]:
+    """Accept one connection on a uvloop loop, run ``client(port)`` in a thread; (app or error, client result)."""
+    result: dict[str, Any] = {}
+
+    async def main() -> App | BaseException:
+        loop = asyncio.get_running_loop()
+        lsock = socket.create_server(("127.0.0.1", 0))
+        lsock.setblocking(False)
+        port = lsock.getsockname()[1]
+        t = threading.Thread(target=lambda: result.setdefault("client", client(port)), daemon=True)
+        t.start()
+        sock, _ = await loop.sock_accept(lsock)
+        lsock.close()
+        holder: list[App] = []
+
+        def factory() -> App:
+            app = App()
+            if app_setup is not None:
+                app_setup(app)
+            holder.append(app)
+            return app
+
+        try:
+            await ot.accept(loop, sock, octx, factory, handshake_timeout)
+        except Exception as e:  # noqa: BLE001  the test looks at it
+            await loop.run_in_executor(None, t.join, 10)
+            return e
+        app = holder[0]
+        if until is not None:
+            await asyncio.wait_for(until(app), 30)
+        await asyncio.wait_for(app.lost, 30)
+        await loop.run_in_executor(None, t.join, 10)
+        return app
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        out = runner.run(main())
+    return out, result.get("client")
+
+
+def test_records_of_every_size_arrive_in_order_both_ways(pki):
+    """2,000 TLS records from 1 B to 40 KB (several per TCP segment, some split across reads):
+    every byte decrypted in order into the protocol's buffers, echoed, and decrypted by the peer."""
+    _lc, octx = _contexts(pki)
+    rnd = random.Random(7)
+    sizes = [rnd.choice([1, 5, 700, 1100, 16384, 16385, 40000, rnd.randint(1, 40000)]) for _ in range(2000)]
+    payload = bytes(rnd.getrandbits(8) for _ in range(256)) * (sum(sizes) // 256 + 1)
+    payload = payload[:sum(sizes)]
+
+    def client(port: int) -> bytes:
+        with socket.create_connection(("127.0.0.1", port)) as raw, \
+                _client_ctx(pki).wrap_socket(raw, server_hostname="localhost") as s:
+            got = bytearray()
+
+            def reader() -> None:
+                while len(got) < len(payload):
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        return
+                    got.extend(chunk)
+
+            r = threading.Thread(target=reader)
+            r.start()
+            pos = 0
+            for n in sizes:
+                s.sendall(payload[pos:pos + n])  # one write, one record of up to 16 KiB
+                pos += n
+            r.join(60)
+            return bytes(got)
+
+    def setup(app: App) -> None:
+        def echo(chunk: bytes) -> None:
+            app.transport.write(chunk)
+            if len(app.data) == len(payload):
+                app.transport.close()
+        app.on_data = echo
+
+    app, echoed = _serve_one(octx, client, setup)
+    assert isinstance(app, App), app
+    assert bytes(app.data) == payload
+    assert echoed == payload
+
+
+def _memory_bio_records(pki: Any, port: int, records: list[bytes]) -> tuple[socket.socket, Any, Any, Any]:
+    """A client that handshakes through memory BIOs, then sends ``records`` in ONE TCP write."""
+    sock = socket.create_connection(("127.0.0.1", port))
+    inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+    obj = _client_ctx(pki).wrap_bio(inc, out, server_hostname="localhost")
+    while True:
+        try:
+            obj.do_handshake()
+            break
+        except ssl.SSLWantReadError:
+            if out.pending:
+                sock.sendall(out.read())
+            inc.write(sock.recv(65536))
+    if out.pending:
+        sock.sendall(out.read())
+    for r in records:
+        obj.write(r)
+    sock.sendall(out.read())
+    return sock, obj, inc, out
+
+
+def _read_plain(sock: socket.socket, obj: Any, inc: Any, n: int, timeout: float = 10.0) -> bytes:
+    sock.settimeout(timeout)
+    got = bytearray()
+    while len(got) < n:
+        try:
+            got += obj.read(65536)
+            continue
+        except ssl.SSLWantReadError:
+            pass
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        inc.write(chunk)
+    return bytes(got)
+
+
+def test_resume_reading_delivers_records_openssl_already_holds(pki):
+    """The protocol pauses after its first bytes while 49 more records sit in OpenSSL's BIO and
+    the socket is empty: resume_reading must deliver them without anything more arriving."""
+    _lc, octx = _contexts(pki)
+    records = [bytes([i]) * 100 for i in range(50)]
+
+    def client(port: int) -> bytes:
+        sock, obj, inc, _out = _memory_bio_records(pki, port, records)
+        with sock:
+            return _read_plain(sock, obj, inc, 2)  # "ok" once the server has all 5,000 bytes
+
+    def setup(app: App) -> None:
+        app.buf = bytearray(100)  # one record per buffer_updated
+        state = {"paused": False}
+
+        def on(chunk: bytes) -> None:
+            if not state["paused"]:
+                state["paused"] = True
+                app.transport.pause_reading()
+                asyncio.get_running_loop().call_later(0.2, app.transport.resume_reading)
+            if len(app.data) == 5000:
+                app.transport.write(b"ok")
+                app.transport.close()
+        app.on_data = on
+
+    app, reply = _serve_one(octx, client, setup)
+    assert isinstance(app, App), app
+    assert bytes(app.data) == b"".join(records)
+    assert reply == b"ok"
+
+
+def test_close_sends_close_notify_after_buffered_data(pki):
+    """close() right after a 3 MB write: the peer reads all of it, then a clean TLS EOF (close_notify),
+    not the 'EOF occurred in violation of protocol' a bare TCP close gives."""
+    _lc, octx = _contexts(pki)
+    blob = os.urandom(3 * 1024 * 1024)
+
+    def client(port: int) -> tuple[bytes, str]:
+        with socket.create_connection(("127.0.0.1", port)) as raw, \
+                _client_ctx(pki).wrap_socket(raw, server_hostname="localhost", suppress_ragged_eofs=False) as s:
+            s.sendall(b"go")
+            got = bytearray()
+            try:
+                while True:
+                    chunk = s.recv(1 << 20)
+                    if not chunk:
+                        return bytes(got), "close_notify"
+                    got += chunk
+            except ssl.SSLEOFError:
+                return bytes(got), "unclean EOF"
+
+    def setup(app: App) -> None:
+        def on(chunk: bytes) -> None:
+            if bytes(app.data) == b"go":
+                app.transport.write(blob)
+                app.transport.close()
+        app.on_data = on
+
+    app, (got, how) = _serve_one(octx, client, setup)
+    assert isinstance(app, App), app
+    assert got == blob
+    assert how == "close_notify"
+
+
+def test_write_backpressure_pauses_and_resumes_the_protocol_and_keeps_order(pki):
+    """8 MB written while the peer does not read: the protocol is told to pause (TCP high-water),
+    then to resume as the peer drains; every byte arrives in order."""
+    _lc, octx = _contexts(pki)
+    pieces = [os.urandom(64 * 1024) for _ in range(128)]
+
+    def client(port: int) -> bytes:
+        with socket.create_connection(("127.0.0.1", port)) as raw, \
+                _client_ctx(pki).wrap_socket(raw, server_hostname="localhost") as s:
+            s.sendall(b"go")
+            time.sleep(0.5)  # let the broker's side fill up
+            got = bytearray()
+            while len(got) < 128 * 64 * 1024:
+                chunk = s.recv(1 << 20)
+                if not chunk:
+                    break
+                got += chunk
+            return bytes(got)
+
+    def setup(app: App) -> None:
+        def on(chunk: bytes) -> None:
+            for p in pieces:
+                app.transport.write(p)
+            app.transport.close()
+        app.on_data = on
+
+    app, got = _serve_one(octx, client, setup)
+    assert isinstance(app, App), app
+    assert got == b"".join(pieces)
+    assert app.paused_writing >= 1 and app.resumed_writing >= 1
+
+
+def test_client_certificate_gives_the_principal(pki):
+    """mTLS (ssl.client.auth=required) through this transport: the DN reaches peer_principal."""
+    lc, octx = _contexts(pki, **{"ssl.client.auth": "required",
+                                 "ssl.principal.mapping.rules": "RULE:^CN=(.*?),.*$/$1/L,DEFAULT"})
+    rules = parse_mapping_rules(lc.get("ssl.principal.mapping.rules"))
+    seen: dict[str, str] = {}
+
+    def client(port: int) -> bytes:
+        with socket.create_connection(("127.0.0.1", port)) as raw, \
+                _client_ctx(pki, (pki.client_crt, pki.client_key)).wrap_socket(raw, server_hostname="localhost") as s:
+            s.sendall(b"hi")
+            return s.recv(10)
+
+    def setup(app: App) -> None:
+        def on(chunk: bytes) -> None:
+            seen["principal"] = peer_principal(app.transport.get_extra_info("ssl_object"), rules)
+            seen["version"] = app.transport.get_extra_info("ssl_object").version()
+            app.transport.write(b"bye")
+            app.transport.close()
+        app.on_data = on
+
+    app, reply = _serve_one(octx, client, setup)
+    assert isinstance(app, App), app
+    assert reply == b"bye"
+    assert seen["principal"] == "User:alice"  # CN=alice,OU=eng,O=Samsa by the rule
+    assert seen["version"] == "TLSv1.3"
+
+
+def test_client_without_certificate_is_refused_when_required(pki):
+    _lc, octx = _contexts(pki, **{"ssl.client.auth": "required"})
+
+    def client(port: int) -> str:
+        try:
+            with socket.create_connection(("127.0.0.1", port)) as raw, \
+                    _client_ctx(pki).wrap_socket(raw, server_hostname="localhost") as s:
+                s.sendall(b"hi")
+                return repr(s.recv(10))
+        except (ssl.SSLError, OSError) as e:
+            return type(e).__name__
+
+    err, seen = _serve_one(octx, client)
+    assert isinstance(err, ot.TlsHandshakeError), err
+    assert "certificate" in str(err)
+    assert seen != "b'hi'"
+
+
+def test_plaintext_and_silent_clients_fail_the_handshake_cleanly(pki):
+    _lc, octx = _contexts(pki)
+
+    def plaintext(port: int) -> bytes:
+        with socket.create_connection(("127.0.0.1", port)) as s:
+            s.sendall(b"\x00\x00\x00\x0a\x00\x12\x00\x00\x00\x00\x00\x01\x00\x00")  # ApiVersions, no TLS
+            s.settimeout(10)
+            try:
+                return s.recv(100)
+            except OSError:
+                return b""
+
+    err, _ = _serve_one(octx, plaintext)
+    assert isinstance(err, ot.TlsHandshakeError), err
+    assert str(err)
+
+    def silent(port: int) -> None:
+        with socket.create_connection(("127.0.0.1", port)):
+            time.sleep(1.5)
+
+    started = time.monotonic()
+    err, _ = _serve_one(octx, silent, handshake_timeout=0.5)
+    assert isinstance(err, ot.TlsHandshakeError) and "within 0.5 s" in str(err), err
+    assert time.monotonic() - started < 10
+
+
+@pytest.mark.parametrize("transport", ["openssl", "loop"])
+def test_broker_serves_ssl_and_sasl_ssl_on_each_transport(broker_factory, pki, monkeypatch, transport):
+    """A producer and a consumer (confluent-kafka) over SSL and SASL_SSL/SCRAM-SHA-512, on the
+    default transport and on SAMSA_TLS_TRANSPORT=loop; the broker's log names the one in use."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    from tests.support.security import scram_user, start_secure_broker
+
+    monkeypatch.setenv("SAMSA_TLS_TRANSPORT", transport)
+    sb = start_secure_broker(broker_factory, pki)
+    scram_user(f"127.0.0.1:{sb.plaintext}", "tls-user", "tls-secret", "SCRAM-SHA-512")
+    for port, extra in ((sb.ssl, {"security.protocol": "SSL"}),
+                        (sb.sasl_ssl, {"security.protocol": "SASL_SSL", "sasl.mechanisms": "SCRAM-SHA-512",
+                                       "sasl.username": "tls-user", "sasl.password": "tls-secret"})):
+        conf = {"bootstrap.servers": f"127.0.0.1:{port}", "ssl.ca.location": str(pki.ca), **extra}
+        topic = f"tls-{uuid.uuid4().hex[:8]}"
+        values = [os.urandom(random.choice([10, 1000, 20000, 300000])) for _ in range(200)]
+        p = Producer({**conf, "acks": "all", "linger.ms": 5})
+        for v in values:
+            p.produce(topic, v)
+        assert p.flush(60) == 0
+        c = Consumer({**conf, "group.id": topic, "enable.auto.commit": False})
+        c.assign([TopicPartition(topic, 0, 0)])
+        got: list[bytes] = []
+        deadline = time.monotonic() + 60
+        while len(got) < len(values) and time.monotonic() < deadline:
+            for m in c.consume(100, 1.0):
+                assert m.error() is None, m.error()
+                got.append(m.value())
+        c.close()
+        assert got == values
+    want = "(pyOpenSSL)" if transport == "openssl" else "SAMSA_TLS_TRANSPORT=loop"
+    assert want in sb.broker.log_text()
