@@ -143,6 +143,8 @@ async def accept(loop: asyncio.AbstractEventLoop, sock: Any, context: Any, proto
     except BaseException:
         raw.abort()
         raise
+    if tls.lost:  # the client left between its Finished and now: no Kafka connection to set up
+        raise ConnectionResetError("the client closed the connection right after the TLS handshake")
     protocol = protocol_factory()
     return tls.attach(protocol), protocol
 
@@ -189,6 +191,7 @@ class TlsProtocol(asyncio.BufferedProtocol):
         self.transport: TlsTransport | None = None
         self.reading = True  # the app's wish (pause_reading / resume_reading)
         self.closing = False
+        self.lost = False  # connection_lost was called
         self._read_scheduled = False
 
     # --- the TCP transport's callbacks ---------------------------------------------------
@@ -213,7 +216,7 @@ class TlsProtocol(asyncio.BufferedProtocol):
         return False  # the TCP transport closes; connection_lost follows
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.closing = True
+        self.closing = self.lost = True
         if not self.handshake.done():
             self.handshake.set_exception(TlsHandshakeError("connection closed during the TLS handshake"))
             self.handshake.exception()  # retrieved: accept() may already have given up on it
@@ -402,7 +405,8 @@ class TlsTransport(asyncio.Transport):
     def resume_reading(self) -> None:
         if not self._tls.reading and not self._tls.closing:
             self._tls.reading = True
-            self._raw.resume_reading()
+            if not self._raw.is_closing():
+                self._raw.resume_reading()
             self._tls.schedule_read()  # OpenSSL may hold records while the socket is empty
 
     def is_reading(self) -> bool:

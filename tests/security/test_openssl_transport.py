@@ -370,6 +370,27 @@ def test_plaintext_and_silent_clients_fail_the_handshake_cleanly(pki):
     assert time.monotonic() - started < 10
 
 
+def test_client_leaving_right_after_the_handshake_never_leaves_a_connection_behind(pki):
+    """Handshake, then close at once, 30 times: each time either accept() refuses (the client was
+    already gone) or the protocol is attached and then told connection_lost; never attached to a
+    dead connection and left waiting (the harness would time out)."""
+    _lc, octx = _contexts(pki)
+
+    def client(port: int) -> None:
+        with socket.create_connection(("127.0.0.1", port)) as raw, \
+                _client_ctx(pki).wrap_socket(raw, server_hostname="localhost"):
+            pass
+
+    outcomes = set()
+    for _ in range(30):
+        app, _ = _serve_one(octx, client)
+        assert isinstance(app, (App, ConnectionResetError)), app
+        outcomes.add(type(app).__name__)
+        if isinstance(app, App):
+            assert app.lost.done() and app.data == b""
+    assert outcomes <= {"App", "ConnectionResetError"}
+
+
 @pytest.mark.parametrize("transport", ["openssl", "loop"])
 def test_broker_serves_ssl_and_sasl_ssl_on_each_transport(broker_factory, pki, monkeypatch, transport):
     """A producer and a consumer (confluent-kafka) over SSL and SASL_SSL/SCRAM-SHA-512, on the
