@@ -17,6 +17,10 @@
   (``RULE:pattern/replacement/[LU],DEFAULT``; the first rule whose pattern matches the whole DN
   wins; DEFAULT keeps the DN).
 
+The ``ssl.SSLContext`` built here is where every setting is checked; connections are served on
+a mirror of it in OpenSSL 4.0 (broker/security/openssl_transport.py), or on it directly with
+``SAMSA_TLS_TRANSPORT=loop``.
+
 Key material never touches the disk in clear: PKCS12 and inline keys are re-encrypted with a
 one-off passphrase into a private temporary file that is removed as soon as OpenSSL has read it.
 Every failure raises :class:`SecurityConfigError` naming the listener, the setting and the cause.
@@ -98,8 +102,8 @@ def _pkcs12(lc: ListenerConfig, kind: str, data: bytes) -> tuple[object, object,
 
 def keystore_pem(lc: ListenerConfig) -> tuple[bytes, str | None, str]:
     """The listener's certificate chain and private key as PEM, the key's password, and which
-    settings they came from (for messages). PKCS12 is converted, its key encrypted with a one-off
-    passphrase: key material is never held in clear outside OpenSSL."""
+    settings they came from (for messages). A PKCS12 keystore is converted with its key encrypted
+    under a one-off passphrase, so the temporary file OpenSSL reads never holds it in clear."""
     from cryptography.hazmat.primitives import serialization as ser
 
     location = lc.get("ssl.keystore.location")
