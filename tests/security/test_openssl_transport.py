@@ -370,6 +370,46 @@ def test_plaintext_and_silent_clients_fail_the_handshake_cleanly(pki):
     assert time.monotonic() - started < 10
 
 
+def test_a_forged_record_closes_that_connection_only_and_the_next_one_is_served(pki):
+    """After the handshake a client sends an application-data record that fails authentication:
+    what came before it is delivered, that connection is closed, and the next connection, on the
+    same thread, completes its handshake and is served normally."""
+    _lc, octx = _contexts(pki)
+
+    def forger(port: int) -> bytes:
+        sock, _obj, _inc, _out = _memory_bio_records(pki, port, [b"first"])
+        with sock:
+            sock.sendall(b"\x17\x03\x03\x00\x40" + os.urandom(64))  # a record no key produced
+            sock.settimeout(10)
+            try:
+                while sock.recv(65536):
+                    pass
+            except OSError:
+                pass
+            return b"closed"
+
+    app, seen = _serve_one(octx, forger)
+    assert isinstance(app, App), app
+    assert bytes(app.data) == b"first"  # what came before the forged record was delivered
+    assert seen == b"closed"
+
+    def honest(port: int) -> bytes:
+        with socket.create_connection(("127.0.0.1", port)) as raw, \
+                _client_ctx(pki).wrap_socket(raw, server_hostname="localhost") as s:
+            s.sendall(b"ping")
+            return s.recv(10)
+
+    def setup(app: App) -> None:
+        def on(chunk: bytes) -> None:
+            app.transport.write(b"pong")
+            app.transport.close()
+        app.on_data = on
+
+    app, reply = _serve_one(octx, honest, setup)
+    assert isinstance(app, App), app
+    assert reply == b"pong"
+
+
 def test_client_leaving_right_after_the_handshake_never_leaves_a_connection_behind(pki):
     """Handshake, then close at once, 30 times: each time either accept() refuses (the client was
     already gone) or the protocol is attached and then told connection_lost; never attached to a
