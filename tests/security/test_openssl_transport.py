@@ -132,24 +132,20 @@ def test_records_of_every_size_arrive_in_order_both_ways(pki):
     payload = payload[:sum(sizes)]
 
     def client(port: int) -> bytes:
+        # One thread per SSLSocket: OpenSSL connections are not safe to read and write from two
+        # threads at once. The broker side buffers the echo while this side is still sending.
         with socket.create_connection(("127.0.0.1", port)) as raw, \
                 _client_ctx(pki).wrap_socket(raw, server_hostname="localhost") as s:
-            got = bytearray()
-
-            def reader() -> None:
-                while len(got) < len(payload):
-                    chunk = s.recv(65536)
-                    if not chunk:
-                        return
-                    got.extend(chunk)
-
-            r = threading.Thread(target=reader)
-            r.start()
             pos = 0
             for n in sizes:
                 s.sendall(payload[pos:pos + n])  # one write, one record of up to 16 KiB
                 pos += n
-            r.join(60)
+            got = bytearray()
+            while len(got) < len(payload):
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                got.extend(chunk)
             return bytes(got)
 
     def setup(app: App) -> None:
