@@ -202,7 +202,11 @@ def test_group_lag_members_and_history(rw: tuple[BrokerProcess, ConsoleHttp], ad
     c = KafkaConsumer("lagging", bootstrap_servers=b.bootstrap, group_id="billing", enable_auto_commit=False,
                       auto_offset_reset="earliest")
     try:
-        assert wait_until(lambda: len(c.assignment()) == 2 or c.poll(timeout_ms=200, max_records=1) is None, 60)
+        # The group leader (this consumer) assigns from its own metadata: fetch the new topic's
+        # first, or it may assign nothing ("No partition metadata for topic lagging") and wait
+        # for a metadata refresh minutes away.
+        assert c.partitions_for_topic("lagging") == {0, 1}
+        assert wait_until(lambda: c.poll(timeout_ms=200, max_records=1) is not None and len(c.assignment()) == 2, 60)
         _commit(c, {TopicPartition("lagging", 0): 5, TopicPartition("lagging", 1): 20})
         g = http.wait_for("/api/groups/billing", lambda d: d["state"] == "Stable" and d["members"] and
                           d["total_lag"] == 15, timeout=60)
