@@ -82,6 +82,30 @@ class App(asyncio.BufferedProtocol):
         self.resumed_writing += 1
 
 
+def _answer_then_close(*replies: bytes, expect: bytes | None = None, look: Any = None) -> Any:
+    """A ``_serve_one`` setup: once the protocol holds ``expect`` (or any bytes), call
+    ``look(app)``, write each reply, and close."""
+    def setup(app: App) -> None:
+        def on(chunk: bytes) -> None:
+            if expect is not None and bytes(app.data) != expect:
+                return
+            if look is not None:
+                look(app)
+            for r in replies:
+                app.transport.write(r)
+            app.transport.close()
+        app.on_data = on
+    return setup
+
+
+def _ping(pki: Any, port: int, message: bytes, cert: tuple[Path, Path] | None = None) -> bytes:
+    """Connect over TLS, send ``message``, return the first reply."""
+    with socket.create_connection(("127.0.0.1", port)) as raw, \
+            _client_ctx(pki, cert).wrap_socket(raw, server_hostname="localhost") as s:
+        s.sendall(message)
+        return s.recv(10)
+
+
 def _serve_one(octx: Any, client: Any, app_setup: Any = None, handshake_timeout: float = 10.0,
                until: Any = None) -> tuple[App | BaseException, Any]:
     """Accept one connection on a uvloop loop, run ``client(port)`` in a thread; (app or error, client result)."""
@@ -249,14 +273,7 @@ def test_close_sends_close_notify_after_buffered_data(pki):
             except ssl.SSLEOFError:
                 return bytes(got), "unclean EOF"
 
-    def setup(app: App) -> None:
-        def on(chunk: bytes) -> None:
-            if bytes(app.data) == b"go":
-                app.transport.write(blob)
-                app.transport.close()
-        app.on_data = on
-
-    app, (got, how) = _serve_one(octx, client, setup)
+    app, (got, how) = _serve_one(octx, client, _answer_then_close(blob, expect=b"go"))
     assert isinstance(app, App), app
     assert got == blob
     assert how == "close_notify"
@@ -281,14 +298,7 @@ def test_write_backpressure_pauses_and_resumes_the_protocol_and_keeps_order(pki)
                 got += chunk
             return bytes(got)
 
-    def setup(app: App) -> None:
-        def on(chunk: bytes) -> None:
-            for p in pieces:
-                app.transport.write(p)
-            app.transport.close()
-        app.on_data = on
-
-    app, got = _serve_one(octx, client, setup)
+    app, got = _serve_one(octx, client, _answer_then_close(*pieces))
     assert isinstance(app, App), app
     assert got == b"".join(pieces)
     assert app.paused_writing >= 1 and app.resumed_writing >= 1
@@ -301,21 +311,12 @@ def test_client_certificate_gives_the_principal(pki):
     rules = parse_mapping_rules(lc.get("ssl.principal.mapping.rules"))
     seen: dict[str, str] = {}
 
-    def client(port: int) -> bytes:
-        with socket.create_connection(("127.0.0.1", port)) as raw, \
-                _client_ctx(pki, (pki.client_crt, pki.client_key)).wrap_socket(raw, server_hostname="localhost") as s:
-            s.sendall(b"hi")
-            return s.recv(10)
+    def look(app: App) -> None:
+        seen["principal"] = peer_principal(app.transport.get_extra_info("ssl_object"), rules)
+        seen["version"] = app.transport.get_extra_info("ssl_object").version()
 
-    def setup(app: App) -> None:
-        def on(chunk: bytes) -> None:
-            seen["principal"] = peer_principal(app.transport.get_extra_info("ssl_object"), rules)
-            seen["version"] = app.transport.get_extra_info("ssl_object").version()
-            app.transport.write(b"bye")
-            app.transport.close()
-        app.on_data = on
-
-    app, reply = _serve_one(octx, client, setup)
+    app, reply = _serve_one(octx, lambda port: _ping(pki, port, b"hi", (pki.client_crt, pki.client_key)),
+                            _answer_then_close(b"bye", look=look))
     assert isinstance(app, App), app
     assert reply == b"bye"
     assert seen["principal"] == "User:alice"  # CN=alice,OU=eng,O=Samsa by the rule
@@ -327,10 +328,7 @@ def test_client_without_certificate_is_refused_when_required(pki):
 
     def client(port: int) -> str:
         try:
-            with socket.create_connection(("127.0.0.1", port)) as raw, \
-                    _client_ctx(pki).wrap_socket(raw, server_hostname="localhost") as s:
-                s.sendall(b"hi")
-                return repr(s.recv(10))
+            return repr(_ping(pki, port, b"hi"))
         except (ssl.SSLError, OSError) as e:
             return type(e).__name__
 
@@ -389,19 +387,7 @@ def test_a_forged_record_closes_that_connection_only_and_the_next_one_is_served(
     assert bytes(app.data) == b"first"  # what came before the forged record was delivered
     assert seen == b"closed"
 
-    def honest(port: int) -> bytes:
-        with socket.create_connection(("127.0.0.1", port)) as raw, \
-                _client_ctx(pki).wrap_socket(raw, server_hostname="localhost") as s:
-            s.sendall(b"ping")
-            return s.recv(10)
-
-    def setup(app: App) -> None:
-        def on(chunk: bytes) -> None:
-            app.transport.write(b"pong")
-            app.transport.close()
-        app.on_data = on
-
-    app, reply = _serve_one(octx, honest, setup)
+    app, reply = _serve_one(octx, lambda port: _ping(pki, port, b"ping"), _answer_then_close(b"pong"))
     assert isinstance(app, App), app
     assert reply == b"pong"
 
