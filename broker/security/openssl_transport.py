@@ -354,13 +354,13 @@ class TlsTransport(asyncio.Transport):
         super().__init__()
         self._tls = tls
         self._raw = tls.raw
-        self._extra = {"ssl_object": _PeerInfo(tls._conn)}
+        self._peer = _PeerInfo(tls._conn)
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:
-        if name in self._extra:
-            return self._extra[name]
+        if name == "ssl_object":
+            return self._peer
         if name == "cipher":
-            return self._extra["ssl_object"].cipher()
+            return self._peer.cipher()
         return self._raw.get_extra_info(name, default)
 
     def write(self, data: Any) -> None:
