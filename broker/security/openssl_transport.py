@@ -19,11 +19,18 @@ Theory of operation:
   loaded, the client-auth mode; the keystore is read again through :func:`.tls.keystore_pem`.
   So each setting has one meaning and one error message, whichever transport serves it.
 * A connection is a :class:`TlsProtocol` on a plain TCP transport of the event loop:
-  ciphertext is read into its buffer, written into the connection's memory BIO, and
-  ``SSL_read`` decrypts record after record straight into the Kafka connection's
-  ``get_buffer()`` (no plaintext copy in between). Writes: ``SSL_write`` into the outgoing memory
-  BIO, read out in pieces of :data:`OUT_PIECE` and handed to the TCP transport in one call, whose
-  flow control (high/low water) is the Kafka connection's.
+  ciphertext is read into its buffer and, once the handshake is done, OpenSSL reads it from
+  there through a read-only memory BIO made for each read (``BIO_new_mem_buf``: no copy, where
+  writing it into a memory BIO would clear and copy every byte); ``SSL_read`` decrypts record
+  after record straight into the Kafka connection's ``get_buffer()`` (no plaintext copy either).
+  Writes: ``SSL_write`` into the outgoing memory BIO, read out once into memory allocated
+  uncleared for it, which goes to the TCP transport as it is; its flow control (high/low water)
+  is the Kafka connection's.
+* Invariant of the read-only BIO: it points into the receive buffer, which the event loop
+  overwrites on its next read, so it holds nothing when a read pass ends. If the pass stopped
+  before OpenSSL took everything (the Kafka connection paused reading, or :data:`READ_PASS`), the
+  rest is moved into a copying memory BIO, and what arrives next is appended to that one until
+  it is empty again.
 * Handshake first: :func:`accept` awaits the handshake (60 s deadline, as the event loop's
   ``ssl_handshake_timeout``) before the Kafka connection is attached; a failure raises to the
   acceptor, which logs it as Kafka does ("SSL handshake failed").
@@ -44,7 +51,6 @@ import asyncio
 import logging
 import os
 import ssl
-import threading
 from typing import TYPE_CHECKING, Any
 
 from . import SecurityConfigError
@@ -57,7 +63,6 @@ log = logging.getLogger("samsa.server")
 HANDSHAKE_TIMEOUT = 60.0
 READ_BUFFER = 256 * 1024  # ciphertext read per recv: as the event loop's own TLS reads
 READ_PASS = 4 * 1024 * 1024  # bytes decrypted per event before the loop's other work runs
-OUT_PIECE = 1024 * 1024  # ciphertext moved out of the BIO per call
 
 # Which TLS implementation SSL and SASL_SSL listeners use: "openssl" (this module, the default)
 # or "loop" (the event loop's TLS transport on Python's ssl module).
@@ -75,7 +80,7 @@ except ImportError:  # pragma: no cover - pyOpenSSL is a dependency; the loop's 
     AVAILABLE = False
 
 _VERIFY = {ssl.CERT_NONE: 0, ssl.CERT_OPTIONAL: 1, ssl.CERT_REQUIRED: 3}  # VERIFY_PEER=1, FAIL_IF_NO_PEER_CERT=2
-_out = threading.local()  # one OUT_PIECE buffer per thread running an event loop
+_alloc: Any = _ffi.new_allocator(should_clear_after_alloc=False) if AVAILABLE else None  # ciphertext out
 
 
 class TlsHandshakeError(Exception):
@@ -184,6 +189,11 @@ class TlsProtocol(asyncio.BufferedProtocol):
         self._inbuf = bytearray(READ_BUFFER)
         self._inview = memoryview(self._inbuf)
         self._inptr = _ffi.from_buffer(self._inbuf)
+        # After the handshake OpenSSL reads ciphertext straight from _inbuf through a read-only
+        # BIO made per read (see buffer_updated); _rbio_copied: the BIO is a copying one instead
+        # (the handshake's, or one holding what a read pass left when it stopped early).
+        self._rbio_copied = True
+        self._leftptr = _ffi.new("char **")
         self._loop = loop
         self.handshake: asyncio.Future[None] = loop.create_future()
         self.raw: Any = None
@@ -203,14 +213,35 @@ class TlsProtocol(asyncio.BufferedProtocol):
         return self._inview
 
     def buffer_updated(self, nbytes: int) -> None:
-        if _lib.BIO_write(self._rbio, self._inptr, nbytes) != nbytes:
-            self._fatal("cannot buffer received TLS records")
+        if self.app is None or (self._rbio_copied and _lib.BIO_get_mem_data(self._rbio, _ffi.NULL) > 0):
+            # The handshake, or records still waiting in a copying BIO: append behind them.
+            self._bio_write(self._inptr, nbytes)
+            if self.app is not None:
+                self._read()
+            elif not self.handshake.done():
+                self._handshake()
+            # else: handshake done, protocol not attached yet: attach() reads what waits in the BIO
             return
-        if self.app is not None:
-            self._read()
-        elif not self.handshake.done():
-            self._handshake()
-        # else: handshake done, protocol not attached yet: attach() reads what waits in the BIO
+        # OpenSSL reads these records where they arrived: a read-only BIO over _inbuf.
+        self._set_rbio(_lib.BIO_new_mem_buf(self._inptr, nbytes), copied=False)
+        self._read()
+        left = _lib.BIO_get_mem_data(self._rbio, self._leftptr)
+        if left > 0:  # reading stopped early: move the rest to a BIO of its own, as _inbuf is reused
+            rest = self._leftptr[0]
+            self._set_rbio(_lib.BIO_new(_lib.BIO_s_mem()), copied=True)
+            self._bio_write(rest, left)
+
+    def _set_rbio(self, bio: Any, copied: bool) -> None:
+        """Give the connection a new incoming BIO (OpenSSL frees the one it had)."""
+        if bio == _ffi.NULL:
+            raise MemoryError("OpenSSL could not allocate a BIO")
+        _lib.BIO_set_mem_eof_return(bio, -1)  # empty means "wait for more", not end of stream
+        _lib.SSL_set_bio(self._ssl, bio, self._wbio)  # wbio unchanged: only the rbio is replaced
+        self._rbio, self._rbio_copied = bio, copied
+
+    def _bio_write(self, ptr: Any, nbytes: int) -> None:
+        if _lib.BIO_write(self._rbio, ptr, nbytes) != nbytes:
+            self._fatal("cannot buffer received TLS records")
 
     def eof_received(self) -> bool:
         return False  # the TCP transport closes; connection_lost follows
@@ -249,6 +280,7 @@ class TlsProtocol(asyncio.BufferedProtocol):
 
     def attach(self, app: Any) -> TlsTransport:
         self.app = app
+        self._conn._into_ssl = None  # replaced from here on (buffer_updated): pyOpenSSL must not use it
         self.transport = TlsTransport(self)
         app.connection_made(self.transport)
         self._read()  # requests that came with the client's last handshake flight
@@ -329,22 +361,20 @@ class TlsProtocol(asyncio.BufferedProtocol):
         return True
 
     def flush(self) -> None:
-        """Move what OpenSSL wrote into the outgoing BIO to the TCP transport."""
-        out = getattr(_out, "buffer", None)
-        if out is None:
-            cdata = _ffi.new("char[]", OUT_PIECE)
-            out = _out.buffer = (cdata, _ffi.buffer(cdata))
-        cdata, view = out
-        pieces = []
-        while True:
-            r = _lib.BIO_read(self._wbio, cdata, OUT_PIECE)
-            if r <= 0:
-                break
-            pieces.append(view[:r])
-        if len(pieces) == 1:
-            self.raw.write(pieces[0])
-        elif pieces:
-            self.raw.writelines(pieces)
+        """Move what OpenSSL wrote into the outgoing BIO to the TCP transport.
+
+        The ciphertext is read out once, into memory allocated for it and not cleared first, and
+        that memory is handed to the transport as it is (the event loop keeps a reference while
+        it waits for the socket), so nothing is copied between the BIO and the kernel.
+        """
+        n = _lib.BIO_get_mem_data(self._wbio, _ffi.NULL)
+        if n <= 0:
+            return
+        out = _alloc("char[]", n)
+        if _lib.BIO_read(self._wbio, out, n) != n:  # a memory BIO hands out all it holds
+            self._fatal("cannot read TLS records from the outgoing buffer")
+            return
+        self.raw.write(memoryview(_ffi.buffer(out)))
 
 
 class TlsTransport(asyncio.Transport):

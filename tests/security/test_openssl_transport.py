@@ -253,6 +253,46 @@ def test_resume_reading_delivers_records_openssl_already_holds(pki):
     assert reply == b"ok"
 
 
+def test_records_left_when_reading_paused_stay_ahead_of_records_that_arrive_later(pki):
+    """After the handshake OpenSSL reads ciphertext where it arrived (the transport's receive
+    buffer). The protocol pauses after its first bytes with 49 records unread in that buffer;
+    50 more records arrive while it is paused and are read into the same buffer when it resumes
+    (from a ready callback, so the socket is read before the scheduled read runs): the 49 must have
+    been moved aside, and all 100 arrive in order."""
+    _lc, octx = _contexts(pki)
+    first = [bytes([i]) * 100 for i in range(50)]
+    second = [bytes([100 + i]) * 100 for i in range(50)]
+
+    def client(port: int) -> bytes:
+        sock, obj, inc, out = _memory_bio_records(pki, port, first)
+        with sock:
+            time.sleep(0.1)  # the server has read the first burst and paused
+            for r in second:
+                obj.write(r)
+            sock.sendall(out.read())
+            return _read_plain(sock, obj, inc, 2)
+
+    def setup(app: App) -> None:
+        app.buf = bytearray(100)  # one record per buffer_updated
+        state = {"paused": False}
+
+        def on(chunk: bytes) -> None:
+            if not state["paused"]:
+                state["paused"] = True
+                app.transport.pause_reading()
+                loop = asyncio.get_running_loop()
+                loop.call_later(0.4, loop.call_soon, app.transport.resume_reading)
+            if len(app.data) == 10000:
+                app.transport.write(b"ok")
+                app.transport.close()
+        app.on_data = on
+
+    app, reply = _serve_one(octx, client, setup)
+    assert isinstance(app, App), app
+    assert bytes(app.data) == b"".join(first + second)
+    assert reply == b"ok"
+
+
 def test_close_sends_close_notify_after_buffered_data(pki):
     """close() right after a 3 MB write: the peer reads all of it, then a clean TLS EOF (close_notify),
     not the 'EOF occurred in violation of protocol' a bare TCP close gives."""
