@@ -223,21 +223,24 @@ class TlsProtocol(asyncio.BufferedProtocol):
             # else: handshake done, protocol not attached yet: attach() reads what waits in the BIO
             return
         # OpenSSL reads these records where they arrived: a read-only BIO over _inbuf.
-        self._set_rbio(_lib.BIO_new_mem_buf(self._inptr, nbytes), copied=False)
+        if not self._set_rbio(_lib.BIO_new_mem_buf(self._inptr, nbytes), copied=False):
+            return
         self._read()
         left = _lib.BIO_get_mem_data(self._rbio, self._leftptr)
         if left > 0:  # reading stopped early: move the rest to a BIO of its own, as _inbuf is reused
             rest = self._leftptr[0]
-            self._set_rbio(_lib.BIO_new(_lib.BIO_s_mem()), copied=True)
-            self._bio_write(rest, left)
+            if self._set_rbio(_lib.BIO_new(_lib.BIO_s_mem()), copied=True):
+                self._bio_write(rest, left)
 
-    def _set_rbio(self, bio: Any, copied: bool) -> None:
+    def _set_rbio(self, bio: Any, copied: bool) -> bool:
         """Give the connection a new incoming BIO (OpenSSL frees the one it had)."""
         if bio == _ffi.NULL:
-            raise MemoryError("OpenSSL could not allocate a BIO")
+            self._fatal("OpenSSL could not allocate a BIO")
+            return False
         _lib.BIO_set_mem_eof_return(bio, -1)  # empty means "wait for more", not end of stream
         _lib.SSL_set_bio(self._ssl, bio, self._wbio)  # wbio unchanged: only the rbio is replaced
         self._rbio, self._rbio_copied = bio, copied
+        return True
 
     def _bio_write(self, ptr: Any, nbytes: int) -> None:
         if _lib.BIO_write(self._rbio, ptr, nbytes) != nbytes:
@@ -365,7 +368,7 @@ class TlsProtocol(asyncio.BufferedProtocol):
 
         The ciphertext is read out once, into memory allocated for it and not cleared first, and
         that memory is handed to the transport as it is (the event loop keeps a reference while
-        it waits for the socket), so nothing is copied between the BIO and the kernel.
+        it waits for the socket): that read is the only copy between the BIO and the kernel.
         """
         n = _lib.BIO_get_mem_data(self._wbio, _ffi.NULL)
         if n <= 0:
