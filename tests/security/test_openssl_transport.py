@@ -222,6 +222,25 @@ def _read_plain(sock: socket.socket, obj: Any, inc: Any, n: int, timeout: float 
     return bytes(got)
 
 
+def _pause_once_then_ok(total: int, resume: Any) -> Any:
+    """A ``_serve_one`` setup: read one 100-byte record per ``buffer_updated``, pause reading after
+    the first and call ``resume(app)``; once ``total`` bytes are in, answer "ok" and close."""
+    def setup(app: App) -> None:
+        app.buf = bytearray(100)
+        state = {"paused": False}
+
+        def on(chunk: bytes) -> None:
+            if not state["paused"]:
+                state["paused"] = True
+                app.transport.pause_reading()
+                resume(app)
+            if len(app.data) == total:
+                app.transport.write(b"ok")
+                app.transport.close()
+        app.on_data = on
+    return setup
+
+
 def test_resume_reading_delivers_records_openssl_already_holds(pki):
     """The protocol pauses after its first bytes while 49 more records sit in OpenSSL's BIO and
     the socket is empty: resume_reading must deliver them without anything more arriving."""
@@ -233,21 +252,10 @@ def test_resume_reading_delivers_records_openssl_already_holds(pki):
         with sock:
             return _read_plain(sock, obj, inc, 2)  # "ok" once the server has all 5,000 bytes
 
-    def setup(app: App) -> None:
-        app.buf = bytearray(100)  # one record per buffer_updated
-        state = {"paused": False}
+    def resume(app: App) -> None:
+        asyncio.get_running_loop().call_later(0.2, app.transport.resume_reading)
 
-        def on(chunk: bytes) -> None:
-            if not state["paused"]:
-                state["paused"] = True
-                app.transport.pause_reading()
-                asyncio.get_running_loop().call_later(0.2, app.transport.resume_reading)
-            if len(app.data) == 5000:
-                app.transport.write(b"ok")
-                app.transport.close()
-        app.on_data = on
-
-    app, reply = _serve_one(octx, client, setup)
+    app, reply = _serve_one(octx, client, _pause_once_then_ok(5000, resume))
     assert isinstance(app, App), app
     assert bytes(app.data) == b"".join(records)
     assert reply == b"ok"
@@ -272,22 +280,11 @@ def test_records_left_when_reading_paused_stay_ahead_of_records_that_arrive_late
             sock.sendall(out.read())
             return _read_plain(sock, obj, inc, 2)
 
-    def setup(app: App) -> None:
-        app.buf = bytearray(100)  # one record per buffer_updated
-        state = {"paused": False}
+    def resume(app: App) -> None:
+        loop = asyncio.get_running_loop()
+        loop.call_later(0.4, loop.call_soon, app.transport.resume_reading)
 
-        def on(chunk: bytes) -> None:
-            if not state["paused"]:
-                state["paused"] = True
-                app.transport.pause_reading()
-                loop = asyncio.get_running_loop()
-                loop.call_later(0.4, loop.call_soon, app.transport.resume_reading)
-            if len(app.data) == 10000:
-                app.transport.write(b"ok")
-                app.transport.close()
-        app.on_data = on
-
-    app, reply = _serve_one(octx, client, setup)
+    app, reply = _serve_one(octx, client, _pause_once_then_ok(10000, resume))
     assert isinstance(app, App), app
     assert bytes(app.data) == b"".join(first + second)
     assert reply == b"ok"
