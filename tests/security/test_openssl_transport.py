@@ -261,33 +261,84 @@ def test_resume_reading_delivers_records_openssl_already_holds(pki):
     assert reply == b"ok"
 
 
+class _Wire:
+    """The TCP transport under a TlsProtocol, driven by hand: what the protocol writes is kept."""
+
+    def __init__(self) -> None:
+        self.sent = bytearray()
+        self.reading = True
+
+    def write(self, data: Any) -> None:
+        self.sent += data
+
+    def writelines(self, chunks: Any) -> None:
+        for c in chunks:
+            self.sent += c
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return ("127.0.0.1", 1) if name == "peername" else default
+
+    def pause_reading(self) -> None:
+        self.reading = False
+
+    def resume_reading(self) -> None:
+        self.reading = True
+
+    def is_closing(self) -> bool:
+        return False
+
+    def abort(self) -> None:
+        raise AssertionError("the protocol gave up on the connection")
+
+    close = abort
+
+
 def test_records_left_when_reading_paused_stay_ahead_of_records_that_arrive_later(pki):
-    """After the handshake OpenSSL reads ciphertext where it arrived (the transport's receive
-    buffer). The protocol pauses after its first bytes with 49 records unread in that buffer;
-    50 more records arrive while it is paused and are read into the same buffer when it resumes
-    (from a ready callback, so the socket is read before the scheduled read runs): the 49 must have
-    been moved aside, and all 100 arrive in order."""
+    """After the handshake OpenSSL reads ciphertext where it arrived, in the protocol's receive
+    buffer. The application pauses after its first record with 49 still unread in that buffer,
+    resumes, and 50 more records are received into the same buffer *before* the read that
+    resume_reading scheduled has run (the event loop may poll the socket first). The 49 must have
+    been moved aside: all 100 arrive, in order. Driven by hand, so the order is certain."""
     _lc, octx = _contexts(pki)
-    first = [bytes([i]) * 100 for i in range(50)]
-    second = [bytes([100 + i]) * 100 for i in range(50)]
 
-    def client(port: int) -> bytes:
-        sock, obj, inc, out = _memory_bio_records(pki, port, first)
-        with sock:
-            time.sleep(0.1)  # the server has read the first burst and paused
-            for r in second:
-                obj.write(r)
-            sock.sendall(out.read())
-            return _read_plain(sock, obj, inc, 2)
+    async def run() -> None:  # no await until the end: call_soon only queues until then
+        tls = ot.TlsProtocol(octx, asyncio.get_running_loop())
+        wire = _Wire()
+        tls.connection_made(wire)
+        inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+        client = _client_ctx(pki).wrap_bio(inc, out, server_hostname="localhost")
 
-    def resume(app: App) -> None:
-        loop = asyncio.get_running_loop()
-        loop.call_later(0.4, loop.call_soon, app.transport.resume_reading)
+        def receive(data: bytes) -> None:  # the event loop reading ``data`` from the socket
+            buf = tls.get_buffer(len(data))
+            buf[:len(data)] = data
+            tls.buffer_updated(len(data))
 
-    app, reply = _serve_one(octx, client, _pause_once_then_ok(10000, resume))
-    assert isinstance(app, App), app
-    assert bytes(app.data) == b"".join(first + second)
-    assert reply == b"ok"
+        while not tls.handshake.done():
+            try:
+                client.do_handshake()
+            except ssl.SSLWantReadError:
+                pass
+            receive(out.read())
+            inc.write(bytes(wire.sent))
+            wire.sent.clear()
+        client.do_handshake()
+        app = App(buffer_size=100)  # one record per buffer_updated
+        app.on_data = lambda chunk: app.transport.pause_reading() if len(app.data) == 100 else None
+        tls.attach(app)
+        first = [bytes([i]) * 100 for i in range(50)]
+        second = [bytes([100 + i]) * 100 for i in range(50)]
+        for r in first:
+            client.write(r)
+        receive(out.read())
+        assert bytes(app.data) == first[0] and not wire.reading  # paused, 49 records unread
+        app.transport.resume_reading()  # schedules a read; the socket is read first:
+        for r in second:
+            client.write(r)
+        receive(out.read())
+        await asyncio.sleep(0)  # now the scheduled read
+        assert bytes(app.data) == b"".join(first + second)
+
+    asyncio.run(run())
 
 
 def test_close_sends_close_notify_after_buffered_data(pki):
