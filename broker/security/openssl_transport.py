@@ -225,12 +225,14 @@ class TlsProtocol(asyncio.BufferedProtocol):
         # OpenSSL reads these records where they arrived: a read-only BIO over _inbuf.
         if not self._set_rbio(_lib.BIO_new_mem_buf(self._inptr, nbytes), copied=False):
             return
-        self._read()
-        left = _lib.BIO_get_mem_data(self._rbio, self._leftptr)
-        if left > 0:  # reading stopped early: move the rest to a BIO of its own, as _inbuf is reused
-            rest = self._leftptr[0]
-            if self._set_rbio(_lib.BIO_new(_lib.BIO_s_mem()), copied=True):
-                self._bio_write(rest, left)
+        try:
+            self._read()
+        finally:  # even if the application raised: _inbuf is overwritten by the next read
+            left = _lib.BIO_get_mem_data(self._rbio, self._leftptr)
+            if left > 0:  # reading stopped early: move the rest to a BIO of its own
+                rest = self._leftptr[0]
+                if self._set_rbio(_lib.BIO_new(_lib.BIO_s_mem()), copied=True):
+                    self._bio_write(rest, left)
 
     def _set_rbio(self, bio: Any, copied: bool) -> bool:
         """Give the connection a new incoming BIO (OpenSSL frees the one it had)."""
