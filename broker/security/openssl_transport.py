@@ -26,11 +26,14 @@ Theory of operation:
   Writes: ``SSL_write`` into the outgoing memory BIO, read out once into memory allocated
   uncleared for it, which goes to the TCP transport as it is; its flow control (high/low water)
   is the Kafka connection's.
-* Invariant of the read-only BIO: it points into the receive buffer, which the event loop
-  overwrites on its next read, so it holds nothing when a read pass ends. If the pass stopped
-  before OpenSSL took everything (the Kafka connection paused reading, or :data:`READ_PASS`), the
-  rest is moved into a copying memory BIO, and what arrives next is appended to that one until
-  it is empty again.
+* One receive buffer per event loop (thread), shared by all its TLS connections: the event loop
+  reads into it and calls ``buffer_updated`` at once, and nothing of it is needed once that
+  returns, so a connection costs no buffer of its own while it waits (the event loop's TLS
+  transport keeps 256 KiB per connection). Invariant of the read-only BIO: it points into that
+  buffer, which the next read on any connection overwrites, so it holds nothing when a read
+  pass ends. If the pass stopped before OpenSSL took everything (the Kafka connection paused
+  reading, or :data:`READ_PASS`), the rest is moved into a copying memory BIO of the
+  connection, and what arrives next is appended to that one until it is empty again.
 * Handshake first: :func:`accept` awaits the handshake (60 s deadline, as the event loop's
   ``ssl_handshake_timeout``) before the Kafka connection is attached; a failure raises to the
   acceptor, which logs it as Kafka does ("SSL handshake failed").
@@ -51,6 +54,7 @@ import asyncio
 import logging
 import os
 import ssl
+import threading
 from typing import TYPE_CHECKING, Any
 
 from . import SecurityConfigError
@@ -61,7 +65,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("samsa.server")
 
 HANDSHAKE_TIMEOUT = 60.0
-READ_BUFFER = 256 * 1024  # ciphertext read per recv: as the event loop's own TLS reads
+READ_BUFFER = 256 * 1024  # ciphertext read per recv, into the buffer all connections of a loop share
 READ_PASS = 4 * 1024 * 1024  # bytes decrypted per event before the loop's other work runs
 
 # Which TLS implementation SSL and SASL_SSL listeners use: "openssl" (this module, the default)
@@ -80,6 +84,18 @@ except ImportError:  # pragma: no cover - pyOpenSSL is a dependency; the loop's 
     AVAILABLE = False
 
 _VERIFY = {ssl.CERT_NONE: 0, ssl.CERT_OPTIONAL: 1, ssl.CERT_REQUIRED: 3}  # VERIFY_PEER=1, FAIL_IF_NO_PEER_CERT=2
+_receive = threading.local()  # per thread running an event loop: (memoryview, pointer) of its buffer
+
+
+def _receive_buffer() -> tuple[memoryview, Any]:
+    """The receive buffer of this thread's connections (see the module docstring: one per loop)."""
+    got = getattr(_receive, "buffer", None)
+    if got is None:
+        buf = bytearray(READ_BUFFER)
+        got = _receive.buffer = (memoryview(buf), _ffi.from_buffer(buf))
+    return got
+
+
 _alloc: Any = _ffi.new_allocator(should_clear_after_alloc=False) if AVAILABLE else None  # ciphertext out
 
 
@@ -186,10 +202,8 @@ class TlsProtocol(asyncio.BufferedProtocol):
         conn.set_accept_state()
         self._conn = conn
         self._ssl, self._rbio, self._wbio = conn._ssl, conn._into_ssl, conn._from_ssl
-        self._inbuf = bytearray(READ_BUFFER)
-        self._inview = memoryview(self._inbuf)
-        self._inptr = _ffi.from_buffer(self._inbuf)
-        # After the handshake OpenSSL reads ciphertext straight from _inbuf through a read-only
+        self._inview, self._inptr = _receive_buffer()
+        # After the handshake OpenSSL reads ciphertext straight from that buffer through a read-only
         # BIO made per read (see buffer_updated); _rbio_copied: the BIO is a copying one instead
         # (the handshake's, or one holding what a read pass left when it stopped early).
         self._rbio_copied = True
@@ -222,12 +236,12 @@ class TlsProtocol(asyncio.BufferedProtocol):
                 self._handshake()
             # else: handshake done, protocol not attached yet: attach() reads what waits in the BIO
             return
-        # OpenSSL reads these records where they arrived: a read-only BIO over _inbuf.
+        # OpenSSL reads these records where they arrived: a read-only BIO over the receive buffer.
         if not self._set_rbio(_lib.BIO_new_mem_buf(self._inptr, nbytes), copied=False):
             return
         try:
             self._read()
-        finally:  # even if the application raised: _inbuf is overwritten by the next read
+        finally:  # even if the application raised: the buffer is overwritten by the next read
             left = _lib.BIO_get_mem_data(self._rbio, self._leftptr)
             if left > 0:  # reading stopped early: move the rest to a BIO of its own
                 rest = self._leftptr[0]

@@ -262,7 +262,7 @@ def test_resume_reading_delivers_records_openssl_already_holds(pki):
 
 
 class _Wire:
-    """The TCP transport under a TlsProtocol, driven by hand: what the protocol writes is kept."""
+    """The TCP transport under a TlsProtocol driven by hand: what the protocol writes is kept."""
 
     def __init__(self) -> None:
         self.sent = bytearray()
@@ -293,52 +293,96 @@ class _Wire:
     close = abort
 
 
-def test_records_left_when_reading_paused_stay_ahead_of_records_that_arrive_later(pki):
-    """After the handshake OpenSSL reads ciphertext where it arrived, in the protocol's receive
-    buffer. The application pauses after its first record with 49 still unread in that buffer,
-    resumes, and 50 more records are received into the same buffer *before* the read that
-    resume_reading scheduled has run (the event loop may poll the socket first). The 49 must have
-    been moved aside: all 100 arrive, in order. Driven by hand, so the order is certain."""
-    _lc, octx = _contexts(pki)
+class _ByHand:
+    """A TlsProtocol on a _Wire and a Python ``ssl`` client on memory BIOs, handshaken, with an
+    App (one 100-byte record per ``buffer_updated``) attached; ``receive`` is the event loop
+    reading what the client sent. Must be made inside a running loop that the test does not
+    yield to until it means to, so ``call_soon`` only queues."""
 
-    async def run() -> None:  # no await until the end: call_soon only queues until then
-        tls = ot.TlsProtocol(octx, asyncio.get_running_loop())
-        wire = _Wire()
-        tls.connection_made(wire)
-        inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
-        client = _client_ctx(pki).wrap_bio(inc, out, server_hostname="localhost")
-
-        def receive(data: bytes) -> None:  # the event loop reading ``data`` from the socket
-            buf = tls.get_buffer(len(data))
-            buf[:len(data)] = data
-            tls.buffer_updated(len(data))
-
-        while not tls.handshake.done():
+    def __init__(self, octx: Any, pki: Any, app: App) -> None:
+        self.tls = ot.TlsProtocol(octx, asyncio.get_running_loop())
+        self.wire = _Wire()
+        self.tls.connection_made(self.wire)
+        self.inc, self.out = ssl.MemoryBIO(), ssl.MemoryBIO()
+        self.client = _client_ctx(pki).wrap_bio(self.inc, self.out, server_hostname="localhost")
+        while not self.tls.handshake.done():
             try:
-                client.do_handshake()
+                self.client.do_handshake()
             except ssl.SSLWantReadError:
                 pass
-            receive(out.read())
-            inc.write(bytes(wire.sent))
-            wire.sent.clear()
-        client.do_handshake()
-        app = App(buffer_size=100)  # one record per buffer_updated
-        app.on_data = lambda chunk: app.transport.pause_reading() if len(app.data) == 100 else None
-        tls.attach(app)
-        first = [bytes([i]) * 100 for i in range(50)]
-        second = [bytes([100 + i]) * 100 for i in range(50)]
-        for r in first:
-            client.write(r)
-        receive(out.read())
-        assert bytes(app.data) == first[0] and not wire.reading  # paused, 49 records unread
-        app.transport.resume_reading()  # schedules a read; the socket is read first:
-        for r in second:
-            client.write(r)
-        receive(out.read())
+            self.receive()
+            self.inc.write(bytes(self.wire.sent))
+            self.wire.sent.clear()
+        self.client.do_handshake()
+        self.app = app
+        self.tls.attach(app)
+
+    def send(self, records: list[bytes]) -> None:
+        for r in records:
+            self.client.write(r)
+        self.receive()
+
+    def receive(self) -> None:
+        data = self.out.read()
+        buf = self.tls.get_buffer(len(data))
+        buf[:len(data)] = data
+        self.tls.buffer_updated(len(data))
+
+
+def _pausing_app() -> App:
+    """Pauses reading after its first 100-byte record."""
+    app = App(buffer_size=100)
+    app.on_data = lambda chunk: app.transport.pause_reading() if len(app.data) == 100 else None
+    return app
+
+
+def test_records_left_when_reading_paused_stay_ahead_of_records_that_arrive_later(pki):
+    """After the handshake OpenSSL reads ciphertext where it arrived, in the receive buffer. The
+    application pauses after its first record with 49 still unread in that buffer, resumes, and
+    50 more records are received into the same buffer *before* the read that resume_reading
+    scheduled has run (the event loop may poll the socket first). The 49 must have been moved
+    aside: all 100 arrive, in order. Driven by hand, so the order is certain."""
+    _lc, octx = _contexts(pki)
+    first = [bytes([i]) * 100 for i in range(50)]
+    second = [bytes([100 + i]) * 100 for i in range(50)]
+
+    async def run() -> None:  # no await until the end: call_soon only queues until then
+        c = _ByHand(octx, pki, _pausing_app())
+        c.send(first)
+        assert bytes(c.app.data) == first[0] and not c.wire.reading  # paused, 49 records unread
+        c.app.transport.resume_reading()  # schedules a read; the socket is read first:
+        c.send(second)
         await asyncio.sleep(0)  # now the scheduled read
-        assert bytes(app.data) == b"".join(first + second)
+        assert bytes(c.app.data) == b"".join(first + second)
 
     asyncio.run(run())
+
+
+def test_connections_of_one_loop_share_the_receive_buffer_and_keep_their_own_records(pki):
+    """All TLS connections of an event loop read into one buffer (none keeps 256 KiB of its own).
+    Connection A pauses with 49 records unread; B then receives 50 records into the same memory;
+    A resumes and must still get its own 49, in order, and B all of its 50."""
+    _lc, octx = _contexts(pki)
+    mine = [bytes([i]) * 100 for i in range(50)]
+    theirs = [bytes([200]) * 100 for _ in range(50)]
+
+    async def run() -> None:
+        a = _ByHand(octx, pki, _pausing_app())
+        b = _ByHand(octx, pki, App())
+        assert _address(a.tls.get_buffer(-1)) == _address(b.tls.get_buffer(-1))
+        a.send(mine)
+        assert bytes(a.app.data) == mine[0] and not a.wire.reading
+        b.send(theirs)
+        assert bytes(b.app.data) == b"".join(theirs)
+        a.app.transport.resume_reading()
+        await asyncio.sleep(0)
+        assert bytes(a.app.data) == b"".join(mine)
+
+    asyncio.run(run())
+
+
+def _address(view: memoryview) -> int:
+    return int(ot._ffi.cast("uintptr_t", ot._ffi.from_buffer(view)))
 
 
 def test_close_sends_close_notify_after_buffered_data(pki):
