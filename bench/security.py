@@ -9,6 +9,8 @@ from the beginning, until the N-th record). The ratio to PLAINTEXT is printed pe
 SSL >= 0.6x). Then new connections per second over SASL_PLAINTEXT, each a TCP connect,
 SaslHandshake, SaslAuthenticate (one round trip for PLAIN, two for SCRAM-SHA-512, whose
 client-side PBKDF2 at 4096 iterations is included) and close, for PLAIN and SCRAM-SHA-512.
+Last, the broker's resident memory per idle TLS connection: ``--idle`` clients handshake with
+the SSL listener and stay connected while the broker's VmRSS is read.
 
 Throughput is timed on connections already up: the producer delivers one warm-up message to
 the topic before its clock starts, and the consumer's clock starts when that message arrives,
@@ -84,6 +86,31 @@ def conf_for(proto: str, ports: dict[str, int], pki: object) -> dict[str, str]:
     if "SASL" in proto:
         conf.update({"sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": "bob", "sasl.password": "bob-secret"})
     return conf
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError("no VmRSS")
+
+
+def memory_per_tls_connection(pid: int, port: int, pki: object, count: int) -> float:
+    """KiB of broker RSS per TLS connection: ``count`` clients handshake and stay idle."""
+    import ssl
+
+    ctx = ssl.create_default_context(cafile=str(pki.ca))  # type: ignore[attr-defined]
+    ctx.check_hostname = False
+    before = rss_kib(pid)
+    socks = []
+    try:
+        for _ in range(count):
+            socks.append(ctx.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname="localhost"))
+        time.sleep(1)  # the broker has attached every connection
+        return (rss_kib(pid) - before) / count
+    finally:
+        for s in socks:
+            s.close()
 
 
 def cpu_seconds(pid: int) -> float:
@@ -185,6 +212,7 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=1024)
     ap.add_argument("--connections", type=int, default=300, help="authenticated connections per mechanism")
     ap.add_argument("--repeat", type=int, default=3, help="runs per listener, interleaved; medians are printed")
+    ap.add_argument("--idle", type=int, default=500, help="idle TLS connections for the memory figure (0: skip)")
     ap.add_argument("--cold", action="store_true",
                     help="time each client's connection set-up (TCP, TLS, SASL) inside the case too")
     args = ap.parse_args()
@@ -211,6 +239,9 @@ def main() -> None:
             for mech in ("PLAIN", "SCRAM-SHA-512"):
                 rate = connections_per_second(ports["SASL_PLAINTEXT"], mech, args.connections)
                 print(f"new authenticated connections/s, {mech}: {rate:.0f}")
+            if args.idle:
+                per = memory_per_tls_connection(proc.pid, ports["SSL"], pki, args.idle)
+                print(f"broker memory per idle TLS connection ({args.idle} connections): {per:.0f} KiB")
         finally:
             proc.terminate()
             proc.wait(30)
