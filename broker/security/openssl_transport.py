@@ -20,9 +20,10 @@ Theory of operation:
   So each setting has one meaning and one error message, whichever transport serves it.
 * A connection is a :class:`TlsProtocol` on a plain TCP transport of the event loop:
   ciphertext is read into the receive buffer (below) and, once the handshake is done, OpenSSL
-  reads it from there through a read-only memory BIO made for each read (``BIO_new_mem_buf``: no copy, where
-  writing it into a memory BIO would clear and copy every byte); ``SSL_read`` decrypts record
-  after record straight into the Kafka connection's ``get_buffer()`` (no plaintext copy either).
+  reads it from there through a read-only memory BIO made for each read (``BIO_new_mem_buf``:
+  no copy, where writing it into a memory BIO would clear and copy every byte); ``SSL_read``
+  decrypts record after record straight into the Kafka connection's ``get_buffer()`` (no
+  plaintext copy either).
   Writes: ``SSL_write`` into the outgoing memory BIO, read out once into memory allocated
   uncleared for it, which goes to the TCP transport as it is; its flow control (high/low water)
   is the Kafka connection's.
