@@ -205,9 +205,8 @@ class TlsProtocol(asyncio.BufferedProtocol):
         self._ssl, self._rbio, self._wbio = conn._ssl, conn._into_ssl, conn._from_ssl
         self._inview, self._inptr = _receive_buffer()
         # After the handshake OpenSSL reads ciphertext straight from that buffer through a read-only
-        # BIO made per read (see buffer_updated); _rbio_copied: the BIO is a copying one instead
-        # (the handshake's, or one holding what a read pass left when it stopped early).
-        self._rbio_copied = True
+        # BIO made per read (see buffer_updated); between reads _rbio is either empty or a copying
+        # BIO (the handshake's, or one holding what a read pass left when it stopped early).
         self._leftptr = _ffi.new("char **")
         self._loop = loop
         self.handshake: asyncio.Future[None] = loop.create_future()
@@ -228,7 +227,7 @@ class TlsProtocol(asyncio.BufferedProtocol):
         return self._inview
 
     def buffer_updated(self, nbytes: int) -> None:
-        if self.app is None or (self._rbio_copied and _lib.BIO_get_mem_data(self._rbio, _ffi.NULL) > 0):
+        if self.app is None or _lib.BIO_get_mem_data(self._rbio, _ffi.NULL) > 0:
             # The handshake, or records still waiting in a copying BIO: append behind them.
             self._bio_write(self._inptr, nbytes)
             if self.app is not None:
@@ -238,7 +237,7 @@ class TlsProtocol(asyncio.BufferedProtocol):
             # else: handshake done, protocol not attached yet: attach() reads what waits in the BIO
             return
         # OpenSSL reads these records where they arrived: a read-only BIO over the receive buffer.
-        if not self._set_rbio(_lib.BIO_new_mem_buf(self._inptr, nbytes), copied=False):
+        if not self._set_rbio(_lib.BIO_new_mem_buf(self._inptr, nbytes)):
             return
         try:
             self._read()
@@ -246,17 +245,17 @@ class TlsProtocol(asyncio.BufferedProtocol):
             left = _lib.BIO_get_mem_data(self._rbio, self._leftptr)
             if left > 0:  # reading stopped early: move the rest to a BIO of its own
                 rest = self._leftptr[0]
-                if self._set_rbio(_lib.BIO_new(_lib.BIO_s_mem()), copied=True):
+                if self._set_rbio(_lib.BIO_new(_lib.BIO_s_mem())):
                     self._bio_write(rest, left)
 
-    def _set_rbio(self, bio: Any, copied: bool) -> bool:
+    def _set_rbio(self, bio: Any) -> bool:
         """Give the connection a new incoming BIO (OpenSSL frees the one it had)."""
         if bio == _ffi.NULL:
             self._fatal("OpenSSL could not allocate a BIO")
             return False
         _lib.BIO_set_mem_eof_return(bio, -1)  # empty means "wait for more", not end of stream
         _lib.SSL_set_bio(self._ssl, bio, self._wbio)  # wbio unchanged: only the rbio is replaced
-        self._rbio, self._rbio_copied = bio, copied
+        self._rbio = bio
         return True
 
     def _bio_write(self, ptr: Any, nbytes: int) -> None:
