@@ -222,25 +222,6 @@ def _read_plain(sock: socket.socket, obj: Any, inc: Any, n: int, timeout: float 
     return bytes(got)
 
 
-def _pause_once_then_ok(total: int, resume: Any) -> Any:
-    """A ``_serve_one`` setup: read one 100-byte record per ``buffer_updated``, pause reading after
-    the first and call ``resume(app)``; once ``total`` bytes are in, answer "ok" and close."""
-    def setup(app: App) -> None:
-        app.buf = bytearray(100)
-        state = {"paused": False}
-
-        def on(chunk: bytes) -> None:
-            if not state["paused"]:
-                state["paused"] = True
-                app.transport.pause_reading()
-                resume(app)
-            if len(app.data) == total:
-                app.transport.write(b"ok")
-                app.transport.close()
-        app.on_data = on
-    return setup
-
-
 def test_resume_reading_delivers_records_openssl_already_holds(pki):
     """The protocol pauses after its first bytes while 49 more records sit in OpenSSL's BIO and
     the socket is empty: resume_reading must deliver them without anything more arriving."""
@@ -252,10 +233,21 @@ def test_resume_reading_delivers_records_openssl_already_holds(pki):
         with sock:
             return _read_plain(sock, obj, inc, 2)  # "ok" once the server has all 5,000 bytes
 
-    def resume(app: App) -> None:
-        asyncio.get_running_loop().call_later(0.2, app.transport.resume_reading)
+    def setup(app: App) -> None:
+        app.buf = bytearray(100)  # one record per buffer_updated
+        state = {"paused": False}
 
-    app, reply = _serve_one(octx, client, _pause_once_then_ok(5000, resume))
+        def on(chunk: bytes) -> None:
+            if not state["paused"]:
+                state["paused"] = True
+                app.transport.pause_reading()
+                asyncio.get_running_loop().call_later(0.2, app.transport.resume_reading)
+            if len(app.data) == 5000:
+                app.transport.write(b"ok")
+                app.transport.close()
+        app.on_data = on
+
+    app, reply = _serve_one(octx, client, setup)
     assert isinstance(app, App), app
     assert bytes(app.data) == b"".join(records)
     assert reply == b"ok"
