@@ -6,9 +6,19 @@ listener and a CA made here with ``cryptography``. For each of PLAINTEXT, SSL an
 (SCRAM-SHA-512) a confluent-kafka producer sends N messages of 1 KiB to a fresh topic (timed
 from the first produce to the last delivery report) and a consumer reads them back (assign,
 from the beginning, until the N-th record). The ratio to PLAINTEXT is printed per row (aim:
-SSL >= 0.6x). Then new connections per second over SASL_PLAINTEXT, each a TCP connect,
-SaslHandshake, SaslAuthenticate (one round trip for PLAIN, two for SCRAM-SHA-512, whose
-client-side PBKDF2 at 4096 iterations is included) and close, for PLAIN and SCRAM-SHA-512.
+SSL >= 0.6x). Then the same produce from a client that hands each ~1 MB Produce request to
+OpenSSL whole (one ``SSL_write``, so 16 KiB records; pyOpenSSL on the OpenSSL the broker runs),
+four requests in flight, over PLAINTEXT and SSL. librdkafka does not: it calls ``SSL_write``
+once per segment of its request buffer, and whenever a segment has less room left than the next
+value it links that value by reference as a segment of its own, while the record headers that
+follow fill the room left, 9-10 bytes at a time; so about a fifth of 1 KiB values (10,232 of
+50,000 in an strace) go out as a TLS record and a write syscall of their own plus another for
+the 9-10 bytes after them: ~450 records per MB where whole requests make ~64. The broker pays
+per record too (``SSL_read`` returns one record per call); this row shows what TLS costs it
+when the records are full. Then new connections per second over SASL_PLAINTEXT, each a TCP
+connect, SaslHandshake, SaslAuthenticate (one round trip for PLAIN, two for SCRAM-SHA-512,
+whose client-side PBKDF2 at 4096 iterations is included) and close, for PLAIN and
+SCRAM-SHA-512.
 Last, the broker's resident memory per idle TLS connection: ``--idle`` clients handshake with
 the SSL listener and stay connected while the broker's VmRSS is read.
 
@@ -53,6 +63,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -177,6 +188,71 @@ def throughput(conf: dict[str, str], n: int, size: int, pid: int, cold: bool) ->
             produce_own * 1000 / mb, consume_own * 1000 / mb)
 
 
+def whole_record_produce(proto: str, ports: dict[str, int], pki: object, n: int, size: int,
+                         pid: int) -> tuple[float, float, float]:
+    """(MB/s, broker CPU ms/MB, client CPU ms/MB) producing ``n`` x ``size`` through one connection
+    that hands each ~1 MB Produce request to TLS whole (``SSL_write`` of the whole request: 16 KiB
+    records), four in flight. The same bytes as the confluent-kafka case, without librdkafka's record pattern (see
+    bench/RESULTS.md: a fifth of its 1 KiB values go out as records of their own), so the ratio of
+    SSL to PLAINTEXT here is what TLS costs the broker when the client sends full records."""
+    import struct
+
+    from confluent_kafka.admin import AdminClient, NewTopic
+    from kafka.protocol.producer import ProduceResponse
+
+    from tests.support.rawclient import build_batch, produce_request
+
+    conf = conf_for(proto, ports, pki)
+    topic = f"bench-rec-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient(conf)
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    per = max(1, (1 << 20) // (size + 20))  # records per batch: ~1 MB requests, as librdkafka's
+    batch = build_batch([(None, b"x" * size, [])] * per)
+    req = produce_request(topic, 0, batch, acks=-1, timeout_ms=30000)
+    req.with_header(correlation_id=0, client_id="bench-whole-records")
+    frame = bytearray(req.encode(version=7, header=True, framed=True))
+    sock: Any = socket.create_connection(("127.0.0.1", ports[proto]))
+    if proto == "SSL":  # the OpenSSL the broker runs (cryptography's), so both ends encrypt alike
+        from OpenSSL import SSL
+
+        ctx = SSL.Context(SSL.TLS_CLIENT_METHOD)
+        ctx.load_verify_locations(str(pki.ca))  # type: ignore[attr-defined]
+        ctx.set_verify(SSL.VERIFY_PEER)
+        sock = SSL.Connection(ctx, sock)
+        sock.set_connect_state()
+        sock.do_handshake()
+
+    def send(corr: int) -> None:
+        struct.pack_into(">i", frame, 8, corr)  # size, api key, version, then the correlation id
+        sock.sendall(frame)
+
+    def answer() -> None:
+        r = ProduceResponse.decode(recv_frame(sock), version=7, header=True)
+        err = r.responses[0].partition_responses[0].error_code
+        if err:
+            raise SystemExit(f"Produce over {proto} failed with error {err}")
+
+    requests = max(1, n // per)
+    try:
+        send(0)
+        answer()  # connection up before the clock starts, as in throughput()
+        cpu0, own0 = cpu_seconds(pid), own_cpu_seconds()
+        t0 = time.perf_counter()
+        for i in range(1, requests + 1):
+            send(i)
+            if i > 4:
+                answer()
+        for _ in range(min(4, requests)):
+            answer()
+        secs = time.perf_counter() - t0
+        cpu, own = cpu_seconds(pid) - cpu0, own_cpu_seconds() - own0
+    finally:
+        sock.close()
+    admin.delete_topics([topic])[topic].result(30)
+    mb = requests * len(batch) / 1e6
+    return mb / secs, cpu * 1000 / mb, own * 1000 / mb
+
+
 def connections_per_second(port: int, mechanism: str, count: int) -> float:
     from kafka.net.sasl.scram import ScramClient
     from kafka.protocol.sasl import (
@@ -236,6 +312,13 @@ def main() -> None:
             for proto, p, c, pc, cc, po, co in rows:
                 print(f"{proto:<12} {p:>13.1f} {p / base_p:>12.2f} {c:>13.1f} {c / base_c:>12.2f} {pc:>25.2f} {cc:>8.2f}"
                       f" {po:>25.2f} {co:>8.2f}")
+            whole = {p: [whole_record_produce(p, ports, pki, args.n, args.size, proc.pid) for _ in range(args.repeat)]
+                     for p in ("PLAINTEXT", "SSL")}
+            med = {p: [statistics.median(r[i] for r in whole[p]) for i in range(3)] for p in whole}
+            print("produce from a client that sends whole TLS records (Produce v7, ~1 MB requests, 4 in flight):")
+            for p, (rate, bcpu, ccpu) in med.items():
+                print(f"  {p:<10} {rate:7.1f} MB/s  x PLAINTEXT {rate / med['PLAINTEXT'][0]:.2f}  "
+                      f"broker CPU {bcpu:.2f} ms/MB  client CPU {ccpu:.2f} ms/MB")
             for mech in ("PLAIN", "SCRAM-SHA-512"):
                 rate = connections_per_second(ports["SASL_PLAINTEXT"], mech, args.connections)
                 print(f"new authenticated connections/s, {mech}: {rate:.0f}")
