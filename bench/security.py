@@ -192,9 +192,10 @@ def whole_record_produce(proto: str, ports: dict[str, int], pki: object, n: int,
                          pid: int) -> tuple[float, float, float]:
     """(MB/s, broker CPU ms/MB, client CPU ms/MB) producing ``n`` x ``size`` through one connection
     that hands each ~1 MB Produce request to TLS whole (``SSL_write`` of the whole request: 16 KiB
-    records), four in flight. The same bytes as the confluent-kafka case, without librdkafka's record pattern (see
-    bench/RESULTS.md: a fifth of its 1 KiB values go out as records of their own), so the ratio of
-    SSL to PLAINTEXT here is what TLS costs the broker when the client sends full records."""
+    records), four in flight: the same bytes as the confluent-kafka case without librdkafka's
+    record pattern (the module docstring). The broker's CPU per MB over SSL against PLAINTEXT is
+    what TLS costs it when the records are full; the throughput ratio also carries this client's
+    own TLS (encryption and a write per record), which shares the machine's cores."""
     import struct
 
     from confluent_kafka.admin import AdminClient, NewTopic
