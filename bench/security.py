@@ -213,6 +213,7 @@ def whole_record_produce(proto: str, ports: dict[str, int], pki: object, n: int,
     req.with_header(correlation_id=0, client_id="bench-whole-records")
     frame = bytearray(req.encode(version=7, header=True, framed=True))
     sock: Any = socket.create_connection(("127.0.0.1", ports[proto]))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as Kafka clients do: no Nagle wait
     if proto == "SSL":  # the OpenSSL the broker runs (cryptography's), so both ends encrypt alike
         from OpenSSL import SSL
 
