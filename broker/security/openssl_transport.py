@@ -383,7 +383,7 @@ class TlsProtocol(asyncio.BufferedProtocol):
     def _wake_for(self, nbytes: int) -> None:
         """Have the kernel report the socket readable once ``nbytes`` (bounded) have arrived."""
         lowat = min(nbytes, READ_BUFFER) if nbytes >= WAKE_MIN else 1
-        if lowat == self._lowat or self._sock is None or self.closing:
+        if lowat == self._lowat or self._sock is None:
             return
         try:
             self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, lowat)
