@@ -141,10 +141,6 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def get_buffer(self, sizehint: int) -> memoryview:
         return self.decoder.get_buffer(sizehint)
 
-    def bytes_expected(self) -> int:
-        """Bytes of the request being read that have not arrived yet (see FrameDecoder.expected)."""
-        return self.decoder.expected
-
     def buffer_updated(self, nbytes: int) -> None:
         self.last_active = time.monotonic()
         try:

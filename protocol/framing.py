@@ -104,19 +104,6 @@ class FrameDecoder:
         return frames
 
     @property
-    def expected(self) -> int:
-        """Bytes of the frame in progress not read yet, as its size prefix says; 0 between frames
-        or while the prefix itself is incomplete. A transport may wait for this many bytes before
-        it hands over more (the TLS transport does, with SO_RCVLOWAT): they are coming anyway."""
-        if self._big is not None:
-            return len(self._big) - self._filled
-        have = self._end - self._start
-        if have < 4:
-            return 0
-        (size,) = _SIZE.unpack_from(self._small, self._start)
-        return size - (have - 4)  # a small frame cut off by the end of a read: have < 4 + size
-
-    @property
     def buffered(self) -> int:
         """Bytes read that belong to frames not yet complete."""
         if self._big is not None:

@@ -43,18 +43,6 @@ Theory of operation:
   connection paused reading (``resume_reading`` then drains OpenSSL at once), or after
   :data:`READ_PASS` bytes (the rest is read on the next loop iteration, so one busy connection
   cannot hold the loop).
-* Waking for whole requests: a client such as librdkafka sends a large Produce as hundreds of
-  small records, one syscall each, and a broker that reads as soon as anything arrived would
-  decrypt each 1 MB request in dozens of passes (~46 per MB measured, against ~5 below), each a
-  wake-up, a read and a BIO set-up. So when a read pass ends because OpenSSL wants more and the
-  Kafka connection says that much of its request has yet to come (``bytes_expected()``), the
-  socket's ``SO_RCVLOWAT`` is set to that many bytes less the plaintext of one record OpenSSL
-  may already hold in part (:data:`RECORD_PLAINTEXT`), at most :data:`READ_BUFFER`, and back to
-  1 once less than :data:`WAKE_MIN` is awaited: the kernel then reports the socket readable only
-  when those bytes are there. Invariant: the low-water mark never exceeds ciphertext the client
-  must still send to finish the request it is sending, so it cannot hold a read back; end of
-  stream and errors make the socket readable regardless, and Linux makes it readable anyway
-  when the receive window is about to close (``tcp_epollin_ready``).
 * A bad record or an alert closes that connection only; OpenSSL's error queue is cleared so the
   next connection's calls do not see it. ``close()`` sends close_notify before the TCP close.
   Renegotiation is refused (``OP_NO_RENEGOTIATION``), so reading never has to write first; TLS
@@ -66,7 +54,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import socket
 import ssl
 import threading
 from typing import TYPE_CHECKING, Any
@@ -81,8 +68,6 @@ log = logging.getLogger("samsa.server")
 HANDSHAKE_TIMEOUT = 60.0
 READ_BUFFER = 256 * 1024  # ciphertext read per recv, into the buffer all connections of a loop share
 READ_PASS = 4 * 1024 * 1024  # bytes decrypted per event before the loop's other work runs
-RECORD_PLAINTEXT = 16384  # the most plaintext a TLS record carries (2^14), part of which OpenSSL may hold
-WAKE_MIN = 64 * 1024  # below this many bytes awaited, wake for any (one setsockopt is not worth it)
 
 # Which TLS implementation SSL and SASL_SSL listeners use: "openssl" (this module, the default)
 # or "loop" (the event loop's TLS transport on Python's ssl module).
@@ -232,15 +217,11 @@ class TlsProtocol(asyncio.BufferedProtocol):
         self.closing = False
         self.lost = False  # connection_lost was called
         self._read_scheduled = False
-        self._sock: Any = None
-        self._lowat = 1  # the socket's SO_RCVLOWAT, as last set
-        self._expected: Any = None  # the application's bytes_expected(), if it has one
 
     # --- the TCP transport's callbacks ---------------------------------------------------
 
     def connection_made(self, transport: Any) -> None:
         self.raw = transport
-        self._sock = transport.get_extra_info("socket")  # for SO_RCVLOWAT (see the module docstring)
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return self._inview
@@ -318,7 +299,6 @@ class TlsProtocol(asyncio.BufferedProtocol):
 
     def attach(self, app: Any) -> TlsTransport:
         self.app = app
-        self._expected = getattr(app, "bytes_expected", None)
         self._conn._into_ssl = None  # replaced from here on (buffer_updated): pyOpenSSL must not use it
         self.transport = TlsTransport(self)
         app.connection_made(self.transport)
@@ -369,8 +349,6 @@ class TlsProtocol(asyncio.BufferedProtocol):
     def _read_stopped(self, err: int) -> None:
         if err == _lib.SSL_ERROR_WANT_READ:
             self.flush()  # TLS 1.3 post-handshake messages the read may have produced
-            if self._expected is not None:
-                self._wake_for(self._expected() - RECORD_PLAINTEXT)
             return
         _lib.ERR_clear_error()
         if err == _lib.SSL_ERROR_ZERO_RETURN:  # close_notify
@@ -379,18 +357,6 @@ class TlsProtocol(asyncio.BufferedProtocol):
                 self.transport.close()
             return
         self._fatal(f"TLS error {err} reading from the client")
-
-    def _wake_for(self, nbytes: int) -> None:
-        """Have the kernel report the socket readable once ``nbytes`` (bounded) have arrived."""
-        lowat = min(nbytes, READ_BUFFER) if nbytes >= WAKE_MIN else 1
-        if lowat == self._lowat or self._sock is None:
-            return
-        try:
-            self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, lowat)
-        except OSError:  # closing, or not a TCP socket: wake for anything, as without it
-            self._sock = None
-            return
-        self._lowat = lowat
 
     def _fatal(self, why: str) -> None:
         log.debug("Closing TLS connection from %s: %s", self.raw.get_extra_info("peername"), why)
@@ -512,7 +478,6 @@ class TlsTransport(asyncio.Transport):
 
     def set_protocol(self, protocol: Any) -> None:
         self._tls.app = protocol
-        self._tls._expected = getattr(protocol, "bytes_expected", None)
 
     def get_protocol(self) -> Any:
         return self._tls.app

@@ -253,53 +253,6 @@ def test_resume_reading_delivers_records_openssl_already_holds(pki):
     assert reply == b"ok"
 
 
-def test_socket_wakes_the_broker_for_the_rest_of_a_request_and_for_anything_after_it(pki):
-    """The protocol says how much of its request is still to come (``bytes_expected``, as a Kafka
-    connection does). After a read pass that leaves 150,000 of 200,000 bytes to come, the socket's
-    SO_RCVLOWAT is 150,000 less one record's plaintext; the rest, sent as 1 KB records with pauses
-    (as librdkafka sends), arrives whole and in order; once it is all in the mark is 1 again, so
-    the small request after it is answered at once."""
-    _lc, octx = _contexts(pki)
-    total, first = 200_000, 50_000
-    payload = random.Random(5).randbytes(total)
-    marks: list[tuple[int, int]] = []  # (bytes the protocol had before a delivery, SO_RCVLOWAT then)
-
-    def client(port: int) -> bytes:
-        sock, obj, inc, out = _memory_bio_records(pki, port, [payload[i:i + 1000] for i in range(0, first, 1000)])
-        with sock:
-            time.sleep(1.0)  # a client pausing mid-request: by now the broker has read those 50 records
-            for i in range(first, total, 1000):
-                obj.write(payload[i:i + 1000])
-                sock.sendall(out.read())  # one record, one syscall
-                if i % 25_000 == 0:
-                    time.sleep(0.02)
-            time.sleep(0.5)  # the request is in; then a small one
-            obj.write(b"ping")
-            sock.sendall(out.read())
-            return _read_plain(sock, obj, inc, 2)
-
-    def setup(app: App) -> None:
-        # as a Kafka connection: nothing awaited before the request's size prefix, nor after it
-        app.bytes_expected = lambda: total - len(app.data) if 0 < len(app.data) < total else 0  # type: ignore[attr-defined]
-
-        def on(chunk: bytes) -> None:
-            sock = app.transport.get_extra_info("socket")
-            marks.append((len(app.data) - len(chunk), sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT)))
-            if bytes(app.data[total:]) == b"ping":
-                app.transport.write(b"ok")
-                app.transport.close()
-        app.on_data = on
-
-    app, reply = _serve_one(octx, client, setup)
-    assert isinstance(app, App), app
-    assert bytes(app.data) == payload + b"ping"
-    assert reply == b"ok"
-    assert marks[0] == (0, 1)  # nothing awaited before the first bytes
-    after_first = dict(marks)[first]  # the delivery after the pass that ended with 50,000 bytes in
-    assert after_first == total - first - ot.RECORD_PLAINTEXT
-    assert marks[-1] == (total, 1)  # the request complete: woken for the four bytes of the next
-
-
 class _Wire:
     """The TCP transport under a TlsProtocol driven by hand: what the protocol writes is kept."""
 
