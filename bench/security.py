@@ -54,6 +54,7 @@ It is a script, not a test: nothing here asserts a speed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import socket
 import statistics
@@ -62,6 +63,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -136,53 +138,64 @@ def own_cpu_seconds() -> float:
     return t.user + t.system
 
 
+IN_FLIGHT = 4  # Produce requests the whole-record client keeps outstanding
+
+
+@contextlib.contextmanager
+def fresh_topic(conf: dict[str, str], prefix: str) -> Iterator[str]:
+    """A one-partition topic for one case, deleted after it (see the module docstring)."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient(conf)
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    yield topic
+    admin.delete_topics([topic])[topic].result(30)
+
+
 def throughput(conf: dict[str, str], n: int, size: int, pid: int, cold: bool) -> tuple[float, ...]:
     """(produce MB/s, consume MB/s, broker CPU ms per MB produced, per MB consumed,
     client CPU ms per MB produced, per MB consumed). Unless ``cold``, each clock starts once the
     client's connection is up: the producer's after it delivered one warm-up message, the
     consumer's when that message arrives (see the module docstring)."""
     from confluent_kafka import Consumer, Producer, TopicPartition
-    from confluent_kafka.admin import AdminClient, NewTopic
 
-    topic = f"bench-sec-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient(conf)
-    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
-    payload = b"x" * size
-    p = Producer({**conf, "linger.ms": 5, "batch.size": 1048576, "acks": "all"})
-    if not cold:
-        p.produce(topic, b"w")
-        if p.flush(30):
-            raise SystemExit("the warm-up message was not delivered")
-    cpu0, own0 = cpu_seconds(pid), own_cpu_seconds()
-    t0 = time.perf_counter()
-    for _ in range(n):
-        while True:
-            try:
-                p.produce(topic, payload)
-                break
-            except BufferError:
-                p.poll(0.01)
-    p.flush(120)
-    produce_s = time.perf_counter() - t0
-    produce_cpu, produce_own = cpu_seconds(pid) - cpu0, own_cpu_seconds() - own0
-    c = Consumer({**conf, "group.id": topic, "enable.auto.commit": False, "fetch.max.bytes": 52428800})
-    c.assign([TopicPartition(topic, 0, 0)])
-    if not cold:
-        deadline = time.monotonic() + 30
-        while not [m for m in c.consume(1, 1.0) if not m.error()]:
-            if time.monotonic() > deadline:
-                raise SystemExit("the warm-up message did not arrive")
-    got = 0
-    cpu0, own0 = cpu_seconds(pid), own_cpu_seconds()
-    t0 = time.perf_counter()
-    while got < n:
-        for m in c.consume(1000, 1.0):
-            if not m.error():
-                got += 1
-    consume_s = time.perf_counter() - t0
-    consume_cpu, consume_own = cpu_seconds(pid) - cpu0, own_cpu_seconds() - own0
-    c.close()
-    admin.delete_topics([topic])[topic].result(30)
+    with fresh_topic(conf, "bench-sec") as topic:
+        payload = b"x" * size
+        p = Producer({**conf, "linger.ms": 5, "batch.size": 1048576, "acks": "all"})
+        if not cold:
+            p.produce(topic, b"w")
+            if p.flush(30):
+                raise SystemExit("the warm-up message was not delivered")
+        cpu0, own0 = cpu_seconds(pid), own_cpu_seconds()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            while True:
+                try:
+                    p.produce(topic, payload)
+                    break
+                except BufferError:
+                    p.poll(0.01)
+        p.flush(120)
+        produce_s = time.perf_counter() - t0
+        produce_cpu, produce_own = cpu_seconds(pid) - cpu0, own_cpu_seconds() - own0
+        c = Consumer({**conf, "group.id": topic, "enable.auto.commit": False, "fetch.max.bytes": 52428800})
+        c.assign([TopicPartition(topic, 0, 0)])
+        if not cold:
+            deadline = time.monotonic() + 30
+            while not [m for m in c.consume(1, 1.0) if not m.error()]:
+                if time.monotonic() > deadline:
+                    raise SystemExit("the warm-up message did not arrive")
+        got = 0
+        cpu0, own0 = cpu_seconds(pid), own_cpu_seconds()
+        t0 = time.perf_counter()
+        while got < n:
+            for m in c.consume(1000, 1.0):
+                if not m.error():
+                    got += 1
+        consume_s = time.perf_counter() - t0
+        consume_cpu, consume_own = cpu_seconds(pid) - cpu0, own_cpu_seconds() - own0
+        c.close()
     mb = n * size / 1e6
     return (mb / produce_s, mb / consume_s, produce_cpu * 1000 / mb, consume_cpu * 1000 / mb,
             produce_own * 1000 / mb, consume_own * 1000 / mb)
@@ -198,59 +211,54 @@ def whole_record_produce(proto: str, ports: dict[str, int], pki: object, n: int,
     own TLS (encryption and a write per record), which shares the machine's cores."""
     import struct
 
-    from confluent_kafka.admin import AdminClient, NewTopic
     from kafka.protocol.producer import ProduceResponse
 
     from tests.support.rawclient import build_batch, produce_request
 
-    conf = conf_for(proto, ports, pki)
-    topic = f"bench-rec-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient(conf)
-    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
-    per = max(1, (1 << 20) // (size + 20))  # records per batch: ~1 MB requests, as librdkafka's
-    batch = build_batch([(None, b"x" * size, [])] * per)
-    req = produce_request(topic, 0, batch, acks=-1, timeout_ms=30000)
-    req.with_header(correlation_id=0, client_id="bench-whole-records")
-    frame = bytearray(req.encode(version=7, header=True, framed=True))
-    sock: Any = socket.create_connection(("127.0.0.1", ports[proto]))
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as Kafka clients do: no Nagle wait
-    if proto == "SSL":  # the OpenSSL the broker runs (cryptography's), so both ends encrypt alike
-        from OpenSSL import SSL
+    with fresh_topic(conf_for(proto, ports, pki), "bench-rec") as topic:
+        per = max(1, (1 << 20) // (size + 20))  # records per batch: ~1 MB requests, as librdkafka's
+        batch = build_batch([(None, b"x" * size, [])] * per)
+        req = produce_request(topic, 0, batch, acks=-1, timeout_ms=30000)
+        req.with_header(correlation_id=0, client_id="bench-whole-records")
+        frame = bytearray(req.encode(version=7, header=True, framed=True))
+        sock: Any = socket.create_connection(("127.0.0.1", ports[proto]))
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as Kafka clients do: no Nagle wait
+        if proto == "SSL":  # the OpenSSL the broker runs (cryptography's), so both ends encrypt alike
+            from OpenSSL import SSL
 
-        ctx = SSL.Context(SSL.TLS_CLIENT_METHOD)
-        ctx.load_verify_locations(str(pki.ca))  # type: ignore[attr-defined]
-        ctx.set_verify(SSL.VERIFY_PEER)
-        sock = SSL.Connection(ctx, sock)
-        sock.set_connect_state()
-        sock.do_handshake()
+            ctx = SSL.Context(SSL.TLS_CLIENT_METHOD)
+            ctx.load_verify_locations(str(pki.ca))  # type: ignore[attr-defined]
+            ctx.set_verify(SSL.VERIFY_PEER)
+            sock = SSL.Connection(ctx, sock)
+            sock.set_connect_state()
+            sock.do_handshake()
 
-    def send(corr: int) -> None:
-        struct.pack_into(">i", frame, 8, corr)  # size, api key, version, then the correlation id
-        sock.sendall(frame)
+        def send(corr: int) -> None:
+            struct.pack_into(">i", frame, 8, corr)  # size, api key, version, then the correlation id
+            sock.sendall(frame)
 
-    def answer() -> None:
-        r = ProduceResponse.decode(recv_frame(sock), version=7, header=True)
-        err = r.responses[0].partition_responses[0].error_code
-        if err:
-            raise SystemExit(f"Produce over {proto} failed with error {err}")
+        def answer() -> None:
+            r = ProduceResponse.decode(recv_frame(sock), version=7, header=True)
+            err = r.responses[0].partition_responses[0].error_code
+            if err:
+                raise SystemExit(f"Produce over {proto} failed with error {err}")
 
-    requests = max(1, n // per)
-    try:
-        send(0)
-        answer()  # connection up before the clock starts, as in throughput()
-        cpu0, own0 = cpu_seconds(pid), own_cpu_seconds()
-        t0 = time.perf_counter()
-        for i in range(1, requests + 1):
-            send(i)
-            if i > 4:
+        requests = max(1, n // per)
+        try:
+            send(0)
+            answer()  # connection up before the clock starts, as in throughput()
+            cpu0, own0 = cpu_seconds(pid), own_cpu_seconds()
+            t0 = time.perf_counter()
+            for i in range(1, requests + 1):
+                send(i)
+                if i > IN_FLIGHT:
+                    answer()
+            for _ in range(min(IN_FLIGHT, requests)):
                 answer()
-        for _ in range(min(4, requests)):
-            answer()
-        secs = time.perf_counter() - t0
-        cpu, own = cpu_seconds(pid) - cpu0, own_cpu_seconds() - own0
-    finally:
-        sock.close()
-    admin.delete_topics([topic])[topic].result(30)
+            secs = time.perf_counter() - t0
+            cpu, own = cpu_seconds(pid) - cpu0, own_cpu_seconds() - own0
+        finally:
+            sock.close()
     mb = requests * len(batch) / 1e6
     return mb / secs, cpu * 1000 / mb, own * 1000 / mb
 
@@ -317,7 +325,7 @@ def main() -> None:
             whole = {p: [whole_record_produce(p, ports, pki, args.n, args.size, proc.pid) for _ in range(args.repeat)]
                      for p in ("PLAINTEXT", "SSL")}
             med = {p: [statistics.median(r[i] for r in whole[p]) for i in range(3)] for p in whole}
-            print("produce from a client that sends whole TLS records (Produce v7, ~1 MB requests, 4 in flight):")
+            print(f"produce from a client that sends whole TLS records (Produce v7, ~1 MB requests, {IN_FLIGHT} in flight):")
             for p, (rate, bcpu, ccpu) in med.items():
                 print(f"  {p:<10} {rate:7.1f} MB/s  x PLAINTEXT {rate / med['PLAINTEXT'][0]:.2f}  "
                       f"broker CPU {bcpu:.2f} ms/MB  client CPU {ccpu:.2f} ms/MB")
