@@ -33,11 +33,22 @@ every listener. ``--cold`` times the set-up inside each case as well (the method
 
 Usage::
 
-    python bench/security.py                 # 300000 x 1 KiB, 300 connections per mechanism
-    python bench/security.py -n 100000 --connections 100
+    python bench/security.py                 # 300000 x 1 KiB, 8 rounds, 300 connections per mechanism
+    python bench/security.py -n 100000 --connections 100 --repeat 4
+
+The topic's name changes how librdkafka lays out a Produce request (its length shifts where
+the buffer's segments end, and so how many values are linked by reference, above): producing
+300,000 x 1 KiB over SSL, names of 18 or 20 characters made 565 TLS records per MB (258 of 9-10
+bytes), 24 made 362 and 32 made 450, and SSL produce moved with them from 430-463 to 492-531 MB/s
+(broker 1.50-1.63 against 1.22 ms/MB), PLAINTEXT not at all. So no single name length stands for
+"1 KiB over TLS": round *i* names its topics with ``NAME_LENGTHS[i % 8]`` characters (12 to 40,
+the same for every listener in the round, so each round's ratio is paired), and the default
+``--repeat 8`` covers each length once. Until 2026-11-26 every case used an 18-character name,
+one of the lengths with the most records.
 
 Each listener is measured ``--repeat`` times, interleaved, after one unmeasured warm-up round,
-and the medians are printed, with the broker's CPU milliseconds per MB (from /proc) and the
+and the medians are printed, with each round's SSL/PLAINTEXT produce ratio next to its name
+length, with the broker's CPU milliseconds per MB (from /proc) and the
 client's (this process: the Python loop and librdkafka's threads, whose TLS is the client's
 share of the cost): on a shared machine the rates move with the load, the CPU per MB much less.
 When client and broker share the machine's cores, as here, TLS throughput is bounded by the sum
@@ -139,28 +150,32 @@ def own_cpu_seconds() -> float:
 
 
 IN_FLIGHT = 4  # Produce requests the whole-record client keeps outstanding
+NAME_LENGTHS = (12, 16, 20, 24, 28, 32, 36, 40)  # topic-name lengths, one per round (module docstring)
 
 
 @contextlib.contextmanager
-def fresh_topic(conf: dict[str, str], prefix: str) -> Iterator[str]:
-    """A one-partition topic for one case, deleted after it (see the module docstring)."""
+def fresh_topic(conf: dict[str, str], prefix: str, length: int = 18) -> Iterator[str]:
+    """A one-partition topic for one case, named with ``length`` characters (at least the prefix,
+    a dash and 6 random hex digits), deleted after it (see the module docstring)."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    topic = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    topic = f"{prefix}-{uuid.uuid4().hex * 2}"[:max(length, len(prefix) + 7)]
     admin = AdminClient(conf)
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
     yield topic
     admin.delete_topics([topic])[topic].result(30)
 
 
-def throughput(conf: dict[str, str], n: int, size: int, pid: int, cold: bool) -> tuple[float, ...]:
+def throughput(conf: dict[str, str], n: int, size: int, pid: int, cold: bool,
+               name_length: int = 18) -> tuple[float, ...]:
     """(produce MB/s, consume MB/s, broker CPU ms per MB produced, per MB consumed,
-    client CPU ms per MB produced, per MB consumed). Unless ``cold``, each clock starts once the
-    client's connection is up: the producer's after it delivered one warm-up message, the
-    consumer's when that message arrives (see the module docstring)."""
+    client CPU ms per MB produced, per MB consumed), into a topic named with ``name_length``
+    characters. Unless ``cold``, each clock starts once the client's connection is up: the
+    producer's after it delivered one warm-up message, the consumer's when that message arrives
+    (see the module docstring)."""
     from confluent_kafka import Consumer, Producer, TopicPartition
 
-    with fresh_topic(conf, "bench-sec") as topic:
+    with fresh_topic(conf, "bench-sec", name_length) as topic:
         payload = b"x" * size
         p = Producer({**conf, "linger.ms": 5, "batch.size": 1048576, "acks": "all"})
         if not cold:
@@ -297,7 +312,8 @@ def main() -> None:
     ap.add_argument("-n", type=int, default=300000, help="messages per case")
     ap.add_argument("--size", type=int, default=1024)
     ap.add_argument("--connections", type=int, default=300, help="authenticated connections per mechanism")
-    ap.add_argument("--repeat", type=int, default=3, help="runs per listener, interleaved; medians are printed")
+    ap.add_argument("--repeat", type=int, default=len(NAME_LENGTHS),
+                    help="rounds, each with its own topic-name length, every listener in each; medians are printed")
     ap.add_argument("--idle", type=int, default=500, help="idle TLS connections for the memory figure (0: skip)")
     ap.add_argument("--cold", action="store_true",
                     help="time each client's connection set-up (TCP, TLS, SASL) inside the case too")
@@ -310,11 +326,13 @@ def main() -> None:
             runs: dict[str, list[tuple[float, ...]]] = {p: [] for p in protos}
             for proto in protos:  # warm-up: connections, page cache, allocator; not counted
                 throughput(conf_for(proto, ports, pki), max(args.n // 5, 1000), args.size, proc.pid, args.cold)
-            for _ in range(args.repeat):  # interleaved, so a burst of load hits every listener alike
+            lengths = [NAME_LENGTHS[i % len(NAME_LENGTHS)] for i in range(args.repeat)]
+            for length in lengths:  # interleaved, so a burst of load hits every listener alike
                 for proto in protos:
-                    runs[proto].append(throughput(conf_for(proto, ports, pki), args.n, args.size, proc.pid, args.cold))
-                    print(f"  {proto:<10} produce {runs[proto][-1][0]:7.1f} MB/s  consume {runs[proto][-1][1]:7.1f} MB/s",
-                          flush=True)
+                    runs[proto].append(throughput(conf_for(proto, ports, pki), args.n, args.size, proc.pid, args.cold,
+                                                  length))
+                    print(f"  {proto:<10} produce {runs[proto][-1][0]:7.1f} MB/s  consume {runs[proto][-1][1]:7.1f} MB/s"
+                          f"  (topic name: {length} characters)", flush=True)
             rows = [(proto, *(statistics.median(r[i] for r in runs[proto]) for i in range(6))) for proto in protos]
             base_p, base_c = rows[0][1], rows[0][2]
             print(f"{'listener':<12} {'produce MB/s':>13} {'x PLAINTEXT':>12} {'consume MB/s':>13} {'x PLAINTEXT':>12}"
@@ -322,6 +340,10 @@ def main() -> None:
             for proto, p, c, pc, cc, po, co in rows:
                 print(f"{proto:<12} {p:>13.1f} {p / base_p:>12.2f} {c:>13.1f} {c / base_c:>12.2f} {pc:>25.2f} {cc:>8.2f}"
                       f" {po:>25.2f} {co:>8.2f}")
+            for proto in protos[1:]:  # each round's ratio, paired: same name length, same minute
+                pairs = ", ".join(f"{length}: {r[0] / b[0]:.2f}"
+                                  for length, r, b in zip(lengths, runs[proto], runs["PLAINTEXT"], strict=True))
+                print(f"{proto} produce x PLAINTEXT by topic-name length: {pairs}")
             whole = {p: [whole_record_produce(p, ports, pki, args.n, args.size, proc.pid) for _ in range(args.repeat)]
                      for p in ("PLAINTEXT", "SSL")}
             med = {p: [statistics.median(r[i] for r in whole[p]) for i in range(3)] for p in whole}
