@@ -49,7 +49,8 @@ class ListenerSecurity:
             self._fingerprint = self.fingerprint()
             if openssl_transport.enabled():
                 self.openssl_context = openssl_transport.build_context(lc, self.ssl_context)
-                log.info("Listener %s: TLS on %s (pyOpenSSL)", lc.name, openssl_transport.openssl_version())
+                log.info("Listener %s: TLS on %s (pyOpenSSL, read loop in %s)", lc.name,
+                         openssl_transport.openssl_version(), "C" if openssl_transport.read_loop() == "c" else "Python")
             elif openssl_transport.SELECTED == "loop":
                 log.info("Listener %s: TLS on the event loop's transport and Python's ssl (%s; "
                          "SAMSA_TLS_TRANSPORT=loop)", lc.name, ssl.OPENSSL_VERSION)

@@ -7,9 +7,13 @@ that per-record cost is most of what TLS adds to the broker. The OpenSSL that ``
 ships in its wheel (4.0 with cryptography 50) decrypts that record pattern in ~0.50 ms/MB
 against ~0.75 through Python's ``ssl``, and runs AES-256-GCM at ~8 GB/s (VAES). pyOpenSSL is
 the library made to drive it; this module uses it for contexts and handshakes and calls
-``SSL_read``/``SSL_write`` of its binding directly on the data path (no Python frame per record
-beyond the loop below). ``bench/security.py`` and bench/RESULTS.md have the end-to-end figures.
-``SAMSA_TLS_TRANSPORT=loop`` switches back to the event loop's own TLS on Python's ``ssl``.
+``SSL_read``/``SSL_write`` of its binding directly on the data path. ``SSL_read`` returns one
+record per call, so the loop that calls it record after record runs in C where the optional
+extension ``_tlsread`` was built (see _tlsread.c and setup.py; ~0.5 us less per record, broker
+CPU per MB produced over TLS 1.40 -> 1.27 ms), and in Python otherwise (or with
+``SAMSA_TLS_READ_LOOP=python``). ``bench/security.py`` and bench/RESULTS.md have the end-to-end
+figures. ``SAMSA_TLS_TRANSPORT=loop`` switches back to the event loop's own TLS on Python's
+``ssl``.
 
 Theory of operation:
 
@@ -83,6 +87,34 @@ try:
                                                "BIO_read", "SSL_shutdown", "ERR_clear_error"))
 except ImportError:  # pragma: no cover - pyOpenSSL is a dependency; the loop's TLS serves without it
     AVAILABLE = False
+
+
+def _c_read_loop() -> Any:
+    """``_tlsread.read_into`` bound to this OpenSSL's ``SSL_read``/``SSL_get_error``, or None
+    (not built, not wanted, or a cryptography whose binding does not expose them)."""
+    if not AVAILABLE or os.environ.get("SAMSA_TLS_READ_LOOP", "c").strip().lower() == "python":
+        return None
+    try:
+        from cryptography.hazmat.bindings._rust import _openssl  # the cffi binding pyOpenSSL wraps
+
+        from . import _tlsread
+
+        def address(name: str) -> int:
+            return int(_openssl.ffi.cast("uintptr_t", _openssl.ffi.addressof(_openssl.lib, name)))
+
+        _tlsread.bind(address("SSL_read"), address("SSL_get_error"))
+    except (ImportError, AttributeError):
+        return None
+    return _tlsread.read_into
+
+
+_read_into: Any = _c_read_loop()  # (ssl address, buffer) -> (bytes read, SSL error or 0)
+
+
+def read_loop() -> str:
+    """Which TLS read loop this process runs: "c" or "python"."""
+    return "python" if _read_into is None else "c"
+
 
 _VERIFY = {ssl.CERT_NONE: 0, ssl.CERT_OPTIONAL: 1, ssl.CERT_REQUIRED: 3}  # VERIFY_PEER=1, FAIL_IF_NO_PEER_CERT=2
 _receive = threading.local()  # per thread running an event loop: (memoryview, pointer) of its buffer
@@ -203,6 +235,7 @@ class TlsProtocol(asyncio.BufferedProtocol):
         conn.set_accept_state()
         self._conn = conn
         self._ssl, self._rbio, self._wbio = conn._ssl, conn._into_ssl, conn._from_ssl
+        self._ssl_address = int(_ffi.cast("uintptr_t", conn._ssl))  # for the C read loop
         self._inview, self._inptr = _receive_buffer()
         # After the handshake OpenSSL reads ciphertext straight from that buffer through a read-only
         # BIO made per read (see buffer_updated); between reads _rbio is either empty or a copying
@@ -320,25 +353,16 @@ class TlsProtocol(asyncio.BufferedProtocol):
         app = self.app
         if app is None or not self.reading or self.closing:
             return
-        ssl_ = self._ssl
-        read = _lib.SSL_read
-        from_buffer = _ffi.from_buffer
+        read_into = _read_into or _read_into_python
+        ssl_ = self._ssl if _read_into is None else self._ssl_address
         passed = 0
         while True:
-            buf = app.get_buffer(-1)
-            size = len(buf)
-            ptr = from_buffer(buf)
-            got = 0
-            while got < size:
-                n = read(ssl_, ptr + got, size - got)
-                if n <= 0:
-                    err = _lib.SSL_get_error(ssl_, n)  # before any other call on this connection
-                    if got:
-                        app.buffer_updated(got)  # may write (SSL_write), which resets the error state
-                    self._read_stopped(err)
-                    return
-                got += n
-            app.buffer_updated(got)
+            got, err = read_into(ssl_, app.get_buffer(-1))  # err is read before any other call
+            if got:
+                app.buffer_updated(got)  # may write (SSL_write), which resets the error state
+            if err:
+                self._read_stopped(err)
+                return
             if not self.reading or self.closing:
                 return
             passed += got
@@ -394,6 +418,21 @@ class TlsProtocol(asyncio.BufferedProtocol):
             self._fatal("cannot read TLS records from the outgoing buffer")
             return
         self.raw.write(memoryview(_ffi.buffer(out)))
+
+
+def _read_into_python(ssl_: Any, buf: memoryview) -> tuple[int, int]:
+    """The read loop without the C extension: ``SSL_read`` record after record into ``buf`` until
+    it is full or OpenSSL stops; (bytes read, ``SSL_get_error``'s code then, 0 if ``buf`` filled)."""
+    read = _lib.SSL_read
+    size = len(buf)
+    ptr = _ffi.from_buffer(buf)
+    got = 0
+    while got < size:
+        n = read(ssl_, ptr + got, size - got)
+        if n <= 0:
+            return got, _lib.SSL_get_error(ssl_, n)
+        got += n
+    return got, 0
 
 
 class TlsTransport(asyncio.Transport):

@@ -8,10 +8,13 @@ broker-level ones run real clients against a broker on this transport and on the
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 import random
 import socket
 import ssl
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -27,12 +30,62 @@ from broker.security.listeners import listener_configs
 from broker.security.tls import build_server_context, parse_mapping_rules, peer_principal
 from tests.support.security import make_pki, secure_overrides
 
+ROOT = Path(__file__).resolve().parents[2]
+
 pytestmark = pytest.mark.skipif(not ot.AVAILABLE, reason="pyOpenSSL is not installed")
 
 
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> Any:
     return make_pki(tmp_path_factory.mktemp("pki"))
+
+
+BUILT = importlib.util.find_spec("broker.security._tlsread") is not None
+EXPECTED = os.environ.get("SAMSA_EXPECT_TLS_READ_LOOP") == "c"  # .ci/run installs a compiler first
+
+
+@pytest.fixture(autouse=True, params=["c", "python"])
+def read_loop(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test here runs with the C read loop (the optional extension) and the Python one."""
+    if request.param == "python":
+        monkeypatch.setattr(ot, "_read_into", None)
+        monkeypatch.setenv("SAMSA_TLS_READ_LOOP", "python")  # for brokers in a process of their own
+    elif ot.read_loop() != "c":
+        assert not EXPECTED, "SAMSA_EXPECT_TLS_READ_LOOP=c but the _tlsread extension was not built or bound"
+        pytest.skip("the _tlsread extension is not built here (no C compiler or Python headers at install)")
+    return str(request.param)
+
+
+def test_the_c_read_loop_is_in_use_wherever_it_was_built(read_loop):
+    """Built (a compiler at install, as in CI) means bound and chosen; SAMSA_TLS_READ_LOOP=python
+    turns it off in a new process."""
+    if read_loop == "python":
+        assert ot.read_loop() == "python"
+        return
+    assert BUILT and ot.read_loop() == "c"
+    probe = "import broker.security.openssl_transport as t; print(t.read_loop())"
+    off = subprocess.run([sys.executable, "-c", probe], env={**os.environ, "SAMSA_TLS_READ_LOOP": "python"},
+                         capture_output=True, text=True, timeout=60)
+    assert off.stdout.strip() == "python", off.stderr
+
+
+@pytest.mark.skipif(not BUILT and not EXPECTED, reason="the _tlsread extension is not built here")
+def test_the_c_read_loop_refuses_what_it_cannot_use(read_loop):
+    """A null address, an unbound module (in a new process) or a read-only buffer raise instead
+    of calling through a bad pointer."""
+    from broker.security import _tlsread
+
+    with pytest.raises(ValueError):
+        _tlsread.bind(0, 0)
+    with pytest.raises(RuntimeError):
+        _tlsread.read_into(0, memoryview(bytearray(8)))
+    with pytest.raises(TypeError):
+        _tlsread.read_into(1, memoryview(b"read-only"))  # type: ignore[arg-type]
+    probe = ("from broker.security import _tlsread\n"
+             "try:\n    _tlsread.read_into(1, memoryview(bytearray(8)))\n"
+             "except RuntimeError as e:\n    print('refused:', e)")
+    fresh = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert fresh.stdout.startswith("refused: read_into() before bind()"), (fresh.stdout, fresh.stderr)
 
 
 def _contexts(pki: Any, **extra: object) -> tuple[Any, Any]:
@@ -568,5 +621,6 @@ def test_broker_serves_ssl_and_sasl_ssl_on_each_transport(broker_factory, pki, m
                 got.append(m.value())
         c.close()
         assert got == values
-    want = "(pyOpenSSL)" if transport == "openssl" else "SAMSA_TLS_TRANSPORT=loop"
+    want = f"(pyOpenSSL, read loop in {'C' if ot.read_loop() == 'c' else 'Python'})" if transport == "openssl" \
+        else "SAMSA_TLS_TRANSPORT=loop"
     assert want in sb.broker.log_text()
