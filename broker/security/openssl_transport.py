@@ -353,8 +353,7 @@ class TlsProtocol(asyncio.BufferedProtocol):
         app = self.app
         if app is None or not self.reading or self.closing:
             return
-        read_into = _read_into or _read_into_python
-        ssl_ = self._ssl if _read_into is None else self._ssl_address
+        read_into, ssl_ = (_read_into_python, self._ssl) if _read_into is None else (_read_into, self._ssl_address)
         passed = 0
         while True:
             got, err = read_into(ssl_, app.get_buffer(-1))  # err is read before any other call
