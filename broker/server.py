@@ -166,6 +166,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
         """Write a response whose records are file regions (see protocol.fetch_codec)."""
         transport = self.transport
         assert transport is not None
+        write_regions = getattr(transport, "write_regions", None)
+        if write_regions is not None:  # TLS on pyOpenSSL: read, encrypt and send in slices
+            write_regions(chunks)
+            return
         if not SENDFILE or self.security_protocol.endswith("SSL"):  # TLS encrypts: no sendfile
             # One pread per region into the socket buffer: no encode-buffer copies.
             transport.writelines([c if isinstance(c, bytes) else c.read() for c in chunks])

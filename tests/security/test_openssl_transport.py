@@ -456,6 +456,86 @@ def test_close_sends_close_notify_after_buffered_data(pki):
     assert how == "close_notify"
 
 
+def _drain_tls(pki: Any, port: int, request: bytes) -> tuple[bytes, str]:
+    """Send ``request`` over TLS, then read until the server closes: (plaintext, how it closed)."""
+    with socket.create_connection(("127.0.0.1", port)) as raw, \
+            _client_ctx(pki).wrap_socket(raw, server_hostname="localhost", suppress_ragged_eofs=False) as s:
+        s.sendall(request)
+        got = bytearray()
+        try:
+            while True:
+                chunk = s.recv(1 << 20)
+                if not chunk:
+                    return bytes(got), "close_notify"
+                got += chunk
+        except (ssl.SSLError, ConnectionResetError) as e:
+            return bytes(got), type(e).__name__
+
+
+def test_fetch_response_regions_are_read_encrypted_and_sent_byte_exact(pki, tmp_path):
+    """write_regions (a Fetch response: headers as bytes, records as segment regions) around
+    every edge of the staging slice: a header and a region filling it, regions of exactly one
+    slice, over several slices and of a few bytes, bytes chunks between them and one larger
+    than a slice, a region with no open descriptor. The peer decrypts exactly their
+    concatenation, in order, then a clean close_notify."""
+    from log.segment import ReadInfo
+
+    _lc, octx = _contexts(pki)
+    seg = tmp_path / "00000000000000000000.log"
+    seg.write_bytes(os.urandom(3 * ot.SLICE + 12345))
+    fd = os.open(seg, os.O_RDONLY)
+    try:
+        def region(position: int, size: int, with_fd: bool = True) -> ReadInfo:
+            return ReadInfo(str(seg), position, size, 0, fd if with_fd else -1)
+
+        chunks: list[Any] = [b"H" * 37, region(0, ot.SLICE - 37), region(ot.SLICE, ot.SLICE),
+                             b"p" * 60, region(5, 2 * ot.SLICE + 999), region(7, 3),
+                             os.urandom(ot.SLICE + 1), b"", region(100, 70000, with_fd=False),
+                             b"tail", region(3 * ot.SLICE, 12345)]
+        expected = b"".join(c if isinstance(c, bytes) else c.read() for c in chunks)
+
+        def setup(app: App) -> None:
+            def on(_chunk: bytes) -> None:
+                if bytes(app.data) == b"fetch":
+                    app.transport.write_regions(chunks)
+                    app.transport.close()
+            app.on_data = on
+
+        app, (got, how) = _serve_one(octx, lambda port: _drain_tls(pki, port, b"fetch"), setup)
+    finally:
+        os.close(fd)
+    assert isinstance(app, App), app
+    assert how == "close_notify"
+    assert len(got) == len(expected) and got == expected
+
+
+def test_a_fetch_region_cut_short_closes_the_connection_before_any_of_the_response(pki, tmp_path):
+    """The segment is shorter than the region handed out (truncated since): nothing of the
+    response may go out, as its length prefix promised bytes that do not exist; the connection
+    closes instead and the client, reconnecting, fetches again."""
+    from log.segment import ReadInfo
+
+    _lc, octx = _contexts(pki)
+    seg = tmp_path / "00000000000000000000.log"
+    seg.write_bytes(os.urandom(ot.SLICE + 500))
+    fd = os.open(seg, os.O_RDONLY)
+    try:
+        chunks = [b"header", ReadInfo(str(seg), 0, 2 * ot.SLICE, 0, fd)]
+
+        def setup(app: App) -> None:
+            def on(_chunk: bytes) -> None:
+                if bytes(app.data) == b"fetch":
+                    app.transport.write_regions(chunks)
+            app.on_data = on
+
+        app, (got, how) = _serve_one(octx, lambda port: _drain_tls(pki, port, b"fetch"), setup)
+    finally:
+        os.close(fd)
+    assert isinstance(app, App), app
+    assert got == b"" and how != "close_notify"
+    assert app.lost.done()
+
+
 def test_write_backpressure_pauses_and_resumes_the_protocol_and_keeps_order(pki):
     """8 MB written while the peer does not read: the protocol is told to pause (TCP high-water),
     then to resume as the peer drains; every byte arrives in order."""
