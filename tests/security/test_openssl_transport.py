@@ -430,32 +430,6 @@ def _address(view: memoryview) -> int:
     return int(ot._ffi.cast("uintptr_t", ot._ffi.from_buffer(view)))
 
 
-def test_close_sends_close_notify_after_buffered_data(pki):
-    """close() right after a 3 MB write: the peer reads all of it, then a clean TLS EOF (close_notify),
-    not the 'EOF occurred in violation of protocol' a bare TCP close gives."""
-    _lc, octx = _contexts(pki)
-    blob = os.urandom(3 * 1024 * 1024)
-
-    def client(port: int) -> tuple[bytes, str]:
-        with socket.create_connection(("127.0.0.1", port)) as raw, \
-                _client_ctx(pki).wrap_socket(raw, server_hostname="localhost", suppress_ragged_eofs=False) as s:
-            s.sendall(b"go")
-            got = bytearray()
-            try:
-                while True:
-                    chunk = s.recv(1 << 20)
-                    if not chunk:
-                        return bytes(got), "close_notify"
-                    got += chunk
-            except ssl.SSLEOFError:
-                return bytes(got), "unclean EOF"
-
-    app, (got, how) = _serve_one(octx, client, _answer_then_close(blob, expect=b"go"))
-    assert isinstance(app, App), app
-    assert got == blob
-    assert how == "close_notify"
-
-
 def _drain_tls(pki: Any, port: int, request: bytes) -> tuple[bytes, str]:
     """Send ``request`` over TLS, then read until the server closes: (plaintext, how it closed)."""
     with socket.create_connection(("127.0.0.1", port)) as raw, \
@@ -470,6 +444,19 @@ def _drain_tls(pki: Any, port: int, request: bytes) -> tuple[bytes, str]:
                 got += chunk
         except (ssl.SSLError, ConnectionResetError) as e:
             return bytes(got), type(e).__name__
+
+
+def test_close_sends_close_notify_after_buffered_data(pki):
+    """close() right after a 3 MB write: the peer reads all of it, then a clean TLS EOF (close_notify),
+    not the 'EOF occurred in violation of protocol' a bare TCP close gives."""
+    _lc, octx = _contexts(pki)
+    blob = os.urandom(3 * 1024 * 1024)
+
+    app, (got, how) = _serve_one(octx, lambda port: _drain_tls(pki, port, b"go"),
+                                 _answer_then_close(blob, expect=b"go"))
+    assert isinstance(app, App), app
+    assert got == blob
+    assert how == "close_notify"
 
 
 def test_fetch_response_regions_are_read_encrypted_and_sent_byte_exact(pki, tmp_path):
