@@ -172,7 +172,19 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return
         if not SENDFILE or self.security_protocol.endswith("SSL"):  # TLS encrypts: no sendfile
             # One pread per region into the socket buffer: no encode-buffer copies.
-            transport.writelines([c if isinstance(c, bytes) else c.read() for c in chunks])
+            data = []
+            for c in chunks:
+                if not isinstance(c, bytes):
+                    try:
+                        c, want = c.read(), c.size
+                    except OSError as e:
+                        self.close(f"cannot read a fetched segment region ({e})")
+                        return
+                    if len(c) != want:  # truncated since the fetch chose it: the frame would lie
+                        self.close(f"a fetched segment region read {len(c)} of its {want} bytes")
+                        return
+                data.append(c)
+            transport.writelines(data)
             return
         loop = asyncio.get_running_loop()
         for c in chunks:

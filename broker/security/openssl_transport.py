@@ -560,9 +560,14 @@ class TlsTransport(asyncio.Transport):
                 continue
             pos, end = c.position, c.position + c.size
             while pos < end:
-                got = os.preadv(c.fd, [stage[fill:min(SLICE, fill + end - pos)]], pos)
+                try:
+                    got = os.preadv(c.fd, [stage[fill:min(SLICE, fill + end - pos)]], pos)
+                except OSError as e:
+                    got, why = 0, f"cannot be read ({e})"
+                else:
+                    why = f"ended {end - pos} bytes short"
                 if got <= 0:
-                    tls._fatal(f"segment region {getattr(c, 'path', '?')}@{pos} ended {end - pos} bytes short")
+                    tls._fatal(f"segment region {getattr(c, 'path', '?')}@{pos} {why}")
                     return
                 fill += got
                 pos += got

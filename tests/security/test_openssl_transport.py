@@ -496,29 +496,35 @@ def test_fetch_response_regions_are_read_encrypted_and_sent_byte_exact(pki, tmp_
     assert len(got) == len(expected) and got == expected
 
 
-def test_a_fetch_region_cut_short_closes_the_connection_before_any_of_the_response(pki, tmp_path):
-    """The segment is shorter than the region handed out (truncated since): nothing of the
-    response may go out, as its length prefix promised bytes that do not exist; the connection
-    closes instead and the client, reconnecting, fetches again."""
+@pytest.mark.parametrize("fault", ["truncated", "unreadable"])
+def test_a_fetch_region_that_cannot_be_read_closes_the_connection_before_any_of_the_response(pki, tmp_path,
+                                                                                           fault):
+    """The segment is shorter than the region handed out (truncated since), or its descriptor
+    cannot be read (here a directory's: EISDIR): nothing of the response may go out, as its
+    length prefix promised bytes that do not exist; the connection closes instead (the client
+    reconnects and fetches again) and the broker goes on."""
     from log.segment import ReadInfo
 
     _lc, octx = _contexts(pki)
     seg = tmp_path / "00000000000000000000.log"
     seg.write_bytes(os.urandom(ot.SLICE + 500))
-    fd = os.open(seg, os.O_RDONLY)
+    fd = os.open(seg if fault == "truncated" else tmp_path, os.O_RDONLY)
     try:
         chunks = [b"header", ReadInfo(str(seg), 0, 2 * ot.SLICE, 0, fd)]
+        returned: list[bool] = []
 
         def setup(app: App) -> None:
             def on(_chunk: bytes) -> None:
                 if bytes(app.data) == b"fetch":
-                    app.transport.write_regions(chunks)
+                    app.transport.write_regions(chunks)  # must close, not raise into the caller
+                    returned.append(app.transport.is_closing())
             app.on_data = on
 
         app, (got, how) = _serve_one(octx, lambda port: _drain_tls(pki, port, b"fetch"), setup)
     finally:
         os.close(fd)
     assert isinstance(app, App), app
+    assert returned == [True]
     assert got == b"" and how != "close_notify"
     assert app.lost.done()
 
