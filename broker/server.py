@@ -174,16 +174,19 @@ class KafkaConnection(asyncio.BufferedProtocol):
             # One pread per region into the socket buffer: no encode-buffer copies.
             data = []
             for c in chunks:
-                if not isinstance(c, bytes):
-                    try:
-                        c, want = c.read(), c.size
-                    except OSError as e:
-                        self.close(f"cannot read a fetched segment region ({e})")
-                        return
-                    if len(c) != want:  # truncated since the fetch chose it: the frame would lie
-                        self.close(f"a fetched segment region read {len(c)} of its {want} bytes")
-                        return
-                data.append(c)
+                if isinstance(c, bytes):
+                    data.append(c)
+                    continue
+                where = f"{getattr(c, 'path', 'a segment')}@{getattr(c, 'position', '?')}"
+                try:
+                    got = c.read()
+                except OSError as e:
+                    self.close(f"cannot read the fetched region {where} ({e})")
+                    return
+                if len(got) != c.size:  # truncated since the fetch chose it: the frame would lie
+                    self.close(f"the fetched region {where} read {len(got)} of its {c.size} bytes")
+                    return
+                data.append(got)
             transport.writelines(data)
             return
         loop = asyncio.get_running_loop()

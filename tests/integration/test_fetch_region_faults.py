@@ -46,7 +46,8 @@ def test_a_segment_cut_under_a_fetch_closes_that_connection_and_the_broker_serve
         with pytest.raises((ConnectionError, socket.timeout)) as closed:
             c.fetch_raw(TOPIC, 0, 0)
         assert isinstance(closed.value, ConnectionError), "the broker sent a short frame instead of closing"
-    assert wait_until(lambda: "a fetched segment region read" in b.log_text(), 10), b.log_text()[-2000:]
+    assert wait_until(lambda: f"{segment}@0 read {sum(sizes) - 100} of its {sum(sizes)} bytes" in b.log_text(), 10), \
+        b.log_text()[-2000:]
 
     with RawClient(b.host, b.port, timeout=10.0) as c:  # what is whole on disk is still served
         code, hw, records = c.fetch_raw(TOPIC, 0, 0, max_bytes=sizes[0])
