@@ -172,21 +172,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return
         if not SENDFILE or self.security_protocol.endswith("SSL"):  # TLS encrypts: no sendfile
             # One pread per region into the socket buffer: no encode-buffer copies.
-            data = []
-            for c in chunks:
-                if isinstance(c, bytes):
-                    data.append(c)
-                    continue
-                where = f"{getattr(c, 'path', 'a segment')}@{getattr(c, 'position', '?')}"
-                try:
-                    got = c.read()
-                except OSError as e:
-                    self.close(f"cannot read the fetched region {where} ({e})")
-                    return
-                if len(got) != c.size:  # truncated since the fetch chose it: the frame would lie
-                    self.close(f"the fetched region {where} read {len(got)} of its {c.size} bytes")
-                    return
-                data.append(got)
+            try:
+                data = [c if isinstance(c, bytes) else c.read() for c in chunks]
+            except OSError as e:  # a region cut or unreadable since the fetch chose it (ReadInfo.read)
+                self.close(f"cannot send a Fetch response, a fetched region: {e.strerror}")
+                return
             transport.writelines(data)
             return
         loop = asyncio.get_running_loop()

@@ -15,6 +15,7 @@ a crash by scanning, truncating the first torn or corrupt batch and rebuilding b
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import time
@@ -74,13 +75,23 @@ class ReadInfo:
     fd: int = -1
 
     def read(self) -> bytes:
-        if self.fd >= 0:
-            return _pread_full(self.fd, self.size, self.position)
-        fd = os.open(self.path, os.O_RDONLY)
+        """The region's bytes. OSError, naming the file and position, if they cannot be read or
+        the file no longer holds all of them (cut since the read chose the region): a caller
+        framing them behind a length prefix must not send fewer."""
         try:
-            return _pread_full(fd, self.size, self.position)
-        finally:
-            os.close(fd)
+            if self.fd >= 0:
+                data = _pread_full(self.fd, self.size, self.position)
+            else:
+                fd = os.open(self.path, os.O_RDONLY)
+                try:
+                    data = _pread_full(fd, self.size, self.position)
+                finally:
+                    os.close(fd)
+        except OSError as e:
+            raise OSError(e.errno, f"{self.path}@{self.position} cannot be read ({e.strerror})") from e
+        if len(data) != self.size:
+            raise OSError(errno.EIO, f"{self.path}@{self.position} read {len(data)} of its {self.size} bytes")
+        return data
 
 
 def _pread_full(fd: int, size: int, position: int) -> bytes:

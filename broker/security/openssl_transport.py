@@ -420,10 +420,13 @@ class TlsProtocol(asyncio.BufferedProtocol):
 
     def seal(self, data: Any, out: _Ciphertext) -> bool:
         """Encrypt ``data`` and move its records to ``out``; False (connection aborted) on error."""
-        if not self.encrypt(data):
-            return False
+        return self.encrypt(data) and self._move_out(out)
+
+    def _move_out(self, out: _Ciphertext) -> bool:
+        """Move what OpenSSL wrote into the outgoing BIO to ``out``: the only copy between the
+        BIO and the kernel. False (connection aborted) on error."""
         n = _lib.BIO_get_mem_data(self._wbio, _ffi.NULL)
-        if n > 0 and _lib.BIO_read(self._wbio, out.reserve(n), n) != n:
+        if n > 0 and _lib.BIO_read(self._wbio, out.reserve(n), n) != n:  # a memory BIO hands out all it holds
             self._fatal("cannot read TLS records from the outgoing buffer")
             return False
         return True
@@ -433,16 +436,13 @@ class TlsProtocol(asyncio.BufferedProtocol):
 
         The ciphertext is read out once, into memory allocated for it and not cleared first, and
         that memory is handed to the transport as it is (the event loop keeps a reference while
-        it waits for the socket): that read is the only copy between the BIO and the kernel.
+        it waits for the socket): see _Ciphertext.
         """
         n = _lib.BIO_get_mem_data(self._wbio, _ffi.NULL)
-        if n <= 0:
-            return
-        out = _alloc("char[]", n)
-        if _lib.BIO_read(self._wbio, out, n) != n:  # a memory BIO hands out all it holds
-            self._fatal("cannot read TLS records from the outgoing buffer")
-            return
-        self.raw.write(memoryview(_ffi.buffer(out)))
+        if n > 0:
+            out = _Ciphertext(self.raw, n)
+            if self._move_out(out):
+                out.send()
 
 
 class _Ciphertext:
@@ -544,7 +544,11 @@ class TlsTransport(asyncio.Transport):
         fill = 0
         for c in chunks:
             if not isinstance(c, (bytes, memoryview)) and getattr(c, "fd", -1) < 0:
-                c = c.read()  # a region without an open descriptor: read as a whole
+                try:
+                    c = c.read()  # a region without an open descriptor: read as a whole
+                except OSError as e:  # cut or unreadable since the fetch chose it (ReadInfo.read)
+                    tls._fatal(f"segment region {e.strerror}")
+                    return
             if isinstance(c, (bytes, memoryview)):
                 n = len(c)
                 if fill + n > SLICE:  # too big to stage behind what waits: seal that, send this as is
