@@ -21,6 +21,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from tests.support import jars
+from tests.support import java as java_support
 from tests.support.cluster import SamsaCluster
 from tests.support.logcheck import assert_log_ok
 from tests.support.replicas import assert_replicas_identical, create_topic, partitions, wait_full_isr
@@ -43,10 +44,18 @@ def java_classpath(tmp_path_factory: pytest.TempPathFactory) -> str | None:
     except Exception:
         return None
     out = tmp_path_factory.mktemp("cluster-java")
+    java_support.compile_log_binding(out)  # the producer's own log, for the failure message
     proc = subprocess.run(["javac", "-cp", cp, "-d", str(out), *map(str, JAVA_DIR.glob("*.java"))],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     return f"{out}{os.pathsep}{cp}"
+
+
+def _tail(log: Path, lines: int = 150) -> str:
+    """The Java producer's warnings and errors and the last of its log (why a record failed)."""
+    text = log.read_text(errors="replace").splitlines()
+    warn = [ln for ln in text if ln.startswith(("LOG WARN", "LOG ERROR"))]
+    return "\n".join(warn[-lines:] + ["-- last lines --"] + text[-lines // 3:])
 
 
 def consume_all(bootstrap: str, topic: str, parts: int) -> dict[int, list[tuple[int, bytes]]]:
@@ -102,9 +111,12 @@ def test_leaders_killed_and_restarted_lose_nothing_acknowledged(cluster3: SamsaC
     java = None
     stop_file = tmp_path / "stop"
     java_out = tmp_path / "java-acks.tsv"
+    java_log = tmp_path / "java-producer.log"
     if java_classpath is not None:
-        java = subprocess.Popen(["java", "-cp", java_classpath, "ClusterProducer", cluster3.bootstrap, topic, "j",
-                                 str(stop_file), str(java_out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        with java_log.open("w") as log:
+            java = subprocess.Popen(["java", *java_support.JVM_FLAGS, "-Dsamsa.log.level=INFO", "-cp", java_classpath,
+                                     "ClusterProducer", cluster3.bootstrap, topic, "j", str(stop_file),
+                                     str(java_out)], stdout=log, stderr=subprocess.STDOUT)
     t = threading.Thread(target=produce)
     t.start()
     try:
@@ -130,11 +142,16 @@ def test_leaders_killed_and_restarted_lose_nothing_acknowledged(cluster3: SamsaC
     assert len(acked) > 1000, "the confluent producer made progress through the failovers"
     java_acked: list[tuple[bytes, int, int]] = []
     if java is not None:
-        assert java.returncode == 0, java.stderr.read().decode() if java.stderr else ""
+        assert java.returncode == 0, _tail(java_log)
         lines = java_out.read_text().splitlines()
         java_errors = [ln for ln in lines if ln.startswith("ERR")]
-        assert not java_errors, java_errors[:5]
-        java_acked = [(f[1].encode(), int(f[2]), int(f[3])) for f in (ln.split("\t") for ln in lines)]
+        java_acked = [(f[1].encode(), int(f[2]), int(f[3])) for f in (ln.split("\t") for ln in lines)
+                      if f[0] == "ACK"]
+        waits: dict[int, int] = {}  # partition -> longest send-to-acknowledgement time, ms
+        for f in (ln.split("\t") for ln in lines if ln.startswith("ACK")):
+            waits[int(f[2])] = max(waits.get(int(f[2]), 0), int(f[4]))
+        assert not java_errors, (f"{len(java_errors)} records failed, first {java_errors[:3]}; longest wait for an "
+                                 f"acknowledgement by partition {waits} ms; the producer's log:\n{_tail(java_log)}")
         assert len(java_acked) > 100, "the Java producer made progress through the failovers"
 
     got = consume_all(cluster3.bootstrap, topic, parts)

@@ -37,7 +37,7 @@ def compile_java(source: str, class_name: str, out_dir: Path) -> str:
 # A minimal SLF4J 1.7 binding (kafka-clients 3.9.1 logs through slf4j-api 1.7, and the jars carry no
 # binding, so the client's own log is otherwise discarded): every event at or above the level in the
 # system property ``samsa.log.level`` (default WARN), and every event of a logger whose name contains
-# ``samsa.log.debug`` (e.g. "telemetry"), is printed to stdout as ``LOG <LEVEL> <logger>: <message>``.
+# ``samsa.log.debug`` (e.g. "telemetry"), is printed to stdout as ``LOG <LEVEL> <local time> <logger>: <message>``.
 _LOG_BINDER = r"""
 package org.slf4j.impl;
 import org.slf4j.ILoggerFactory;
@@ -67,7 +67,8 @@ public class SamsaLogger extends MarkerIgnoringBase {
     private void emit(String level, String msg, Throwable e) {
         if (!on(level)) return;
         synchronized (System.out) {
-            System.out.println("LOG " + level + " " + name + ": " + msg + (e == null ? "" : " (" + e + ")"));
+            System.out.println("LOG " + level + " " + java.time.LocalTime.now() + " " + name + ": " + msg
+                               + (e == null ? "" : " (" + e + ")"));
             System.out.flush();
         }
     }

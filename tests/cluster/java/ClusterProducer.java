@@ -4,8 +4,9 @@
 //
 // Sends PREFIX-0, PREFIX-1, ... with the client's defaults (idempotence on, acks=all,
 // unbounded retries within delivery.timeout.ms) until STOPFILE exists, then flushes and exits.
-// OUTPUT lines: ACK TAB value TAB partition TAB offset  (one per acknowledged record)
-//               ERR TAB value TAB exception             (one per failed record)
+// OUTPUT lines: ACK TAB value TAB partition TAB offset TAB ms  (one per acknowledged record)
+//               ERR TAB value TAB exception TAB ms             (one per failed record)
+// where ms is the time from send() to the callback.
 // The Python test owns all checking.
 
 import java.io.PrintWriter;
@@ -35,12 +36,14 @@ public final class ClusterProducer {
             while (!Files.exists(stop)) {
                 final String value = prefix + "-" + i;
                 byte[] bytes = value.getBytes(StandardCharsets.UTF_8);
+                final long sent = System.nanoTime();
                 producer.send(new ProducerRecord<>(topic, bytes, bytes), (md, e) -> {
+                    long ms = (System.nanoTime() - sent) / 1_000_000;
                     synchronized (out) {
                         if (e == null) {
-                            out.println("ACK\t" + value + "\t" + md.partition() + "\t" + md.offset());
+                            out.println("ACK\t" + value + "\t" + md.partition() + "\t" + md.offset() + "\t" + ms);
                         } else {
-                            out.println("ERR\t" + value + "\t" + e);
+                            out.println("ERR\t" + value + "\t" + e + "\t" + ms);
                         }
                     }
                 });
