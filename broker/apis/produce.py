@@ -14,7 +14,9 @@ unless the topic's ``compression.type`` asks for a codec the producer did not us
   INVALID_REQUIRED_ACKS. A partition led elsewhere gets NOT_LEADER_OR_FOLLOWER.
 * Idempotence (KIP-98): the log's producer state answers a retried batch with the offset it
   got the first time (NONE), a gap with OUT_OF_ORDER_SEQUENCE_NUMBER and a stale epoch with
-  INVALID_PRODUCER_EPOCH; nothing is written in those cases.
+  INVALID_PRODUCER_EPOCH; nothing is written in those cases. With acks=all the retry's answer
+  waits, as a first attempt's does, until the high watermark has passed the batch: a retry
+  often follows a leader change or a timeout, when the batch may be on the leader alone.
 * Transactional batches are verified against the transaction coordinator (KIP-890 part 1):
   a partition not in the producer's ongoing transaction is refused, so no late or zombie write
   can open a transaction that no marker will close. From v12 (transactions v2, KIP-890 part 2)
@@ -69,7 +71,6 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
     stats = broker.metrics.topic_stats if broker.metrics is not None else None  # BrokerTopicMetrics
     topics_out = []
     pending: list[tuple[Any, Any, int]] = []  # (partition response, partition, required offset)
-    info: Any = None
     denied: dict[str, ErrorCode] = {}
     by_id = ctx.version >= 13
     names = [_topic_name(broker, t) if by_id else t.name for t in req.topic_data]
@@ -80,6 +81,7 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
         for pdata in topic.partition_data:
             base_offset, append_time, start_offset = -1, -1, -1
             code, message, record_errors = ErrorCode.NONE, None, []
+            last_offset = -1  # of the records in the log: acks=all waits for the high watermark to pass it
             try:
                 if name is None:
                     raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, f"Topic id {topic.topic_id} is unknown")
@@ -111,12 +113,13 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
                 info = part.append(records, required_acks=acks)
                 base_offset, append_time, start_offset = info.first_offset, info.log_append_time, \
                     info.log_start_offset
+                last_offset = info.last_offset
                 if stats is not None:
                     stats.produced(name, info.last_offset - info.first_offset + 1, len(pdata.records))
             except DuplicateSequenceError as d:
                 assert name is not None  # only raised by an append, which needs the name
                 part = rm.get_partition(name, pdata.index)
-                base_offset, start_offset = d.first_offset, part.log_start_offset
+                base_offset, start_offset, last_offset = d.first_offset, part.log_start_offset, d.last_offset
                 append_time = d.timestamp if part.log.config.log_append_time else -1
             except KafkaError as e:
                 code, message = e.code, e.message
@@ -133,10 +136,8 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
                              log_append_time_ms=append_time, log_start_offset=start_offset,
                              record_errors=record_errors, error_message=message)
             parts_out.append(presp)
-            if acks == -1 and code == ErrorCode.NONE and info is not None and \
-                    part.high_watermark <= info.last_offset:
-                pending.append((presp, part, info.last_offset + 1))
-            info = None
+            if acks == -1 and code == ErrorCode.NONE and last_offset >= part.high_watermark:
+                pending.append((presp, part, last_offset + 1))
         topics_out.append(TopicResp(topic_id=topic.topic_id, partition_responses=parts_out) if by_id
                           else TopicResp(name=name, partition_responses=parts_out))
     quotas = broker.quotas

@@ -23,6 +23,7 @@ from tests.support.replicas import (
 )
 
 NOT_LEADER_OR_FOLLOWER = 6
+REQUEST_TIMED_OUT = 7
 
 
 def _topic() -> str:
@@ -263,3 +264,43 @@ def test_not_leader_answers_name_the_new_leader_kip951(cluster3: SamsaCluster) -
         fp = fr.responses[0].partitions[0]
         assert fp.error_code == NOT_LEADER_OR_FOLLOWER
         assert (fp.current_leader.leader_id, fp.current_leader.leader_epoch) == (leader, epoch)
+
+
+def test_acks_all_retry_of_a_written_batch_waits_for_the_isr_too(cluster3: SamsaCluster) -> None:
+    """An idempotent producer's retry of a batch the leader already has (a duplicate) is answered
+    as Kafka's DelayedProduce answers it: only once the ISR has the batch. Answering at once would
+    acknowledge records that die with the leader."""
+    from kafka.protocol.producer import ProduceResponse
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    topic = _topic()
+    create_topic(cluster3, topic, 1, 3, {"min.insync.replicas": "2"})
+    ps = wait_full_isr(cluster3, topic, 3)
+    leader = cluster3[ps[0].leader]
+    followers = [b for b in ps[0].replicas if b != ps[0].leader]
+    b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=424242,
+                                  producer_epoch=0, base_sequence=0, batch_size=1 << 20)
+    for i in range(3):
+        b.append(i, timestamp=None, key=b"k", value=b"dup-%d" % i, headers=[])
+    batch = bytes(b.build())
+
+    def send(c: RawClient) -> tuple[int, int]:
+        r = c.roundtrip(produce_request(topic, 0, batch, acks=-1, timeout_ms=1500), 9, ProduceResponse)
+        p = r.responses[0].partition_responses[0]
+        return p.error_code, p.base_offset
+
+    with RawClient(leader.host, leader.port, timeout=30) as c:
+        for f in followers:  # the ISR stays {leader, f1, f2} for replica.lag.time.max.ms and the ZK session
+            cluster3[f].pause()
+        try:
+            first = send(c)  # appended, not replicated
+            retry = send(c)  # the same batch again: a duplicate of a batch above the high watermark
+        finally:
+            for f in followers:
+                cluster3[f].resume()
+        assert first[0] == REQUEST_TIMED_OUT, first
+        assert retry[0] == REQUEST_TIMED_OUT, f"a duplicate was acknowledged before the ISR had it: {retry}"
+        after = send(c)  # followers back: the same duplicate, now acknowledged at its first offset
+        assert after == (0, 0), after
+        _err, hw, records = c.fetch(topic, 0, 0)
+    assert hw == 3 and [r.value for r in records] == [b"dup-0", b"dup-1", b"dup-2"]  # written once
