@@ -11,6 +11,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KTopicPartition
+from kafka.protocol.producer import ProduceResponse
 
 from tests.support.cluster import SamsaCluster
 from tests.support.rawclient import RawClient, build_batch, produce_request
@@ -270,19 +271,13 @@ def test_acks_all_retry_of_a_written_batch_waits_for_the_isr_too(cluster3: Samsa
     """An idempotent producer's retry of a batch the leader already has (a duplicate) is answered
     as Kafka's DelayedProduce answers it: only once the ISR has the batch. Answering at once would
     acknowledge records that die with the leader."""
-    from kafka.protocol.producer import ProduceResponse
-    from kafka.record.default_records import DefaultRecordBatchBuilder
-
     topic = _topic()
     create_topic(cluster3, topic, 1, 3, {"min.insync.replicas": "2"})
     ps = wait_full_isr(cluster3, topic, 3)
     leader = cluster3[ps[0].leader]
     followers = [b for b in ps[0].replicas if b != ps[0].leader]
-    b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=424242,
-                                  producer_epoch=0, base_sequence=0, batch_size=1 << 20)
-    for i in range(3):
-        b.append(i, timestamp=None, key=b"k", value=b"dup-%d" % i, headers=[])
-    batch = bytes(b.build())
+    batch = build_batch([(b"k", b"dup-%d" % i, []) for i in range(3)], producer_id=424242, producer_epoch=0,
+                        base_sequence=0)
 
     def send(c: RawClient) -> tuple[int, int]:
         r = c.roundtrip(produce_request(topic, 0, batch, acks=-1, timeout_ms=1500), 9, ProduceResponse)

@@ -29,16 +29,17 @@ PREFERRED = {PRODUCE_KEY: 7, FETCH_KEY: 11}
 
 
 def build_batch(
-    records: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]], base_offset: int = 0
+    records: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]], base_offset: int = 0, *,
+    producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
 ) -> bytes:
-    """A v2 (magic 2) uncompressed, non-idempotent record batch."""
+    """A v2 (magic 2) uncompressed record batch; idempotent when given a producer id, epoch and sequence."""
     b = DefaultRecordBatchBuilder(
         magic=2,
         compression_type=0,
         is_transactional=False,
-        producer_id=-1,
-        producer_epoch=-1,
-        base_sequence=-1,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
         batch_size=1 << 20,
     )
     for i, (key, value, headers) in enumerate(records):
