@@ -279,8 +279,8 @@ def test_acks_all_retry_of_a_written_batch_waits_for_the_isr_too(cluster3: Samsa
     batch = build_batch([(b"k", b"dup-%d" % i, []) for i in range(3)], producer_id=424242, producer_epoch=0,
                         base_sequence=0)
 
-    def send(c: RawClient) -> tuple[int, int]:
-        r = c.roundtrip(produce_request(topic, 0, batch, acks=-1, timeout_ms=1500), 9, ProduceResponse)
+    def send(c: RawClient, timeout_ms: int = 1500) -> tuple[int, int]:
+        r = c.roundtrip(produce_request(topic, 0, batch, acks=-1, timeout_ms=timeout_ms), 9, ProduceResponse)
         p = r.responses[0].partition_responses[0]
         return p.error_code, p.base_offset
 
@@ -295,7 +295,7 @@ def test_acks_all_retry_of_a_written_batch_waits_for_the_isr_too(cluster3: Samsa
                 cluster3[f].resume()
         assert first[0] == REQUEST_TIMED_OUT, first
         assert retry[0] == REQUEST_TIMED_OUT, f"a duplicate was acknowledged before the ISR had it: {retry}"
-        after = send(c)  # followers back: the same duplicate, now acknowledged at its first offset
+        after = send(c, 20000)  # followers back: the same duplicate, acknowledged at its first offset once replicated
         assert after == (0, 0), after
         _err, hw, records = c.fetch(topic, 0, 0)
     assert hw == 3 and [r.value for r in records] == [b"dup-0", b"dup-1", b"dup-2"]  # written once
