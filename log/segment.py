@@ -93,6 +93,22 @@ class ReadInfo:
             raise OSError(errno.EIO, f"{self.path}@{self.position} read {len(data)} of its {self.size} bytes")
         return data
 
+    def read_into(self, buf: memoryview, offset: int) -> None:
+        """Fill ``buf`` with the region's bytes from ``offset`` on, through the open descriptor
+        (a region read in slices, TLS's Fetch path). The same OSError as :meth:`read` when they
+        cannot all be read."""
+        at, got = self.position + offset, 0
+        try:
+            while got < len(buf):
+                n = os.preadv(self.fd, [buf[got:]], at + got)
+                if n <= 0:
+                    break
+                got += n
+        except OSError as e:
+            raise OSError(e.errno, f"{self.path}@{self.position} cannot be read ({e.strerror})") from e
+        if got < len(buf):
+            raise OSError(errno.EIO, f"{self.path}@{self.position} read {offset + got} of its {self.size} bytes")
+
 
 def _pread_full(fd: int, size: int, position: int) -> bytes:
     data = os.pread(fd, size, position)

@@ -527,7 +527,7 @@ class TlsTransport(asyncio.Transport):
 
         The plaintext is staged in this thread's SLICE-byte buffer: small chunks (the response
         and partition headers) are copied in, regions are read from their segment file into it
-        (``preadv``), and each full slice is encrypted with one ``SSL_write`` and its records
+        (``ReadInfo.read_into``), and each full slice is encrypted with one ``SSL_write`` and its records
         moved out of the memory BIO into one buffer for the whole response, handed to the TCP
         transport at the end. So the staging buffer and the BIO stay a few hundred KiB and hot
         in cache instead of holding a copy of the whole response each, and the Kafka header
@@ -542,43 +542,36 @@ class TlsTransport(asyncio.Transport):
         total = sum(len(c) if isinstance(c, (bytes, memoryview)) else c.size for c in chunks)
         out = _Ciphertext(self._raw, total + (total // 16384 + total // SLICE + 4) * RECORD_OVERHEAD)
         fill = 0
-        for c in chunks:
-            if not isinstance(c, (bytes, memoryview)) and getattr(c, "fd", -1) < 0:
-                try:
+        try:
+            for c in chunks:
+                if not isinstance(c, (bytes, memoryview)) and getattr(c, "fd", -1) < 0:
                     c = c.read()  # a region without an open descriptor: read as a whole
-                except OSError as e:  # cut or unreadable since the fetch chose it (ReadInfo.read)
-                    tls._fatal(f"segment region {e.strerror}")
-                    return
-            if isinstance(c, (bytes, memoryview)):
-                n = len(c)
-                if fill + n > SLICE:  # too big to stage behind what waits: seal that, send this as is
-                    if fill and not tls.seal(stage[:fill], out):
-                        return
-                    fill = 0
-                    if n >= SLICE:
-                        if not tls.seal(c, out):
+                if isinstance(c, (bytes, memoryview)):
+                    n = len(c)
+                    if fill + n > SLICE:  # too big to stage behind what waits: seal that, send this as is
+                        if fill and not tls.seal(stage[:fill], out):
                             return
-                        continue
-                stage[fill:fill + n] = c
-                fill += n
-                continue
-            pos, end = c.position, c.position + c.size
-            while pos < end:
-                try:
-                    got = os.preadv(c.fd, [stage[fill:min(SLICE, fill + end - pos)]], pos)
-                except OSError as e:
-                    got, why = 0, f"cannot be read ({e})"
-                else:
-                    why = f"ended {end - pos} bytes short"
-                if got <= 0:
-                    tls._fatal(f"segment region {getattr(c, 'path', '?')}@{pos} {why}")
-                    return
-                fill += got
-                pos += got
-                if fill == SLICE:
-                    if not tls.seal(stage, out):
-                        return
-                    fill = 0
+                        fill = 0
+                        if n >= SLICE:
+                            if not tls.seal(c, out):
+                                return
+                            continue
+                    stage[fill:fill + n] = c
+                    fill += n
+                    continue
+                done = 0
+                while done < c.size:
+                    n = min(SLICE - fill, c.size - done)
+                    c.read_into(stage[fill:fill + n], done)
+                    fill += n
+                    done += n
+                    if fill == SLICE:
+                        if not tls.seal(stage, out):
+                            return
+                        fill = 0
+        except OSError as e:  # a region cut or unreadable since the fetch chose it (ReadInfo.read/read_into)
+            tls._fatal(f"segment region {e.strerror}")
+            return
         if fill and not tls.seal(stage[:fill], out):
             return
         out.send()
