@@ -1,8 +1,9 @@
 """DescribeUserScramCredentials (key 50) and AlterUserScramCredentials (key 51), version 0 (KIP-554).
 
 Describe lists, per user, the SCRAM mechanisms and iteration counts that have credentials
-(never salts or keys); ``users`` null lists every user; an unknown user is RESOURCE_NOT_FOUND and
-a user named twice DUPLICATE_RESOURCE. Alter applies deletions and upsertions; the client sends
+(never salts or keys); ``users`` null or empty lists every user (Kafka's ScramControlManager
+treats both alike, and librdkafka always sends an empty array when no user is named); an
+unknown user is RESOURCE_NOT_FOUND and a user named twice DUPLICATE_RESOURCE. Alter applies deletions and upsertions; the client sends
 the salt and the salted password (PBKDF2 done client side, as kafka-configs.sh does), from
 which the broker derives and stores StoredKey/ServerKey. Each user succeeds or fails as a
 whole, with Kafka's errors: UNSUPPORTED_SASL_MECHANISM for an unknown mechanism,
@@ -41,7 +42,7 @@ async def handle_describe_user_scram_credentials(ctx: RequestContext, req: Any) 
                  results=[])
     store = ctx.broker.security.credentials
     users = store.users()
-    names = sorted(users) if req.users is None else [u.name for u in req.users]
+    names = sorted(users) if not req.users else [u.name for u in req.users]
     counts = Counter(names)
     results = []
     infos: list[Any]

@@ -6,7 +6,8 @@ SaslHandshake and SaslAuthenticate before authentication (anything else closes),
 unframed form, UNSUPPORTED_SASL_MECHANISM with the enabled list, SASL_AUTHENTICATION_FAILED
 with a message then close, SCRAM with a wrong nonce or proof, truncated and oversized SASL
 frames, many failed logins while an authenticated client keeps working, KIP-368
-session_lifetime_ms and re-authentication, and SCRAM credential management (keys 50/51).
+session_lifetime_ms and re-authentication, and SCRAM credential management (keys 50/51, also
+through confluent-kafka's AdminClient, which sends an empty users array to describe all).
 """
 
 from __future__ import annotations
@@ -21,6 +22,12 @@ import time
 from pathlib import Path
 
 import pytest
+from confluent_kafka.admin import (
+    AdminClient,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
+)
 from kafka.net.sasl.scram import ScramClient
 from kafka.protocol.admin import (
     AlterUserScramCredentialsRequest,
@@ -280,3 +287,25 @@ def test_scram_credentials_describe_alter_and_cli(sec):
     sec.broker.stop()
     sec.broker.start()
     assert Conn(sec.sasl_plaintext).scram("bob", "bob-secret").error_code == 0
+
+
+def test_describe_scram_credentials_with_no_users_named_lists_every_user(sec):
+    """librdkafka sends an empty users array (never null) when no user is named; Kafka's
+    ScramControlManager treats empty like null and describes every user with credentials."""
+    admin = AdminClient({"bootstrap.servers": sec.addr(sec.plaintext)})
+    futs = admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
+        "frank", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 10000), b"frank-secret")])
+    futs["frank"].result(timeout=30)
+    described = admin.describe_user_scram_credentials().result(timeout=30)
+    assert sorted(described) == ["bob", "frank"]
+    frank = described["frank"]
+    assert [(i.mechanism, i.iterations) for i in frank.scram_credential_infos] == [
+        (ScramMechanism.SCRAM_SHA_512, 10000)]
+    assert sorted((i.mechanism, i.iterations) for i in described["bob"].scram_credential_infos) == [
+        (ScramMechanism.SCRAM_SHA_256, 4096), (ScramMechanism.SCRAM_SHA_512, 8192)]
+    # naming users still answers exactly those, and an unknown one with RESOURCE_NOT_FOUND
+    named = admin.describe_user_scram_credentials(["frank", "ghost"])
+    assert named["frank"].result(timeout=30).user == "frank"
+    with pytest.raises(Exception) as err:
+        named["ghost"].result(timeout=30)
+    assert err.value.args[0].code() == 91 and "does not exist" in err.value.args[0].str()
