@@ -169,6 +169,21 @@ def parse_listeners(spec: str) -> list[Listener]:
     return out
 
 
+def parse_listener(spec: str) -> tuple[str, int] | None:
+    """``http://HOST:PORT`` -> (host, port); empty -> None; anything else is INVALID_CONFIG."""
+    spec = spec.strip()
+    if not spec:
+        return None
+    u = urlparse(spec)
+    try:
+        port = u.port
+    except ValueError:
+        port = None
+    if u.scheme != "http" or port is None or not u.hostname or u.path not in ("", "/"):
+        raise InvalidConfigError(message=f"Invalid metrics.listener {spec!r}; expected http://HOST:PORT")
+    return u.hostname, port
+
+
 @dataclass
 class BrokerConfig:
     """Typed view of the broker's properties; ``props`` keeps every key as given."""
@@ -187,8 +202,6 @@ class BrokerConfig:
         adv = str(self["advertised.listeners"])
         self.advertised_listeners = parse_listeners(adv) if adv else self.listeners
         if self["metrics.listener"]:
-            from .metrics import parse_listener  # noqa: PLC0415
-
             parse_listener(str(self["metrics.listener"]))
 
     @classmethod

@@ -28,14 +28,12 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
-from urllib.parse import urlparse
 
 from prometheus_client import GCCollector, PlatformCollector, ProcessCollector, generate_latest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from protocol.errors import InvalidConfigError
-
+from ..config import parse_listener
 from . import collectors
 from .http import MetricsHttpServer
 from .stats import BrokerTopicStats, Histogram, RequestStats, RequestTimer
@@ -46,21 +44,6 @@ log = logging.getLogger("samsa.metrics")
 
 LAG_PROBE_INTERVAL = 0.5  # seconds between event-loop lag probes
 RENDER_SLICE = 0.002  # a scrape holds the loop at most about this long at a time (plus one chunk)
-
-
-def parse_listener(spec: str) -> tuple[str, int] | None:
-    """``http://HOST:PORT`` -> (host, port); empty -> None; anything else is INVALID_CONFIG."""
-    spec = spec.strip()
-    if not spec:
-        return None
-    u = urlparse(spec)
-    try:
-        port = u.port
-    except ValueError:
-        port = None
-    if u.scheme != "http" or port is None or not u.hostname or u.path not in ("", "/"):
-        raise InvalidConfigError(message=f"Invalid metrics.listener {spec!r}; expected http://HOST:PORT")
-    return u.hostname, port
 
 
 class EventLoopLag:
