@@ -48,13 +48,14 @@ from protocol.messages import (
     response_class,
 )
 
-from . import apis, security
+from . import apis, hooks, security
 from .apis import DelayedResponse, EncodedResponse, RequestContext
 from .config import BrokerConfig, Listener
 from .configs import DynamicBrokerConfigs
 from .connection_quotas import ConnectionQuotas
 from .fetch_session import FetchSessionCache
 from .group_configs import GroupConfigStore
+from .hooks import HookedRequest, RequestHook
 from .metadata import TopicRegistry
 from .metrics.stats import RequestTimer, note_errors, response_error_counts
 from .repeated_warnings import RepeatedWarnings
@@ -475,8 +476,10 @@ class Acceptor:
 class Broker:
     """Owns the broker's state: config, topic registry, partitions, coordinators, listeners."""
 
-    def __init__(self, config: BrokerConfig) -> None:
+    def __init__(self, config: BrokerConfig, request_hook: RequestHook | None = None) -> None:
         self.config = config
+        # Tests and fault switches reach into the request dispatch here (broker/hooks.py)
+        self.request_hook = request_hook
         self.broker_id = config.broker_id
         self.registry = apis.load_all()
         first_dir = config.log_dirs[0]
@@ -700,6 +703,13 @@ class Broker:
             return None
         ctx = RequestContext(self, header, conn.peer[0], conn.peer[1], conn.principal, conn.listener_name,
                              conn.security_protocol)
+        if self.request_hook is not None:
+            call = HookedRequest(ctx, request, frame, conn)
+            fault = self.request_hook.on_request(call)
+            if fault is not None:
+                handled, response = await hooks.enact(fault, call, spec.handler)
+                if handled:
+                    return self._encode(ctx, conn, spec, response)
         quotas = self.quotas
         t0 = time.monotonic() if quotas is not None and quotas.enabled else 0.0
         try:
