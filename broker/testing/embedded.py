@@ -1,0 +1,435 @@
+"""SamsaBroker: a real Samsa broker inside the test process, for application test suites.
+
+    with SamsaBroker() as kafka:
+        producer = KafkaProducer(bootstrap_servers=kafka.bootstrap_servers)
+        kafka.inject(api="Produce", error="NOT_LEADER_OR_FOLLOWER", times=3, topic="orders")
+
+In-process, not a child process: the broker runs on its own thread with its own event loop.
+Why: (1) startup. A child interpreter pays Python's start and the broker's imports (~0.6 s
+here) on every broker and every restart; in-process that is paid once per test session and a
+broker is ready in tens of milliseconds (bench/embedded.py). (2) The fault hook is a plain
+object (:class:`broker.testing.faults.FaultPlan`) handed to the broker, so a rule is live the
+moment ``inject`` returns and recorded requests are Python objects: a child process would need
+a control channel with its own protocol and races. What in-process costs: the broker shares
+the GIL with the test (its clients mostly wait on sockets, so this is small), and ``kill``
+cannot be a real SIGKILL: it is emulated (below). ``brokers=3`` runs real cluster processes
+(one per broker, and a ZooKeeper) because cluster brokers and their ZooKeeper sessions are
+built to be one per process; fault injection is for the single broker.
+
+``kill()`` is what SIGKILL leaves behind: listening sockets and connections are dropped, no
+log is flushed or closed cleanly, no producer snapshot, checkpoint or clean-shutdown marker is
+written, no coordinator or group state is saved; the next ``restart()`` runs log recovery as
+after a crash. (Data written with write(2) is in the page cache, as it would be after a real
+SIGKILL.) ``pause()`` stops the broker's event loop where it stands (as SIGSTOP would):
+connections stay open, requests wait in socket buffers, no timer fires; ``resume()`` goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import os
+import shutil
+import socket
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..hooks import Fault, HookedRequest
+from .faults import FaultPlan, RecordedRequest, Rule, error_code
+
+log = logging.getLogger("samsa.testing")
+
+# Properties every embedded broker gets unless given: tests want no rebalance delay, one
+# replica for the internal topics and few of their partitions (each partition is files and work).
+DEFAULTS: dict[str, str] = {
+    "group.initial.rebalance.delay.ms": "0",
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.num.partitions": "1",
+    "transaction.state.log.min.isr": "1",
+    "log.level": "WARNING",
+}
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+class SamsaBroker:
+    """One Samsa broker on a free port with its data in a temporary folder.
+
+    ``properties`` are broker properties with Kafka's names (``num.partitions``,
+    ``auto.create.topics.enable``, ...). ``tls=True`` adds an SSL listener with generated
+    certificates (``kafka.tls``: the CA file and client certificates); ``sasl_users`` adds a
+    SASL_PLAINTEXT listener (PLAIN and SCRAM-SHA-256/512) with those users. ``brokers=3``
+    starts a ZooKeeper-coordinated cluster of child processes (see :mod:`broker.testing.cluster`).
+    """
+
+    def __init__(self, properties: Mapping[str, object] | None = None, *, brokers: int = 1,
+                 tls: bool = False, sasl_users: Mapping[str, str] | None = None,
+                 data_dir: str | os.PathLike[str] | None = None, host: str = "127.0.0.1",
+                 record_requests: bool = True) -> None:
+        self.properties = {**DEFAULTS, **{k: _prop(v) for k, v in (properties or {}).items()}}
+        self.brokers = brokers
+        self.host = host
+        self.tls_enabled = tls
+        self.sasl_users = dict(sasl_users or {})
+        self.faults = FaultPlan(record=record_requests)
+        self._given_dir = Path(data_dir) if data_dir is not None else None
+        self.data_dir: Path | None = None
+        self.ports: dict[str, int] = {}
+        self.tls: Any = None  # broker.testing.certs.TlsMaterial with tls=True
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._broker: Any = None
+        self._stop: asyncio.Event | None = None
+        self._paused: threading.Event | None = None
+        self._cluster: Any = None
+        self._admin: Any = None
+        self.startup_seconds = 0.0
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    def __enter__(self) -> SamsaBroker:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive() or self._cluster is not None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """host:port of the PLAINTEXT listener (of every broker, comma separated, for a cluster)."""
+        if self._cluster is not None:
+            return self._cluster.bootstrap_servers
+        return f"{self.host}:{self.ports['PLAINTEXT']}"
+
+    def bootstrap(self, listener: str = "PLAINTEXT") -> str:
+        """host:port of a listener: PLAINTEXT, SSL, SASL_PLAINTEXT."""
+        return f"{self.host}:{self.ports[listener]}"
+
+    def start(self) -> SamsaBroker:
+        if self.running:
+            return self
+        if self.data_dir is None:
+            self.data_dir = self._given_dir or Path(tempfile.mkdtemp(prefix="samsa-"))
+        if self.brokers != 1:
+            from .cluster import EmbeddedCluster  # noqa: PLC0415
+
+            self._cluster = EmbeddedCluster(self.brokers, self.data_dir, self.properties, self.host)
+            try:
+                self._cluster.start()
+            except BaseException:
+                self._cluster = None
+                self._cleanup()
+                raise
+            return self
+        if not self.ports:
+            self.ports["PLAINTEXT"] = free_port(self.host)
+            if self.tls_enabled:
+                self.ports["SSL"] = free_port(self.host)
+            if self.sasl_users:
+                self.ports["SASL_PLAINTEXT"] = free_port(self.host)
+        t0 = time.perf_counter()
+        try:
+            self._start_thread()
+        except BaseException:
+            self._cleanup()
+            raise
+        self.startup_seconds = time.perf_counter() - t0
+        for user, password in self.sasl_users.items():  # SCRAM credentials live in the broker: add them
+            self.admin.add_scram_user(user, password)
+        return self
+
+    def _config(self) -> Any:
+        from ..config import BrokerConfig  # noqa: PLC0415
+
+        assert self.data_dir is not None
+        listeners = [f"PLAINTEXT://{self.host}:{self.ports['PLAINTEXT']}"]
+        props: dict[str, str] = {"log.dirs": str(self.data_dir / "logs")}
+        if self.tls_enabled:
+            from .certs import broker_tls_properties  # noqa: PLC0415
+
+            self.tls = self.tls or broker_tls_properties(self.data_dir / "tls", self.host)
+            listeners.append(f"SSL://{self.host}:{self.ports['SSL']}")
+            props.update(self.tls.broker_properties)
+        if self.sasl_users:
+            listeners.append(f"SASL_PLAINTEXT://{self.host}:{self.ports['SASL_PLAINTEXT']}")
+            props["sasl.enabled.mechanisms"] = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
+            jaas = " ".join(f'user_{u}="{p}"' for u, p in self.sasl_users.items())
+            props["listener.name.sasl_plaintext.plain.sasl.jaas.config"] = \
+                f"org.apache.kafka.common.security.plain.PlainLoginModule required {jaas};"
+        props["listeners"] = ",".join(listeners)
+        return BrokerConfig.load(None, {**props, **self.properties})
+
+    def _start_thread(self) -> None:
+        from ..server import Broker  # noqa: PLC0415
+
+        config = self._config()
+        ready: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self._paused = None
+
+        def run() -> None:
+            loop = _new_loop()
+            self._loop = loop
+            asyncio.set_event_loop(loop)
+            try:
+                self._stop = asyncio.Event()
+                broker = Broker(config, request_hook=self.faults)
+                self._broker = broker
+                loop.run_until_complete(broker.start())
+            except BaseException as e:
+                ready.set_exception(e)
+                _close_loop(loop)
+                return
+            ready.set_result(None)
+            try:
+                loop.run_until_complete(self._stop.wait())
+            finally:
+                _close_loop(loop)
+
+        self._thread = threading.Thread(target=run, name=f"samsa-broker-{self.ports['PLAINTEXT']}", daemon=True)
+        self._thread.start()
+        try:
+            ready.result(timeout=60)
+        except BaseException:
+            self._thread.join(10)
+            self._thread = None
+            raise
+
+    def _call(self, fn: Callable[[], Any], timeout: float = 60) -> Any:
+        """Run ``fn`` (a coroutine factory or a plain function) on the broker's loop."""
+        loop = self._loop
+        assert loop is not None, "the broker is not running"
+
+        async def run() -> Any:
+            out = fn()
+            if asyncio.iscoroutine(out):
+                out = await out
+            return out
+
+        return asyncio.run_coroutine_threadsafe(run(), loop).result(timeout)
+
+    def _shutdown_thread(self, clean: bool) -> None:
+        if self._thread is None:
+            return
+        self.resume()
+        broker, loop = self._broker, self._loop
+        if clean:
+            try:
+                self._call(broker.stop)
+            except Exception:
+                log.exception("error stopping the embedded broker")
+        else:
+            try:
+                self._call(lambda: _crash(broker))
+            except Exception:
+                log.exception("error killing the embedded broker")
+        assert loop is not None and self._stop is not None
+        loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(30)
+        self._thread = self._loop = self._broker = self._stop = None
+
+    def stop(self) -> None:
+        """Stop cleanly and remove the data folder (unless it was given)."""
+        self._close_admin()
+        if self._cluster is not None:
+            self._cluster.stop()
+            self._cluster = None
+        self._shutdown_thread(clean=True)
+        self._cleanup()
+
+    def _cleanup(self) -> None:
+        if self.data_dir is not None and self._given_dir is None:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+        self.data_dir = None
+        self.ports = {}
+
+    def _require_single(self, what: str) -> None:
+        if self._cluster is not None:
+            raise NotImplementedError(f"{what} is for the single embedded broker (brokers=1)")
+        if self._thread is None:
+            raise RuntimeError(f"{what}: the broker is not running")
+
+    def restart(self) -> SamsaBroker:
+        """Stop cleanly (if running) and start again on the same port with the same data."""
+        self._require_single("restart") if self._thread is not None else None
+        self._close_admin()
+        self._shutdown_thread(clean=True)
+        self._start_thread()
+        return self
+
+    def kill(self) -> None:
+        """Stop as SIGKILL would: no flush, no snapshots or checkpoints, no clean-shutdown marker.
+        ``restart()`` brings it back with the same data (after log recovery)."""
+        self._require_single("kill")
+        self._close_admin()
+        self._shutdown_thread(clean=False)
+
+    def pause(self) -> None:
+        """Freeze the broker (as SIGSTOP would): its loop stops where it is until ``resume()``."""
+        self._require_single("pause")
+        if self._paused is not None:
+            return
+        paused = threading.Event()
+        frozen = threading.Event()
+        self._paused = paused
+
+        def freeze() -> None:
+            frozen.set()
+            paused.wait()
+
+        assert self._loop is not None
+        self._loop.call_soon_threadsafe(freeze)
+        frozen.wait(30)
+
+    def resume(self) -> None:
+        if self._paused is not None:
+            self._paused.set()
+            self._paused = None
+
+    # --- faults ------------------------------------------------------------------------------
+    def inject(self, api: str | int | None = None, error: str | int = "UNKNOWN_SERVER_ERROR", *,
+               times: int | None = 1, topic: str | None = None, delay_ms: float = 0,
+               match: Callable[[HookedRequest], bool] | None = None) -> Rule:
+        """Answer matching requests with ``error`` (wherever the response has an error code:
+        every topic and partition of the request, and the request-level code); the broker does
+        not act on them. ``times=None`` until ``rule.remove()`` or :meth:`clear_faults`."""
+        return self.faults.add(Fault(error=error_code(error), delay_ms=delay_ms), api, topic, times, match)
+
+    def delay(self, api: str | int | None = None, ms: float = 100, *, times: int | None = 1,
+              topic: str | None = None, match: Callable[[HookedRequest], bool] | None = None) -> Rule:
+        """Serve matching requests ``ms`` late (the connection serves nothing else meanwhile)."""
+        return self.faults.add(Fault(delay_ms=ms), api, topic, times, match)
+
+    def drop_response(self, api: str | int | None = None, *, times: int | None = 1, topic: str | None = None,
+                      process: bool = True, match: Callable[[HookedRequest], bool] | None = None) -> Rule:
+        """Send no response. ``process=True``: the request takes effect (records are appended,
+        offsets committed) and only its answer is lost, as when a response is lost in the network."""
+        return self.faults.add(Fault(drop_response=True, process=process), api, topic, times, match)
+
+    def close_connection(self, api: str | int | None = None, *, times: int | None = 1, topic: str | None = None,
+                         process: bool = False, match: Callable[[HookedRequest], bool] | None = None) -> Rule:
+        """Close the client's connection when a matching request arrives (``process=True``: after
+        the broker has acted on it, before answering)."""
+        return self.faults.add(Fault(close_connection=True, process=process), api, topic, times, match)
+
+    def clear_faults(self) -> None:
+        self.faults.clear()
+
+    def requests(self, api: str | int | None = None, topic: str | None = None) -> list[RecordedRequest]:
+        """Requests received (oldest first), optionally of one API and naming one topic."""
+        return self.faults.requests(api, topic)
+
+    def clear_requests(self) -> None:
+        self.faults.clear_requests()
+
+    # --- helpers over the Kafka protocol -----------------------------------------------------
+    @property
+    def admin(self) -> Any:
+        """A kafka-python KafkaAdminClient bound to this broker (created on first use)."""
+        if self._admin is None:
+            from .helpers import Admin  # noqa: PLC0415
+
+            self._admin = Admin(self.bootstrap_servers)
+        return self._admin
+
+    def _close_admin(self) -> None:
+        if self._admin is not None:
+            self._admin.close()
+            self._admin = None
+
+    def create_topic(self, name: str | None = None, partitions: int = 1, replication_factor: int = 1,
+                     configs: Mapping[str, object] | None = None) -> str:
+        """Create a topic (a fresh unique name if none is given) and return its name."""
+        name = name or f"test-{uuid.uuid4().hex[:12]}"
+        self.admin.create_topic(name, partitions, replication_factor, configs or {})
+        return name
+
+    def delete_topic(self, name: str) -> None:
+        self.admin.delete_topic(name)
+
+    def records(self, topic: str, partition: int | None = None, timeout: float = 10.0) -> list[Any]:
+        """Every record of a topic (or one partition) from its start to its end offset now,
+        as kafka-python ConsumerRecords (partition by partition, in offset order)."""
+        return self.admin.records(topic, partition, timeout)
+
+    def committed_offsets(self, group: str) -> dict[Any, int]:
+        """{TopicPartition: offset} the group has committed."""
+        return self.admin.committed_offsets(group)
+
+    def wait_group_stable(self, group: str, timeout: float = 30.0, members: int | None = None) -> Any:
+        """Wait until the group is Stable (with ``members`` members if given); return its description."""
+        return self.admin.wait_group_stable(group, timeout, members)
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else "stopped"
+        where = self.bootstrap_servers if self.running else "-"
+        return f"<SamsaBroker {where} {state} data_dir={self.data_dir}>"
+
+
+def _prop(v: object) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def _new_loop() -> asyncio.AbstractEventLoop:
+    try:
+        import uvloop  # noqa: PLC0415
+
+        return uvloop.new_event_loop()
+    except ImportError:
+        return asyncio.new_event_loop()
+
+
+def _close_loop(loop: asyncio.AbstractEventLoop) -> None:
+    try:
+        tasks = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        for t in tasks:
+            t.cancel()
+        if tasks:
+            loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.run_until_complete(loop.shutdown_default_executor())
+    finally:
+        loop.close()
+        asyncio.set_event_loop(None)
+
+
+def _crash(broker: Any) -> None:
+    """What SIGKILL leaves: sockets gone, files closed by the kernel without a flush or marker."""
+    for a in broker.acceptors:
+        a.close()
+    for conn in list(broker.connections):
+        if conn.transport is not None:
+            conn.transport.abort()
+    for log_ in _logs(broker):
+        for seg in list(getattr(log_, "segments", [])):
+            try:
+                seg.close()  # os.close of the descriptors only: no flush, index or snapshot
+            except OSError:
+                pass
+    zk = getattr(broker, "zk", None)
+    if zk is not None:
+        try:
+            zk.stop()
+        except Exception:
+            pass
+
+
+def _logs(broker: Any) -> Iterator[Any]:
+    manager = getattr(broker.replica_manager, "log_manager", None)
+    if manager is not None:
+        yield from list(manager.logs.values())

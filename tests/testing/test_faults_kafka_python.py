@@ -1,0 +1,135 @@
+"""Injected faults (broker/hooks.py through broker.testing.SamsaBroker) seen by kafka-python."""
+
+from __future__ import annotations
+
+import pytest
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.errors import KafkaTimeoutError
+
+from broker.testing import SamsaBroker
+
+
+@pytest.fixture(scope="module")
+def kafka():
+    with SamsaBroker() as k:
+        yield k
+
+
+@pytest.fixture
+def topic(kafka):
+    name = kafka.create_topic()
+    yield name
+    kafka.clear_faults()
+    kafka.delete_topic(name)
+
+
+def test_not_leader_three_times_idempotent_producer_lands_once(kafka, topic):
+    rule = kafka.inject(api="Produce", error="NOT_LEADER_OR_FOLLOWER", times=3, topic=topic)
+    p = KafkaProducer(bootstrap_servers=kafka.bootstrap_servers, enable_idempotence=True,
+                      retry_backoff_ms=10, linger_ms=0)
+    try:
+        md = p.send(topic, key=b"k", value=b"order-1").get(timeout=30)
+    finally:
+        p.close()
+    assert rule.fired == 3
+    assert md.offset == 0
+    produces = kafka.requests(api="Produce", topic=topic)
+    assert len(produces) == 4  # three answered with the error, the fourth appended
+    assert [r.value for r in kafka.records(topic)] == [b"order-1"]
+
+
+def test_error_without_retries_reaches_the_application(kafka, topic):
+    kafka.inject(api="Produce", error="NOT_LEADER_OR_FOLLOWER", times=1, topic=topic)
+    p = KafkaProducer(bootstrap_servers=kafka.bootstrap_servers, retries=0, enable_idempotence=False)
+    try:
+        with pytest.raises(Exception) as e:
+            p.send(topic, value=b"x").get(timeout=30)
+    finally:
+        p.close()
+    assert "NotLeaderForPartition" in type(e.value).__name__ or "NOT_LEADER" in str(e.value).upper()
+    assert kafka.records(topic) == []
+
+
+def test_dropped_response_client_times_out_and_retries_idempotently(kafka, topic):
+    rule = kafka.drop_response(api="Produce", times=1, topic=topic)  # appended, answer lost
+    p = KafkaProducer(bootstrap_servers=kafka.bootstrap_servers, enable_idempotence=True,
+                      request_timeout_ms=1500, retry_backoff_ms=10, linger_ms=0)
+    try:
+        md = p.send(topic, value=b"once").get(timeout=60)
+    finally:
+        p.close()
+    assert rule.fired == 1
+    assert md.offset == 0  # the retry was recognised as a duplicate: same offset
+    assert [r.value for r in kafka.records(topic)] == [b"once"]
+    assert len(kafka.requests(api="Produce", topic=topic)) >= 2
+
+
+def test_closed_connection_client_reconnects(kafka, topic):
+    rule = kafka.close_connection(api="Produce", times=1, topic=topic)
+    p = KafkaProducer(bootstrap_servers=kafka.bootstrap_servers, enable_idempotence=True,
+                      retry_backoff_ms=10, reconnect_backoff_ms=10, linger_ms=0)
+    try:
+        p.send(topic, value=b"after-close").get(timeout=60)
+    finally:
+        p.close()
+    assert rule.fired == 1
+    assert [r.value for r in kafka.records(topic)] == [b"after-close"]
+
+
+def test_latency_on_fetch_is_waited_out(kafka, topic):
+    p = KafkaProducer(bootstrap_servers=kafka.bootstrap_servers)
+    p.send(topic, value=b"slow").get(timeout=30)
+    p.close()
+    rule = kafka.delay(api="Fetch", ms=300, times=2, topic=topic)
+    c = KafkaConsumer(bootstrap_servers=kafka.bootstrap_servers, enable_auto_commit=False)
+    try:
+        tp = TopicPartition(topic, 0)
+        c.assign([tp])
+        c.seek_to_beginning(tp)
+        got = []
+        for _ in range(100):
+            got += [r.value for recs in c.poll(timeout_ms=200).values() for r in recs]
+            if got:
+                break
+    finally:
+        c.close()
+    assert got == [b"slow"]
+    assert rule.fired >= 1
+    fetches = kafka.requests(api="Fetch", topic=topic)
+    assert fetches and fetches[0].request.topics  # recorded requests decode
+
+
+def test_offset_commit_error_and_recorded_commits(kafka, topic):
+    p = KafkaProducer(bootstrap_servers=kafka.bootstrap_servers)
+    p.send(topic, value=b"a").get(timeout=30)
+    p.close()
+    group = f"g-{topic}"
+    rule = kafka.inject(api="OffsetCommit", error="COORDINATOR_NOT_AVAILABLE", times=1)
+    c = KafkaConsumer(topic, bootstrap_servers=kafka.bootstrap_servers, group_id=group,
+                      enable_auto_commit=False, auto_offset_reset="earliest")
+    try:
+        while not c.poll(timeout_ms=200):
+            pass
+        c.commit()  # retriable: the client finds the coordinator again and commits once more
+    finally:
+        c.close()
+    assert rule.fired == 1
+    assert kafka.committed_offsets(group) == {TopicPartition(topic, 0): 1}
+    commits = [r for r in kafka.requests(api="OffsetCommit") if r.request.group_id == group]
+    assert len(commits) >= 2
+
+
+def test_producer_times_out_while_paused_then_delivers(kafka, topic):
+    p = KafkaProducer(bootstrap_servers=kafka.bootstrap_servers, max_block_ms=5000)
+    try:
+        p.send(topic, value=b"before").get(timeout=30)
+        kafka.pause()
+        try:
+            with pytest.raises(KafkaTimeoutError):
+                p.send(topic, value=b"during").get(timeout=0.5)
+        finally:
+            kafka.resume()
+        p.flush(timeout=30)
+    finally:
+        p.close()
+    assert [r.value for r in kafka.records(topic)] == [b"before", b"during"]
