@@ -6,13 +6,12 @@ See :mod:`log.log` for the theory of operation. Public API::
     ProducerStateManager, check_log
 """
 
-from txn.producer_state import ProducerStateManager
-
 from .check import check_log
 from .config import LogConfig
 from .index import OffsetIndex, TimeIndex
 from .log import AppendInfo, Log, parse_topic_partition
 from .manager import LogManager
+from .producer_state import ProducerStateManager
 from .segment import LogSegment, ReadInfo
 
 __all__ = [

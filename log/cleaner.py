@@ -66,6 +66,7 @@ from protocol.records import (
 
 from .cleaner_manager import CHECKPOINT_FILE, dirty_ratio, read_checkpoint, write_checkpoint
 from .offset_map import LOAD_FACTOR, OffsetMap
+from .producer_state import control_record_type
 from .segment import DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment, filename_prefix
 
 logger = logging.getLogger("samsa.cleaner")
@@ -300,8 +301,6 @@ def close_plan(plan: PassPlan) -> None:
 
 def _aborted_batches(segments: Iterable[SegmentReader]) -> tuple[set[int], int]:
     """Base offsets of transactional data batches whose transaction was aborted (step 2)."""
-    from txn.producer_state import control_record_type
-
     pending: dict[int, list[int]] = {}
     aborted: set[int] = set()
     scanned = 0
@@ -501,8 +500,7 @@ def swap_segments(result: PassResult) -> bool:
         if new is None and idx > 0:
             del log.segments[idx]
             del log._bases[idx]
-            if log.txn_index is not None:
-                log.txn_index.delete_segment(old.base_offset)
+            log.txn_index.delete_segment(old.base_offset)
             old.rename_for_delete()
             _schedule(log, old, now, delay)
             continue

@@ -46,15 +46,10 @@ from protocol.records import (
     patch_leader_epoch,
     set_log_append_time,
 )
-from txn.producer_state import CompletedTxn, ProducerStateManager, read_end_txn_marker
 
 from .checkpoint import LEADER_EPOCH_CHECKPOINT, LeaderEpochFileCache
-
-try:  # the aborted-transaction index belongs to txn/ (Kafka's TransactionIndex)
-    from txn.txn_index import LogTransactionIndex
-except ImportError:  # pragma: no cover - only while txn/ is being written
-    LogTransactionIndex = None  # type: ignore[assignment,misc]
 from .config import LogConfig
+from .producer_state import CompletedTxn, ProducerStateManager, read_end_txn_marker
 from .segment import (
     DELETED_SUFFIX,
     INDEX_SUFFIX,
@@ -64,6 +59,7 @@ from .segment import (
     ReadInfo,
     now_ms,
 )
+from .txn_index import LogTransactionIndex
 
 logger = logging.getLogger("samsa.log")
 
@@ -112,7 +108,7 @@ class Log:
         self._flushes: list[tuple[Future[None], int]] = []  # background fsyncs: (done?, recovery point after)
         self.producer_state = ProducerStateManager(dir)
         self.leader_epoch_cache = LeaderEpochFileCache(dir / LEADER_EPOCH_CHECKPOINT)
-        self.txn_index = LogTransactionIndex(dir) if LogTransactionIndex is not None else None
+        self.txn_index = LogTransactionIndex(dir)
         self._pending_deletes: list[tuple[int, LogSegment]] = []  # (unlink at ms, segment)
         self.on_checkpoint_change: Callable[[Log], None] | None = None  # set by LogManager
         self.closed = False
@@ -165,8 +161,7 @@ class Log:
         dir.mkdir(parents=True, exist_ok=True)
         log = cls(dir, config, topic, partition)
         log._load_segments(recover, recovery_point or 0)
-        if log.txn_index is not None:
-            log.txn_index.load(log._bases)
+        log.txn_index.load(log._bases)
         if log_start_offset is not None:
             log.log_start_offset = max(log.log_start_offset, min(log_start_offset, log.log_end_offset))
         log.leader_epoch_cache.truncate_from_end(log.log_end_offset)
@@ -268,8 +263,7 @@ class Log:
         replayed = 0
         txn_index = self.txn_index
         if start < end_offset:
-            if txn_index is not None:
-                txn_index.truncate_to(start)  # the replay below re-adds aborts from here on
+            txn_index.truncate_to(start)  # the replay below re-adds aborts from here on
             for seg, h in self._iter_segment_batches(start):
                 if h.base_offset >= end_offset:
                     break
@@ -281,7 +275,7 @@ class Log:
                         except (IndexError, ValueError):
                             pass
                     completed = psm.replay(h, ctype, coordinator_epoch)
-                    if completed is not None and txn_index is not None:
+                    if completed is not None:
                         txn_index.on_completed([completed], psm, seg.base_offset)
                     replayed += 1
         psm.map_end_offset = end_offset
@@ -368,7 +362,7 @@ class Log:
         completed = None
         if infos:
             completed = self.producer_state.commit(infos, buf) or None
-            if completed and self.txn_index is not None:
+            if completed:
                 self.txn_index.on_completed(completed, self.producer_state, seg.base_offset)
         self.producer_state.map_end_offset = offset
         return AppendInfo(first_offset, last_offset, max_ts, offset_of_max_ts, now if append_time else -1,
@@ -431,8 +425,6 @@ class Log:
 
     def collect_aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[tuple[int, int]]:
         """(producer_id, first_offset) of aborted transactions overlapping [fetch_offset, upper_bound)."""
-        if self.txn_index is None:
-            return []
         return self.txn_index.collect_aborted_transactions(fetch_offset, upper_bound)
 
     def _iter_segment_batches(self, start_offset: int = 0) -> Iterator[tuple[LogSegment, BatchHeader]]:
@@ -509,12 +501,10 @@ class Log:
             seg = self.segments.pop()
             self._bases.pop()
             seg.delete_files()
-            if self.txn_index is not None:
-                self.txn_index.delete_segment(seg.base_offset)
+            self.txn_index.delete_segment(seg.base_offset)
         seg = self.segments[-1]
         seg.truncate_to(offset)
-        if self.txn_index is not None:
-            self.txn_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         self.log_end_offset = max(seg.next_offset, seg.base_offset)
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
         self.log_start_offset = min(self.log_start_offset, self.log_end_offset)
@@ -525,8 +515,7 @@ class Log:
         """Delete every segment and start an empty log at ``offset``."""
         for seg in self.segments:
             seg.delete_files()
-            if self.txn_index is not None:
-                self.txn_index.delete_segment(seg.base_offset)
+            self.txn_index.delete_segment(seg.base_offset)
         self.segments = [LogSegment(self.dir, offset, self.config)]
         self._bases = [offset]
         self.log_start_offset = self.log_end_offset = self.recovery_point = offset
@@ -613,8 +602,7 @@ class Log:
             if self.on_checkpoint_change is not None:
                 self.on_checkpoint_change(self)
         for seg in victims:
-            if self.txn_index is not None:
-                self.txn_index.delete_segment(seg.base_offset)
+            self.txn_index.delete_segment(seg.base_offset)
             seg.rename_for_delete()
             self._schedule_delete(seg, now)
         self._finish_pending_deletes(now)
@@ -649,8 +637,7 @@ class Log:
         for seg in self.segments:
             if seg.base_offset >= self.recovery_point or seg is self.segments[-1]:
                 seg.flush()
-        if self.txn_index is not None:
-            self.txn_index.flush()
+        self.txn_index.flush()
         self.recovery_point = self.log_end_offset
 
     def close(self) -> None:
@@ -664,8 +651,7 @@ class Log:
             self.producer_state.take_snapshot(self.log_end_offset)
         for seg in self.segments:
             seg.close()
-        if self.txn_index is not None:
-            self.txn_index.close()
+        self.txn_index.close()
         for _, seg in self._pending_deletes:
             seg.delete_files()
         self._pending_deletes = []
@@ -675,8 +661,7 @@ class Log:
         """Close and remove every file of this log (the directory itself is the caller's)."""
         for seg in self.segments:
             seg.delete_files()
-            if self.txn_index is not None:
-                self.txn_index.delete_segment(seg.base_offset)
+            self.txn_index.delete_segment(seg.base_offset)
         for _, seg in self._pending_deletes:
             seg.delete_files()
         self._pending_deletes = []

@@ -11,10 +11,9 @@ Map of the package:
 * :mod:`txn.storage` -- the small storage interface the coordinator needs, plus an in-memory one.
 * :mod:`txn.plugin` -- that interface on the broker's partitions, started by the broker.
 * :mod:`txn.markers` -- EndTransactionMarker control batches and small v2 batches; pure.
-* :mod:`txn.txn_index` -- the aborted-transaction index (``.txnindex``) used by the log.
 * :mod:`txn.producer_ids` -- durable, never-repeating producer id blocks.
-* :mod:`txn.producer_state` -- per-partition producer state (the log engineer's), which closes a
-  transaction when its marker is appended and gives the last stable offset.
 
-The request handlers are in ``broker/apis/`` (one module per API).
+The request handlers are in ``broker/apis/`` (one module per API).  Producer state and the
+aborted-transaction index are the log's (``log.producer_state``, ``log.txn_index``), as in Kafka's
+storage module.
 """

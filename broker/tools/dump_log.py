@@ -328,7 +328,7 @@ def dump_time_index_file(path: Path, args: argparse.Namespace) -> dict[str, Any]
 
 
 def dump_snapshot_file(path: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """Producer state snapshot (format documented in ``txn/producer_state.py``)."""
+    """Producer state snapshot (format documented in ``log/producer_state.py``)."""
     import crc32c
 
     data = path.read_bytes()

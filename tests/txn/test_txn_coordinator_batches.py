@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 
+from log.producer_state import ProducerStateManager
 from protocol.errors import OutOfOrderSequenceError
 from protocol.records import ATTR_TRANSACTIONAL, read_header, validate_batches
 from txn.markers import TxnMarker, build_batch, build_marker_batch
-from txn.producer_state import ProducerStateManager
 
 
 def _append(psm: ProducerStateManager, raw: bytes, offset: int) -> list:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from txn.txn_index import AbortedTxn, LogTransactionIndex, TransactionIndex, index_path
+from log.txn_index import AbortedTxn, LogTransactionIndex, TransactionIndex, index_path
 
 
 @dataclass

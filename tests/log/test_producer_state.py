@@ -6,15 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from protocol.errors import DuplicateSequenceError, InvalidProducerEpochError, OutOfOrderSequenceError
-from protocol.records import BatchHeader
-from txn.producer_state import (
+from log.producer_state import (
     CONTROL_ABORT,
     CONTROL_COMMIT,
     INT32_MAX,
     ProducerStateManager,
     control_record_type,
 )
+from protocol.errors import DuplicateSequenceError, InvalidProducerEpochError, OutOfOrderSequenceError
+from protocol.records import BatchHeader
 
 _next_offset = [0]
 

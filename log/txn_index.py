@@ -31,7 +31,8 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from .producer_state import CompletedTxn, ProducerStateManager
 
 log = logging.getLogger("samsa.txnindex")
 
@@ -160,7 +161,7 @@ class LogTransactionIndex:
 
     * ``load(segment_base_offsets)`` after the segments are opened (drops orphan files);
     * ``on_completed(completed_txns, producer_state, segment_base)`` after
-      ``producer_state.commit`` / ``replay`` returned :class:`txn.producer_state.CompletedTxn`
+      ``producer_state.commit`` / ``replay`` returned :class:`log.producer_state.CompletedTxn`
       objects (non-aborted ones are ignored), with the base offset of the segment the marker
       went to;
     * ``collect_aborted_transactions(fetch_offset, upper_bound)`` for Fetch (isolation 1);
@@ -192,7 +193,8 @@ class LogTransactionIndex:
             idx = self.indexes[base] = TransactionIndex(index_path(self.log_dir, base), base)
         return idx
 
-    def on_completed(self, completed: Iterable[Any] | None, producer_state: Any, segment_base: int) -> None:
+    def on_completed(self, completed: Iterable[CompletedTxn] | None, producer_state: ProducerStateManager | None,
+                     segment_base: int) -> None:
         if not completed:
             return
         fu = producer_state.first_unstable_offset() if producer_state is not None else None
