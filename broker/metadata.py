@@ -143,7 +143,13 @@ class TopicRegistry:
         self._persist()
         self._notify("configs", name)
 
-    def add_partitions(self, name: str, new_total: int) -> None:
+    def replication_factor(self, name: str) -> int:
+        """Replicas per partition of ``name``: one on a single broker (this broker)."""
+        return 1
+
+    def add_partitions(self, name: str, new_total: int, assignment: dict[int, list[int]] | None = None) -> None:
+        """Grow ``name`` to ``new_total`` partitions. ``assignment`` (new partition -> replicas, as
+        validated by CreatePartitions) can only name this broker here, so it changes nothing."""
         info = self._topics[name]
         if new_total <= info.num_partitions:
             raise KafkaError(ErrorCode.INVALID_PARTITIONS,

@@ -284,6 +284,14 @@ class ZkTopicRegistry(TopicRegistry):
         self._topics[name].configs = dict(configs)
         self._notify("configs", name)
 
+    def replication_factor(self, name: str) -> int:
+        """Replicas per partition of ``name``, as its partition 0 has them in ZooKeeper (Kafka checks
+        a manual assignment of new partitions against the existing ones)."""
+        a = self.assignments.get(name) or self.zk.get_topic_assignment(name)
+        if a is None or not a.partitions:
+            return self.default_rf
+        return len(a.partitions.get(0) or next(iter(a.partitions.values())))
+
     def add_partitions(self, name: str, new_total: int, assignment: dict[int, list[int]] | None = None) -> None:
         info = self._topics[name]
         if new_total <= info.num_partitions:
