@@ -103,6 +103,10 @@ BROKER_DEFAULTS: dict[str, tuple[type, object]] = {
     "console.allow.writes": (bool, False),
     "console.bootstrap.servers": (str, ""),
     "console.metrics.urls": (str, ""),
+    # Samsa's own: the Schema Registry (broker/schema_registry/), off when empty.
+    "schema.registry.listeners": (str, ""),
+    "schema.registry.bootstrap.servers": (str, ""),
+    "schema.registry.max.request.bytes": (int, 1048576),
     # Authorization and quotas (issue 10, broker/security)
     "authorizer.class.name": (str, ""),
     "super.users": (str, ""),

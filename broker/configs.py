@@ -274,7 +274,8 @@ def _broker_defs() -> dict[str, ConfigDef]:
                    "transaction.state.log.num.partitions", "delete.topic.enable", "log.level",
                    "log.retention.check.interval.ms", "socket.request.max.bytes",
                    "metrics.listener", "console.listener", "console.allow.writes", "console.bootstrap.servers",
-                   "console.metrics.urls", "replica.page.cache.retain.bytes"}
+                   "console.metrics.urls", "replica.page.cache.retain.bytes", "schema.registry.listeners",
+                   "schema.registry.bootstrap.servers", "schema.registry.max.request.bytes"}
     types = {bool: T.BOOLEAN, int: T.LONG, str: T.STRING}
     out: dict[str, ConfigDef] = {}
     for name, (typ, default) in BROKER_DEFAULTS.items():

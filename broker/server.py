@@ -73,7 +73,8 @@ SENDFILE = os.environ.get("SAMSA_FETCH_SENDFILE") == "1"
 
 # Modules with ``async start(broker)`` / ``async stop(broker)`` that run beside the partitions,
 # started in this order after the logs are loaded and stopped in reverse before they close.
-COMPONENTS = ("broker.metrics", "groupcoord.plugin", "broker.share.plugin", "txn.plugin", "log.cleaner", "broker.console")
+COMPONENTS = ("broker.metrics", "groupcoord.plugin", "broker.share.plugin", "txn.plugin", "log.cleaner", "broker.console",
+              "broker.schema_registry")
 request_log = logging.getLogger("samsa.request")
 # A client sending garbage gets its connection closed each time; the log says so a few times
 # per cause and minute, then counts (broker/repeated_warnings.py).
@@ -515,6 +516,7 @@ class Broker:
         self.producer_ids: Any = None
         self.metrics: Any = None  # broker.metrics.BrokerMetrics when metrics.listener is set
         self.console: Any = None  # broker/console/, when console.listener is set
+        self.schema_registry: Any = None  # broker/schema_registry/, when schema.registry.listeners is set
         self.security: Any = None  # broker.security.manager.BrokerSecurity, built first in start()
         self.authorizer: Any = None  # broker.security: None = no authorizer configured
         self.quotas: Any = None  # broker.security.quotas: None = no client quotas defined

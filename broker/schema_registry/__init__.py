@@ -1,0 +1,116 @@
+"""A Confluent-compatible Schema Registry served by the broker (or standalone against any cluster).
+
+``schema.registry.listeners=http://127.0.0.1:8081`` turns it on (empty, the default, leaves it
+off). ``schema.registry.bootstrap.servers`` names the cluster whose ``_schemas`` topic holds
+the schemas (default: this broker's own advertised listener); ``schema.registry.max.request.bytes``
+caps a request body (413 above it). ``samsa schema-registry --bootstrap-server HOST:PORT`` runs
+the same registry as its own process against any Kafka cluster, as Karapace does.
+
+Theory of operation: this module is a broker component (``start(broker)``/``stop(broker)``,
+see ``COMPONENTS`` in broker/server.py). It never touches broker internals for the registry
+itself: the schemas live in the ``_schemas`` topic, read and written over the Kafka protocol
+(:mod:`.store`), and rebuilt in memory by replaying it (:mod:`.state`), so every broker that
+serves the registry sees the same schemas and a restart loses none. The one link into the
+broker is :mod:`.validation`, which the produce path calls to refuse records without a
+registered schema id on topics that ask for it.
+
+Layout: :mod:`.http` (HTTP/1.1 with h11), :mod:`.rest` (Confluent's routes and bodies),
+:mod:`.service` (the operations), :mod:`.formats` (parsing Avro, JSON Schema, Protobuf),
+:mod:`.compatibility` (the rules per format), :mod:`.state` and :mod:`.store` (the topic),
+:mod:`.errors` (Confluent's error codes), :mod:`.validation` (broker-side checks).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+from urllib.parse import urlparse
+
+from .http import HttpServer
+from .rest import RestApp
+from .service import Registry
+from .state import RegistryState
+from .store import KafkaStore
+
+log = logging.getLogger("samsa.schema_registry")
+
+
+def parse_listener(spec: str) -> tuple[str, str, int]:
+    """``http://host:port`` (or https) -> (scheme, host, port); ValueError with a clear message otherwise."""
+    u = urlparse(spec.strip())
+    if u.scheme not in ("http", "https") or not u.hostname or u.port is None or u.path not in ("", "/"):
+        raise ValueError(f"schema.registry.listeners must look like http://127.0.0.1:8081, not {spec!r}")
+    return u.scheme, u.hostname, u.port
+
+
+class SchemaRegistry:
+    """A running registry: the store's reader, the REST app and its HTTP server."""
+
+    def __init__(self, host: str, port: int, bootstrap: str, *, max_body: int = 1048576,
+                 client_options: dict[str, Any] | None = None, ssl_context: Any = None) -> None:
+        self.state = RegistryState()
+        self.store = KafkaStore(bootstrap, self.state, client_options=client_options)
+        self.registry = Registry(self.state, self.store)
+        self.app = RestApp(self.registry)
+        self.server = HttpServer(host, port, self.app, max_body, ssl_context)
+        self._starter: asyncio.Task[None] | None = None
+
+    async def start(self, kafka_ready: asyncio.Event | None = None) -> None:
+        """Listen at once; connect to Kafka in the background (requests wait for the store)."""
+        await self.server.start()
+        self._starter = asyncio.get_running_loop().create_task(self._start_store(kafka_ready))
+
+    async def _start_store(self, kafka_ready: asyncio.Event | None) -> None:
+        if kafka_ready is not None:
+            await kafka_ready.wait()
+        delay = 0.5
+        while True:
+            try:
+                await self.store.start()
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                log.warning("Schema registry: cannot open %s yet (%s); retrying in %.1f s", self.store.topic, e, delay)
+                await self.store.stop()
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 10.0)
+
+    async def stop(self) -> None:
+        if self._starter is not None:
+            self._starter.cancel()
+        await self.server.stop()
+        await self.store.stop()
+
+
+async def start(broker: Any) -> None:
+    spec = str(broker.config.get("schema.registry.listeners") or "").strip()
+    if not spec:
+        return
+    try:
+        _scheme, host, port = parse_listener(spec.split(",")[0])
+    except ValueError as e:
+        log.error("Schema registry not started: %s", e)
+        return
+    bootstrap = str(broker.config.get("schema.registry.bootstrap.servers") or "").strip()
+    if not bootstrap:
+        adv = broker.advertised
+        bootstrap = f"{'127.0.0.1' if adv.host in ('0.0.0.0', '::', '') else adv.host}:{adv.port}"
+    max_body = int(broker.config.get("schema.registry.max.request.bytes") or 1048576)
+    sr = SchemaRegistry(host, port, bootstrap, max_body=max_body)
+    try:
+        await sr.start(broker.started)
+    except OSError as e:
+        log.error("Schema registry not started: cannot listen on %s: %s (the Kafka listener is unaffected)", spec, e)
+        return
+    broker.schema_registry = sr
+    log.info("Schema registry listening on http://%s:%d/, storing schemas in %s at %s", host, sr.server.port,
+             sr.store.topic, bootstrap)
+
+
+async def stop(broker: Any) -> None:
+    sr = getattr(broker, "schema_registry", None)
+    if sr is not None:
+        broker.schema_registry = None
+        await sr.stop()

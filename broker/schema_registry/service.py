@@ -1,0 +1,306 @@
+"""The registry's operations, in Confluent's terms; the REST layer (:mod:`.rest`) maps HTTP onto them.
+
+Reads come from :class:`~.state.RegistryState`; writes become ``_schemas`` records through
+:class:`~.store.KafkaStore` and are visible when read back. Writes are serialized by one lock so
+that "next version" and "next id" are decided against the state every earlier write left
+(only the primary writes, so ids are unique across the cluster).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from . import compatibility, errors, formats, state
+from .formats import Dependency, ParsedSchema, Reference
+from .state import RegistryState, StoredSchema, SubjectVersion
+
+log = logging.getLogger("samsa.schema_registry")
+
+MODES = ("READWRITE", "READONLY", "READONLY_OVERRIDE", "IMPORT")
+INT_MAX = 2**31 - 1
+
+
+class Registry:
+    def __init__(self, st: RegistryState, store: Any) -> None:
+        self.state = st
+        self.store = store
+        self._write_lock = asyncio.Lock()
+
+    # --- helpers ----------------------------------------------------------------------------
+
+    def compatibility_level(self, subject: str | None) -> str:
+        if subject is not None and subject in self.state.configs:
+            return self.state.configs[subject]
+        return self.state.configs.get(None, compatibility.DEFAULT_LEVEL)
+
+    def mode(self, subject: str | None) -> str:
+        if subject is not None and subject in self.state.modes:
+            return self.state.modes[subject]
+        return self.state.modes.get(None, "READWRITE")
+
+    def parsed(self, stored: StoredSchema, depth: int = 0) -> ParsedSchema:
+        deps = self._dependencies(stored.references, depth)
+        return formats.parse(stored.schema_type, stored.schema, stored.references, deps)
+
+    def _dependencies(self, refs: tuple[Reference, ...], depth: int = 0) -> list[Dependency]:
+        if depth > 32:
+            raise errors.invalid_schema("references nest deeper than 32 levels (a cycle?)")
+        out = []
+        for r in refs:
+            sv = self.state.subjects.get(r.subject, {}).get(r.version)
+            if sv is None:
+                raise errors.invalid_schema(f"reference {r.name} names subject {r.subject!r} version {r.version}, "
+                                            "which does not exist")
+            out.append(Dependency(r.name, self.parsed(self.state.schemas[sv.schema_id], depth + 1)))
+        return out
+
+    async def parse_request(self, body: dict[str, Any], normalize: bool) -> ParsedSchema:
+        schema_type = str(body.get("schemaType") or "AVRO").upper()
+        if schema_type not in formats.SCHEMA_TYPES:
+            raise errors.RegistryError(422, 422, f"Invalid schemaType {body.get('schemaType')!r}: expected one of "
+                                                 f"{', '.join(formats.SCHEMA_TYPES)}")
+        text = body.get("schema")
+        if not isinstance(text, str) or not text.strip():
+            raise errors.RegistryError(422, 42201, "Empty schema")
+        raw_refs = body.get("references") or []
+        if not isinstance(raw_refs, list):
+            raise errors.invalid_schema("references must be a list")
+        refs = []
+        for r in raw_refs:
+            if not isinstance(r, dict) or not isinstance(r.get("name"), str) or \
+                    not isinstance(r.get("subject"), str) or not isinstance(r.get("version"), int) or \
+                    isinstance(r.get("version"), bool):
+                raise errors.invalid_schema(f"invalid reference {r!r}: needs name, subject and version")
+            version = r["version"]
+            if version == -1:  # "latest", as Confluent allows in a reference
+                live = self.state.versions(r["subject"])
+                if not live:
+                    raise errors.invalid_schema(f"reference {r['name']}: subject {r['subject']!r} has no versions")
+                version = live[-1].version
+            refs.append(Reference(r["name"], r["subject"], version))
+        deps = self._dependencies(tuple(refs))
+        if schema_type == formats.PROTOBUF:
+            # protoc runs as a child process: off the event loop
+            return await asyncio.to_thread(formats.parse, schema_type, text, tuple(refs), deps, normalize)
+        return formats.parse(schema_type, text, tuple(refs), deps, normalize)
+
+    def _matching(self, subject: str, schema: ParsedSchema, deleted: bool = False) -> SubjectVersion | None:
+        for sv in reversed(self.state.versions(subject, deleted=deleted)):
+            stored = self.state.schemas[sv.schema_id]
+            if stored.schema_type == schema.schema_type and stored.references == schema.references and \
+                    self.parsed(stored).fingerprint == schema.fingerprint:
+                return sv
+        return None
+
+    def _existing_id(self, schema: ParsedSchema) -> int | None:
+        for sid, stored in sorted(self.state.schemas.items()):
+            if stored.schema_type == schema.schema_type and stored.references == schema.references:
+                try:
+                    if self.parsed(stored).fingerprint == schema.fingerprint:
+                        return sid
+                except errors.RegistryError:
+                    continue
+        return None
+
+    def get_subject_version(self, subject: str, version: str | int, deleted: bool = False) -> SubjectVersion:
+        all_versions = self.state.versions(subject, deleted=True)
+        if not all_versions:
+            raise errors.subject_not_found(subject)
+        live = self.state.versions(subject, deleted=deleted)
+        if version in ("latest", -1, "-1"):
+            if not live:
+                raise errors.subject_not_found(subject)
+            return live[-1]
+        v = parse_version(version)
+        for sv in live:
+            if sv.version == v:
+                return sv
+        raise errors.version_not_found(v)
+
+    # --- writes -----------------------------------------------------------------------------
+
+    async def register(self, subject: str, body: dict[str, Any], normalize: bool) -> dict[str, Any]:
+        await self.store.wait_ready()
+        schema = await self.parse_request(body, normalize)
+        async with self._write_lock:
+            mode = self.mode(subject)
+            if mode in ("READONLY", "READONLY_OVERRIDE"):
+                raise errors.operation_not_permitted(f"Subject {subject} is in read-only mode")
+            want_id = body.get("id")
+            want_version = body.get("version")
+            existing = self._matching(subject, schema)
+            if existing is not None and want_id in (None, existing.schema_id):
+                return {"id": existing.schema_id, "version": existing.version}
+            if mode != "IMPORT" and (want_id is not None and want_id not in (-1, 0)):
+                raise errors.operation_not_permitted(f"Subject {subject} is not in import mode")
+            live = self.state.versions(subject)
+            if mode != "IMPORT":
+                level = self.compatibility_level(subject)
+                previous = [self.parsed(self.state.schemas[sv.schema_id]) for sv in live]
+                problems = compatibility.check(level, schema, previous)
+                if problems:
+                    raise errors.incompatible(subject, problems)
+            everything = self.state.versions(subject, deleted=True)
+            version = (everything[-1].version + 1) if everything else 1
+            if isinstance(want_version, int) and not isinstance(want_version, bool) and want_version > 0:
+                if mode != "IMPORT" and want_version != version:
+                    raise errors.invalid_version(want_version)
+                version = want_version
+            if mode == "IMPORT" and isinstance(want_id, int) and want_id > 0:
+                taken = self.state.schemas.get(want_id)
+                if taken is not None and (taken.schema_type, taken.references) != (schema.schema_type,
+                                                                                    schema.references) or \
+                        taken is not None and self.parsed(taken).fingerprint != schema.fingerprint:
+                    raise errors.RegistryError(422, 42207, f"Overwrite new schema with id {want_id} is not permitted.")
+                schema_id = want_id
+            else:
+                found = self._existing_id(schema)
+                schema_id = found if found is not None else self.state.max_id + 1
+            await self.store.write(state.schema_key(subject, version),
+                                   state.schema_value(subject, version, schema_id, schema.schema_type, schema.text,
+                                                      schema.references, False))
+            log.info("Schema registry: registered %s schema id %d as subject %s version %d", schema.schema_type,
+                     schema_id, subject, version)
+            return {"id": schema_id, "version": version}
+
+    async def delete_version(self, subject: str, version: str, permanent: bool) -> int:
+        await self.store.wait_ready()
+        async with self._write_lock:
+            self._check_writable(subject)
+            if permanent:
+                sv = self.get_subject_version(subject, version, deleted=True)
+                if not sv.deleted:
+                    raise errors.version_not_soft_deleted(subject, sv.version)
+            else:
+                everything = self.state.versions(subject, deleted=True)
+                if not everything:
+                    raise errors.subject_not_found(subject)
+                if version not in ("latest", "-1"):
+                    v = parse_version(version)
+                    hit = next((s for s in everything if s.version == v), None)
+                    if hit is None:
+                        raise errors.version_not_found(v)
+                    if hit.deleted:
+                        raise errors.version_soft_deleted(subject, v)
+                sv = self.get_subject_version(subject, version)
+            if self.state.referenced_by(subject, sv.version):
+                raise errors.reference_exists(subject, sv.version)
+            stored = self.state.schemas[sv.schema_id]
+            if permanent:
+                await self.store.write(state.schema_key(subject, sv.version), None)
+            else:
+                await self.store.write(state.schema_key(subject, sv.version),
+                                       state.schema_value(subject, sv.version, sv.schema_id, stored.schema_type,
+                                                          stored.schema, stored.references, True))
+            return sv.version
+
+    async def delete_subject(self, subject: str, permanent: bool) -> list[int]:
+        await self.store.wait_ready()
+        async with self._write_lock:
+            self._check_writable(subject)
+            everything = self.state.versions(subject, deleted=True)
+            if not everything:
+                raise errors.subject_not_found(subject)
+            live = [sv for sv in everything if not sv.deleted]
+            for sv in everything:
+                if self.state.referenced_by(subject, sv.version):
+                    raise errors.reference_exists(subject, sv.version)
+            if permanent:
+                if live:
+                    raise errors.subject_not_soft_deleted(subject)
+                for sv in everything:
+                    await self.store.write(state.schema_key(subject, sv.version), None)
+                if subject in self.state.configs:
+                    await self.store.write(state.config_key(subject), None)
+                if subject in self.state.modes:
+                    await self.store.write(state.mode_key(subject), None)
+                return [sv.version for sv in everything]
+            if not live:
+                raise errors.subject_soft_deleted(subject)
+            await self.store.write(state.delete_subject_key(subject),
+                                   state.delete_subject_value(subject, everything[-1].version))
+            return [sv.version for sv in live]
+
+    def _check_writable(self, subject: str | None) -> None:
+        if self.mode(subject) in ("READONLY", "READONLY_OVERRIDE"):
+            raise errors.operation_not_permitted(f"Subject {subject} is in read-only mode")
+
+    async def set_config(self, subject: str | None, level: Any) -> str:
+        await self.store.wait_ready()
+        if not isinstance(level, str) or level.upper() not in compatibility.LEVELS:
+            raise errors.invalid_compatibility_level(level)
+        async with self._write_lock:
+            await self.store.write(state.config_key(subject), state.config_value(level.upper()))
+        return level.upper()
+
+    async def delete_config(self, subject: str | None) -> str:
+        await self.store.wait_ready()
+        async with self._write_lock:
+            if subject is not None and subject not in self.state.configs:
+                raise errors.subject_config_not_found(subject)
+            previous = self.compatibility_level(subject)
+            await self.store.write(state.config_key(subject), None)
+        return previous
+
+    async def set_mode(self, subject: str | None, mode: Any, force: bool) -> str:
+        await self.store.wait_ready()
+        if not isinstance(mode, str) or mode.upper() not in MODES:
+            raise errors.invalid_mode(mode)
+        mode = mode.upper()
+        async with self._write_lock:
+            if mode == "IMPORT" and not force:
+                has = self.state.versions(subject) if subject is not None else self.state.subject_names()
+                if has:
+                    raise errors.operation_not_permitted(
+                        "Cannot import since found existing subjects" if subject is None
+                        else f"Cannot import since found existing subject {subject}")
+            await self.store.write(state.mode_key(subject), state.mode_value(mode))
+        return mode
+
+    async def delete_mode(self, subject: str) -> str:
+        await self.store.wait_ready()
+        async with self._write_lock:
+            if subject not in self.state.modes:
+                raise errors.subject_mode_not_found(subject)
+            previous = self.state.modes[subject]
+            await self.store.write(state.mode_key(subject), None)
+        return previous
+
+    # --- checks -----------------------------------------------------------------------------
+
+    async def check_compatibility(self, subject: str, version: str | None, body: dict[str, Any],
+                                  normalize: bool, verbose: bool) -> dict[str, Any]:
+        schema = await self.parse_request(body, normalize)
+        live = self.state.versions(subject)
+        if version is not None:
+            if not live and not self.state.versions(subject, deleted=True):
+                raise errors.subject_not_found(subject)
+            against = [self.get_subject_version(subject, version)]
+            level = self.compatibility_level(subject)
+            base = level.removesuffix("_TRANSITIVE")
+            level = base
+        else:
+            against = live
+            level = self.compatibility_level(subject)
+        previous = [self.parsed(self.state.schemas[sv.schema_id]) for sv in against]
+        problems = compatibility.check(level, schema, previous)
+        out: dict[str, Any] = {"is_compatible": not problems}
+        if verbose:
+            out["messages"] = problems
+        return out
+
+
+def parse_version(version: Any) -> int:
+    if isinstance(version, int) and not isinstance(version, bool):
+        v = version
+    elif isinstance(version, str) and version.lstrip("-").isdigit():
+        v = int(version)
+    else:
+        raise errors.invalid_version(version)
+    if v == -1:
+        return v
+    if v < 1 or v > INT_MAX:
+        raise errors.invalid_version(version)
+    return v

@@ -1,0 +1,192 @@
+"""The registry's state, rebuilt from the ``_schemas`` topic by :meth:`RegistryState.replay`.
+
+Records are Confluent's (and Karapace's) exactly: the key and value are compact JSON,
+keys with their properties in Confluent's order (``keytype``, ``subject``, ``version``,
+``magic``), so a ``_schemas`` topic can move between Samsa, Confluent's registry and Karapace.
+
+=================  ===========================================================  =====================
+key                value                                                        meaning
+=================  ===========================================================  =====================
+SCHEMA             ``{"subject","version","id"[,"schemaType"][,"references"],   a version registered
+                   "schema","deleted"}``                                        (or soft deleted)
+SCHEMA             null (tombstone)                                             version hard deleted
+CONFIG             ``{"compatibilityLevel": "BACKWARD"}`` / null                level set / removed
+MODE               ``{"mode": "READONLY"}`` / null                              mode set / removed
+DELETE_SUBJECT     ``{"subject", "version"}``                                   versions <= version
+                                                                                soft deleted
+NOOP               none                                                         a marker the writer
+                                                                                waits to read back
+=================  ===========================================================  =====================
+
+A CONFIG or MODE key whose ``subject`` is null is the global one.
+
+Invariant: this state changes only in :meth:`replay`, called by the one reader task of the
+store in the topic's offset order, for records read back from the topic, on this node and every
+other (Confluent's KafkaStore design): a write becomes visible when it has been read back,
+which is what makes every node of a cluster agree. An unreadable record is logged and skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from .formats import Reference
+
+log = logging.getLogger("samsa.schema_registry")
+
+SCHEMA, CONFIG, DELETE_SUBJECT, NOOP, MODE = "SCHEMA", "CONFIG", "DELETE_SUBJECT", "NOOP", "MODE"
+
+
+def _compact(doc: Any) -> bytes:
+    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def schema_key(subject: str, version: int) -> bytes:
+    return _compact({"keytype": SCHEMA, "subject": subject, "version": version, "magic": 1})
+
+
+def config_key(subject: str | None) -> bytes:
+    return _compact({"keytype": CONFIG, "subject": subject, "magic": 0})
+
+
+def mode_key(subject: str | None) -> bytes:
+    return _compact({"keytype": MODE, "subject": subject, "magic": 0})
+
+
+def delete_subject_key(subject: str) -> bytes:
+    return _compact({"keytype": DELETE_SUBJECT, "subject": subject, "magic": 0})
+
+
+def noop_key() -> bytes:
+    return _compact({"keytype": NOOP, "magic": 0})
+
+
+def schema_value(subject: str, version: int, schema_id: int, schema_type: str, schema: str,
+                 references: tuple[Reference, ...], deleted: bool) -> bytes:
+    doc: dict[str, Any] = {"subject": subject, "version": version, "id": schema_id}
+    if schema_type != "AVRO":
+        doc["schemaType"] = schema_type
+    if references:
+        doc["references"] = [r.to_json() for r in references]
+    doc["schema"] = schema
+    doc["deleted"] = deleted
+    return _compact(doc)
+
+
+def config_value(level: str) -> bytes:
+    return _compact({"compatibilityLevel": level})
+
+
+def mode_value(mode: str) -> bytes:
+    return _compact({"mode": mode})
+
+
+def delete_subject_value(subject: str, version: int) -> bytes:
+    return _compact({"subject": subject, "version": version})
+
+
+@dataclass
+class StoredSchema:
+    """One schema id: the same text, type and references under any number of subjects."""
+
+    schema_id: int
+    schema_type: str
+    schema: str
+    references: tuple[Reference, ...]
+
+
+@dataclass
+class SubjectVersion:
+    subject: str
+    version: int
+    schema_id: int
+    deleted: bool
+
+
+@dataclass
+class RegistryState:
+    schemas: dict[int, StoredSchema] = field(default_factory=dict)
+    subjects: dict[str, dict[int, SubjectVersion]] = field(default_factory=dict)
+    configs: dict[str | None, str] = field(default_factory=dict)
+    modes: dict[str | None, str] = field(default_factory=dict)
+    max_id: int = 0
+    records: int = 0  # applied, for the metrics
+
+    # --- replay -----------------------------------------------------------------------------
+
+    def replay(self, key: bytes | None, value: bytes | None) -> None:
+        try:
+            k = json.loads(key) if key else None
+            if not isinstance(k, dict):
+                raise ValueError("key is not a JSON object")
+            kt = k.get("keytype")
+            v = json.loads(value) if value else None
+            if v is not None and not isinstance(v, dict):
+                raise ValueError("value is not a JSON object")
+            if kt == SCHEMA:
+                self._schema(k, v)
+            elif kt == CONFIG:
+                self._setting(self.configs, k, None if v is None else str(v["compatibilityLevel"]).upper())
+            elif kt == MODE:
+                self._setting(self.modes, k, None if v is None else str(v["mode"]).upper())
+            elif kt == DELETE_SUBJECT:
+                if v is not None:
+                    for sv in self.subjects.get(str(v["subject"]), {}).values():
+                        if sv.version <= int(v["version"]):
+                            sv.deleted = True
+            elif kt != NOOP:
+                raise ValueError(f"unknown keytype {kt!r}")
+            self.records += 1
+        except (ValueError, KeyError, TypeError) as e:
+            log.warning("Schema registry: skipping an unreadable _schemas record (key %r): %s",
+                        (key or b"")[:200], e)
+
+    def _schema(self, k: dict[str, Any], v: dict[str, Any] | None) -> None:
+        subject, version = str(k["subject"]), int(k["version"])
+        if v is None:  # tombstone: hard delete
+            versions = self.subjects.get(subject)
+            if versions is not None:
+                versions.pop(version, None)
+                if not versions:
+                    del self.subjects[subject]
+            return
+        schema_id = int(v["id"])
+        refs = tuple(Reference(str(r["name"]), str(r["subject"]), int(r["version"]))
+                     for r in v.get("references") or [])
+        if schema_id not in self.schemas:
+            self.schemas[schema_id] = StoredSchema(schema_id, str(v.get("schemaType") or "AVRO").upper(),
+                                                   str(v["schema"]), refs)
+        self.max_id = max(self.max_id, schema_id)
+        self.subjects.setdefault(subject, {})[version] = SubjectVersion(subject, version, schema_id,
+                                                                        bool(v.get("deleted", False)))
+
+    @staticmethod
+    def _setting(table: dict[str | None, str], k: dict[str, Any], value: str | None) -> None:
+        subject = k.get("subject")
+        subject = None if subject is None else str(subject)
+        if value is None:
+            table.pop(subject, None)
+        else:
+            table[subject] = value
+
+    # --- queries ----------------------------------------------------------------------------
+
+    def versions(self, subject: str, deleted: bool = False) -> list[SubjectVersion]:
+        return sorted((sv for sv in self.subjects.get(subject, {}).values() if deleted or not sv.deleted),
+                      key=lambda sv: sv.version)
+
+    def subject_names(self, deleted: bool = False) -> list[str]:
+        return sorted(s for s in self.subjects if self.versions(s, deleted))
+
+    def referenced_by(self, subject: str, version: int) -> list[int]:
+        return sorted({sv.schema_id for vs in self.subjects.values() for sv in vs.values() if not sv.deleted
+                       and any(r.subject == subject and r.version == version
+                               for r in self.schemas[sv.schema_id].references)})
+
+    def usages(self, schema_id: int, deleted: bool = False) -> list[SubjectVersion]:
+        return sorted((sv for vs in self.subjects.values() for sv in vs.values()
+                       if sv.schema_id == schema_id and (deleted or not sv.deleted)),
+                      key=lambda sv: (sv.subject, sv.version))

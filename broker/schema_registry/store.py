@@ -1,0 +1,176 @@
+"""The ``_schemas`` topic as the registry's storage, over the Kafka protocol.
+
+Theory of operation (Confluent's KafkaStore, Karapace's schema reader): one reader task
+consumes ``_schemas`` (one partition, ``cleanup.policy=compact``) from the beginning and hands
+every record to :meth:`RegistryState.replay`; the registry serves reads once the reader has
+caught up with the end offset it saw at start. A write produces one record (acks=all) and
+returns only when the reader has read that offset back, so what a client was told is written
+is what every node replays, on this node after a restart and on every other node.
+
+The client is aiokafka: it is asyncio-native, so the reader, the producer and the group
+membership that elects the primary all run as tasks on the broker's own event loop with no
+thread to coordinate; and because it speaks only the Kafka protocol, the same store serves the
+standalone ``samsa schema-registry --bootstrap-server`` against any Kafka cluster.
+
+Primary election (:class:`PrimaryElection`) uses a Kafka consumer group, as Confluent's and
+Karapace's registries do: every node joins group ``schema-registry`` with its URL in the
+member's user data; the group leader's assignor names the primary (the member with the
+smallest URL among those eligible) in every member's assignment. Only the primary writes,
+so schema ids stay unique; the other nodes forward writes to it over HTTP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from .errors import RegistryError, operation_timeout, store_error
+from .state import RegistryState
+
+log = logging.getLogger("samsa.schema_registry")
+
+TOPIC = "_schemas"
+GROUP = "schema-registry"
+
+
+class KafkaStore:
+    def __init__(self, bootstrap: str, state: RegistryState, *, topic: str = TOPIC,
+                 client_options: dict[str, Any] | None = None, timeout_s: float = 60.0) -> None:
+        self.bootstrap = bootstrap
+        self.state = state
+        self.topic = topic
+        self.options = client_options or {}
+        self.timeout_s = timeout_s
+        self.applied = -1  # offset of the last record replayed
+        self.ready = asyncio.Event()  # caught up with the end offset seen at start
+        self._advanced = asyncio.Event()
+        self._producer: Any = None
+        self._consumer: Any = None
+        self._reader: asyncio.Task[None] | None = None
+        self.listeners: list[Callable[[], None]] = []  # called after each batch of replayed records
+
+    async def start(self) -> None:
+        from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition  # noqa: PLC0415
+
+        await self._ensure_topic()
+        self._producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, acks="all", linger_ms=0,
+                                          enable_idempotence=False, client_id="samsa-schema-registry",
+                                          **self.options)
+        await self._producer.start()
+        self._consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False,
+                                          auto_offset_reset="earliest", isolation_level="read_committed",
+                                          client_id="samsa-schema-registry-reader", fetch_max_wait_ms=100,
+                                          **self.options)
+        await self._consumer.start()
+        tp = TopicPartition(self.topic, 0)
+        self._consumer.assign([tp])
+        await self._consumer.seek_to_beginning(tp)
+        end = (await self._consumer.end_offsets([tp]))[tp]
+        self._reader = asyncio.get_running_loop().create_task(self._read(tp, end))
+
+    async def _ensure_topic(self) -> None:
+        from aiokafka.admin import AIOKafkaAdminClient, NewTopic  # noqa: PLC0415
+        from aiokafka.errors import TopicAlreadyExistsError  # noqa: PLC0415
+
+        admin = AIOKafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="samsa-schema-registry-admin",
+                                    **self.options)
+        await admin.start()
+        try:
+            if self.topic in await admin.list_topics():
+                return
+            brokers = len((await admin.describe_cluster()).get("brokers", [])) or 1
+            topic = NewTopic(self.topic, 1, min(3, brokers),
+                             topic_configs={"cleanup.policy": "compact"})
+            try:
+                resp = await admin.create_topics([topic])
+                for t in getattr(resp, "topic_errors", []) or getattr(resp, "topics", []):
+                    code = t[1] if isinstance(t, tuple) else getattr(t, "error_code", 0)
+                    if code not in (0, 36):  # 36: TOPIC_ALREADY_EXISTS (another node was first)
+                        raise RegistryError(500, 50001, f"cannot create {self.topic}: error code {code}")
+                log.info("Schema registry: created topic %s (compacted, replication factor %d)", self.topic,
+                         min(3, brokers))
+            except TopicAlreadyExistsError:
+                pass
+        finally:
+            await admin.close()
+
+    async def _read(self, tp: Any, start_end: int) -> None:
+        if start_end <= 0:
+            self.ready.set()
+        while True:
+            try:
+                batches = await self._consumer.getmany(tp, timeout_ms=500)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                log.warning("Schema registry: reading %s failed, retrying: %s", self.topic, e)
+                await asyncio.sleep(1.0)
+                continue
+            for msgs in batches.values():
+                for m in msgs:
+                    self.state.replay(m.key, m.value)
+                    self.applied = m.offset
+            if batches:
+                self._advanced.set()
+                self._advanced = asyncio.Event()
+                for fn in self.listeners:
+                    fn()
+            if not self.ready.is_set():
+                pos = await self._consumer.position(tp)
+                if pos >= start_end:
+                    log.info("Schema registry: read %s up to offset %d (%d schemas, %d subjects)", self.topic,
+                             pos, len(self.state.schemas), len(self.state.subjects))
+                    self.ready.set()
+
+    async def wait_ready(self) -> None:
+        try:
+            await asyncio.wait_for(self.ready.wait(), self.timeout_s)
+        except TimeoutError:
+            raise operation_timeout(f"the registry is still reading {self.topic}") from None
+
+    async def write(self, key: bytes, value: bytes | None) -> int:
+        """Produce one record and return its offset once the reader has replayed it."""
+        try:
+            md = await asyncio.wait_for(self._producer.send_and_wait(self.topic, value=value, key=key, partition=0),
+                                        self.timeout_s)
+        except TimeoutError:
+            raise operation_timeout(f"writing to {self.topic} timed out") from None
+        except RegistryError:
+            raise
+        except Exception as e:
+            raise store_error(f"{type(e).__name__}: {e}") from None
+        await self.wait_applied(md.offset)
+        return int(md.offset)
+
+    async def wait_applied(self, offset: int) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout_s
+        while self.applied < offset:
+            left = deadline - loop.time()
+            if left <= 0:
+                raise operation_timeout(f"the registry did not read back offset {offset} of {self.topic} in time")
+            try:
+                await asyncio.wait_for(self._advanced.wait(), left)
+            except TimeoutError:
+                pass
+
+    async def stop(self) -> None:
+        if self._reader is not None:
+            self._reader.cancel()
+            try:
+                await self._reader
+            except (asyncio.CancelledError, Exception):
+                pass
+        for c in (self._consumer, self._producer):
+            if c is not None:
+                try:
+                    await c.stop()
+                except Exception:
+                    pass
+
+
+def encode_json(doc: Any) -> bytes:
+    return json.dumps(doc, separators=(",", ":")).encode()

@@ -1,0 +1,261 @@
+"""The Schema Registry REST API against a real broker, through confluent-kafka's SchemaRegistryClient
+and raw HTTP (for the status codes, Confluent's error bodies and content types the client hides).
+
+One broker serves the whole module; each test uses its own subjects.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
+from confluent_kafka.schema_registry.error import SchemaRegistryError
+from google.protobuf import descriptor_pb2
+
+from tests.support.brokers import BrokerProcess
+from tests.support.schema_registry import V1, RegistryHttp, start_registry_broker
+
+
+def avro(fields: list[dict[str, object]], name: str = "Rec") -> str:
+    return json.dumps({"type": "record", "name": name, "fields": fields})
+
+
+V1_SCHEMA = avro([{"name": "a", "type": "int"}])
+V2_SCHEMA = avro([{"name": "a", "type": "int"}, {"name": "b", "type": "string", "default": "x"}])
+V2_NO_DEFAULT = avro([{"name": "a", "type": "int"}, {"name": "b", "type": "string"}])
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BrokerProcess, RegistryHttp]]:
+    b, reg = start_registry_broker(Path(tmp_path_factory.mktemp("sr-api")))
+    try:
+        yield b, reg
+    finally:
+        b.kill()
+
+
+@pytest.fixture(scope="module")
+def http(registry: tuple[BrokerProcess, RegistryHttp]) -> RegistryHttp:
+    return registry[1]
+
+
+@pytest.fixture(scope="module")
+def client(http: RegistryHttp) -> SchemaRegistryClient:
+    return SchemaRegistryClient({"url": http.url})
+
+
+def _err(exc: pytest.ExceptionInfo[SchemaRegistryError]) -> tuple[int, int]:
+    return exc.value.http_status_code, exc.value.error_code
+
+
+def test_register_get_lookup_with_the_confluent_client(client: SchemaRegistryClient, http: RegistryHttp) -> None:
+    sid = client.register_schema("api-a-value", Schema(V1_SCHEMA, "AVRO"))
+    assert sid >= 1
+    # the same schema again: same id, no new version; whitespace does not make it another schema
+    spaced = json.dumps(json.loads(V1_SCHEMA), indent=2)
+    assert client.register_schema("api-a-value", Schema(spaced, "AVRO")) == sid
+    assert client.get_versions("api-a-value") == [1]
+    got = client.get_schema(sid)
+    assert json.loads(got.schema_str) == json.loads(V1_SCHEMA) and got.schema_type == "AVRO"
+    sid2 = client.register_schema("api-a-value", Schema(V2_SCHEMA, "AVRO"))
+    assert sid2 != sid
+    latest = client.get_latest_version("api-a-value")
+    assert (latest.version, latest.schema_id) == (2, sid2)
+    found = client.lookup_schema("api-a-value", Schema(V1_SCHEMA, "AVRO"))
+    assert (found.version, found.schema_id) == (1, sid)
+    # the same schema under another subject keeps its id (ids are per schema, not per subject)
+    assert client.register_schema("api-a-other", Schema(V1_SCHEMA, "AVRO")) == sid
+    assert sorted(client.get_subjects()) >= ["api-a-other", "api-a-value"]
+    status, doc = http.get(f"/schemas/ids/{sid}/versions")
+    assert status == 200 and {"subject": "api-a-other", "version": 1} in doc and \
+        {"subject": "api-a-value", "version": 1} in doc
+    assert sorted(http.get(f"/schemas/ids/{sid}/subjects")[1]) == ["api-a-other", "api-a-value"]
+    status, text, headers = http.request("GET", f"/schemas/ids/{sid}/schema")
+    assert status == 200 and text == json.loads(V1_SCHEMA)
+
+
+def test_compatibility_is_enforced_and_checked(client: SchemaRegistryClient, http: RegistryHttp) -> None:
+    client.register_schema("api-c-value", Schema(V1_SCHEMA, "AVRO"))
+    # BACKWARD (the default): a new field without a default cannot read old data
+    assert client.test_compatibility("api-c-value", Schema(V2_NO_DEFAULT, "AVRO")) is False
+    assert client.test_compatibility("api-c-value", Schema(V2_SCHEMA, "AVRO")) is True
+    with pytest.raises(SchemaRegistryError) as e:
+        client.register_schema("api-c-value", Schema(V2_NO_DEFAULT, "AVRO"))
+    assert _err(e) == (409, 409)
+    assert "incompatible with an earlier schema" in e.value.error_message
+    status, doc = http.post("/compatibility/subjects/api-c-value/versions/latest?verbose=true",
+                            {"schema": V2_NO_DEFAULT})
+    assert status == 200 and doc["is_compatible"] is False and doc["messages"]
+    # per-subject NONE lets it through; the global level is untouched
+    assert client.set_compatibility("api-c-value", "NONE") == {"compatibility": "NONE"}
+    assert client.register_schema("api-c-value", Schema(V2_NO_DEFAULT, "AVRO")) >= 1
+    assert http.get("/config/api-c-value")[1] == {"compatibilityLevel": "NONE"}
+    assert http.get("/config")[1] == {"compatibilityLevel": "BACKWARD"}
+    status, doc = http.get("/config/api-never-configured")
+    assert (status, doc["error_code"]) == (404, 40408)
+    assert http.get("/config/api-never-configured?defaultToGlobal=true")[1] == {"compatibilityLevel": "BACKWARD"}
+    assert http.delete("/config/api-c-value") == (200, {"compatibilityLevel": "NONE"})
+    status, doc = http.put("/config/api-c-value", {"compatibility": "SIDEWAYS"})
+    assert (status, doc["error_code"]) == (422, 42203)
+
+
+def test_soft_and_permanent_deletes(client: SchemaRegistryClient, http: RegistryHttp) -> None:
+    subject = "api-d-value"
+    client.register_schema(subject, Schema(V1_SCHEMA, "AVRO"))
+    client.register_schema(subject, Schema(V2_SCHEMA, "AVRO"))
+    # a version must be soft deleted before it can be deleted permanently
+    status, doc = http.delete(f"/subjects/{subject}/versions/1?permanent=true")
+    assert (status, doc["error_code"]) == (404, 40407)
+    assert http.delete(f"/subjects/{subject}/versions/1") == (200, 1)
+    status, doc = http.delete(f"/subjects/{subject}/versions/1")
+    assert (status, doc["error_code"]) == (404, 40406)
+    assert http.get(f"/subjects/{subject}/versions")[1] == [2]
+    assert http.get(f"/subjects/{subject}/versions?deleted=true")[1] == [1, 2]
+    assert http.get(f"/subjects/{subject}/versions/1?deleted=true")[0] == 200
+    assert http.get(f"/subjects/{subject}/versions/1")[1]["error_code"] == 40402
+    # the subject: permanent first is refused, soft delete lists what it deleted
+    status, doc = http.delete(f"/subjects/{subject}?permanent=true")
+    assert (status, doc["error_code"]) == (404, 40405)
+    assert http.delete(f"/subjects/{subject}") == (200, [2])
+    status, doc = http.delete(f"/subjects/{subject}")
+    assert (status, doc["error_code"]) == (404, 40404)
+    assert subject not in http.get("/subjects")[1]
+    assert subject in http.get("/subjects?deleted=true")[1]
+    assert http.get(f"/subjects/{subject}/versions")[1]["error_code"] == 40401
+    assert http.delete(f"/subjects/{subject}?permanent=true") == (200, [1, 2])
+    assert subject not in http.get("/subjects?deleted=true")[1]
+    # a re-registration after a permanent delete starts at version 1 again
+    assert http.post(f"/subjects/{subject}/versions", {"schema": V1_SCHEMA})[0] == 200
+    assert http.get(f"/subjects/{subject}/versions")[1] == [1]
+
+
+def test_references_and_referencedby(client: SchemaRegistryClient, http: RegistryHttp) -> None:
+    addr = json.dumps({"type": "record", "name": "Address", "namespace": "ex",
+                       "fields": [{"name": "street", "type": "string"}]})
+    client.register_schema("api-r-address", Schema(addr, "AVRO"))
+    person = json.dumps({"type": "record", "name": "Person", "namespace": "ex",
+                         "fields": [{"name": "home", "type": "ex.Address"}]})
+    ref = SchemaReference("ex.Address", "api-r-address", 1)
+    sid = client.register_schema("api-r-person", Schema(person, "AVRO", [ref]))
+    doc = http.get(f"/schemas/ids/{sid}")[1]
+    assert doc["references"] == [{"name": "ex.Address", "subject": "api-r-address", "version": 1}]
+    assert http.get("/subjects/api-r-address/versions/1/referencedby")[1] == [sid]
+    # a referenced version cannot be deleted
+    status, doc = http.delete("/subjects/api-r-address/versions/1")
+    assert (status, doc["error_code"]) == (422, 42206)
+    # an unknown reference, and a type no reference defines, are invalid schemas
+    status, doc = http.post("/subjects/api-r-bad/versions",
+                            {"schema": person, "references": [{"name": "ex.Address", "subject": "nope",
+                                                               "version": 1}]})
+    assert (status, doc["error_code"]) == (422, 42201)
+    status, doc = http.post("/subjects/api-r-bad/versions", {"schema": person})
+    assert (status, doc["error_code"]) == (422, 42201)
+
+
+def test_modes(http: RegistryHttp) -> None:
+    assert http.get("/mode")[1] == {"mode": "READWRITE"}
+    assert http.post("/subjects/api-m-value/versions", {"schema": V1_SCHEMA})[0] == 200
+    assert http.put("/mode/api-m-value", {"mode": "READONLY"}) == (200, {"mode": "READONLY"})
+    status, doc = http.post("/subjects/api-m-value/versions", {"schema": V2_SCHEMA})
+    assert (status, doc["error_code"]) == (422, 42205)
+    assert http.delete("/mode/api-m-value") == (200, {"mode": "READONLY"})
+    assert http.post("/subjects/api-m-value/versions", {"schema": V2_SCHEMA})[0] == 200
+    status, doc = http.put("/mode/api-m-value", {"mode": "SOMETIMES"})
+    assert (status, doc["error_code"]) == (422, 42204)
+    # IMPORT: only for an empty subject (unless forced); then explicit ids and versions are kept
+    status, doc = http.put("/mode/api-m-value", {"mode": "IMPORT"})
+    assert (status, doc["error_code"]) == (422, 42205)
+    assert http.put("/mode/api-m-import", {"mode": "IMPORT"}) == (200, {"mode": "IMPORT"})
+    status, doc = http.post("/subjects/api-m-import/versions", {"schema": V1_SCHEMA, "id": 9000, "version": 7})
+    assert (status, doc) == (200, {"id": 9000})
+    assert http.get("/subjects/api-m-import/versions")[1] == [7]
+    assert http.get("/schemas/ids/9000")[0] == 200
+    http.delete("/mode/api-m-import")
+
+
+def test_lookup_and_not_found_codes(http: RegistryHttp) -> None:
+    http.post("/subjects/api-l-value/versions", {"schema": V1_SCHEMA})
+    status, doc = http.post("/subjects/api-l-value", {"schema": V1_SCHEMA})
+    assert status == 200 and doc["subject"] == "api-l-value" and doc["version"] == 1
+    status, doc = http.post("/subjects/api-l-value", {"schema": V2_SCHEMA})
+    assert (status, doc["error_code"]) == (404, 40403)
+    status, doc = http.post("/subjects/api-l-none", {"schema": V1_SCHEMA})
+    assert (status, doc["error_code"]) == (404, 40401)
+    assert http.get("/subjects/api-l-none/versions/1")[1]["error_code"] == 40401
+    assert http.get("/subjects/api-l-value/versions/9")[1]["error_code"] == 40402
+    status, doc = http.get("/subjects/api-l-value/versions/0")
+    assert (status, doc["error_code"]) == (422, 42202)
+    assert http.get("/subjects/api-l-value/versions/abc")[1]["error_code"] == 42202
+    assert http.get("/schemas/ids/987654")[1] == {"error_code": 40403, "message": "Schema 987654 not found"}
+    assert http.get("/schemas/types")[1] == ["JSON", "PROTOBUF", "AVRO"]
+
+
+def test_bad_input_gets_confluent_codes_never_500(http: RegistryHttp) -> None:
+    bad = [
+        ({"schema": "{\"type\": \"record\", \"name\": \"X\", \"fields\": [{\"name\": \"a\", \"type\": \"intx\"}]}"},
+         422, 42201),
+        ({"schema": "not json at all {"}, 422, 42201),
+        ({"schema": "{\"type\": 5}", "schemaType": "JSON"}, 422, 42201),
+        ({"schema": "message {", "schemaType": "PROTOBUF"}, 422, 42201),
+        ({"schema": ""}, 422, 42201),
+        ({"schema": V1_SCHEMA, "schemaType": "XML"}, 422, 422),
+    ]
+    for body, status, code in bad:
+        got_status, doc = http.post("/subjects/api-bad-value/versions", body)
+        assert (got_status, doc["error_code"]) == (status, code), body
+        assert isinstance(doc["message"], str) and doc["message"]
+    status, doc, _ = http.request("POST", "/subjects/api-bad-value/versions", raw=b"{not json")
+    assert (status, doc["error_code"]) == (400, 400)
+    status, doc, _ = http.request("POST", "/subjects/api-bad-value/versions", raw=b"[1, 2]")
+    assert (status, doc["error_code"]) == (422, 422)
+    # wrong content type, unknown path, wrong method
+    status, doc, _ = http.request("POST", "/subjects/api-bad-value/versions", raw=json.dumps(
+        {"schema": V1_SCHEMA}).encode(), headers={"Content-Type": "text/plain"})
+    assert (status, doc["error_code"]) == (415, 415)
+    assert http.get("/no/such/path")[1]["error_code"] == 404
+    status, doc, _ = http.request("PATCH", "/subjects")
+    assert (status, doc["error_code"]) == (405, 405)
+    status, doc, _ = http.request("GET", "/subjects", headers={"Accept": "text/html"})
+    assert (status, doc["error_code"]) == (406, 406)
+    # oversized: refused before the body is read, and the registry keeps serving
+    status, doc, _ = http.request("POST", "/subjects/api-bad-value/versions",
+                                  raw=b"{\"schema\": \"" + b"x" * (2 << 20) + b"\"}")
+    assert (status, doc["error_code"]) == (413, 413)
+    assert http.get("/subjects")[0] == 200
+    assert "api-bad-value" not in http.get("/subjects?deleted=true")[1]
+
+
+def test_content_types(http: RegistryHttp) -> None:
+    status, _, headers = http.request("GET", "/subjects")
+    assert status == 200 and headers["content-type"] == V1
+    status, _, headers = http.request("GET", "/subjects", headers={"Accept": "application/json"})
+    assert status == 200 and headers["content-type"] == "application/json"
+    for ctype in (V1, "application/vnd.schemaregistry+json", "application/json", "application/octet-stream"):
+        status, doc, _ = http.request("POST", "/subjects/api-ct-value/versions",
+                                      raw=json.dumps({"schema": V1_SCHEMA}).encode(),
+                                      headers={"Content-Type": ctype})
+        assert status == 200 and "id" in doc, ctype
+
+
+def test_json_and_protobuf_schemas(client: SchemaRegistryClient, http: RegistryHttp) -> None:
+    js = json.dumps({"type": "object", "properties": {"a": {"type": "integer"}}})
+    sid = client.register_schema("api-j-value", Schema(js, "JSON"))
+    assert http.get(f"/schemas/ids/{sid}")[1]["schemaType"] == "JSON"
+    narrowed = json.dumps({"type": "object", "properties": {"a": {"type": "integer", "maximum": 5}}})
+    assert client.test_compatibility("api-j-value", Schema(narrowed, "JSON")) is False
+    proto = 'syntax = "proto3";\npackage ex;\nmessage M { string a = 1; int32 b = 2; }\n'
+    pid = client.register_schema("api-p-value", Schema(proto, "PROTOBUF"))
+    doc = http.get(f"/schemas/ids/{pid}")[1]
+    assert doc["schemaType"] == "PROTOBUF" and doc["schema"] == proto
+    # format=serialized is the base64 FileDescriptorProto the Python deserializer asks for
+    serialized = http.get(f"/schemas/ids/{pid}?format=serialized")[1]["schema"]
+    fdp = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(serialized))
+    assert fdp.package == "ex" and [f.name for f in fdp.message_type[0].field] == ["a", "b"]
+    # the same schema registered as that descriptor is the same schema
+    assert client.register_schema("api-p-value", Schema(serialized, "PROTOBUF")) == pid
+    retyped = 'syntax = "proto3";\npackage ex;\nmessage M { string a = 1; double b = 2; }\n'
+    assert client.test_compatibility("api-p-value", Schema(retyped, "PROTOBUF")) is False
