@@ -11,17 +11,15 @@ admin/admin-secret; SCRAM credentials are created by the tests (``scram_user``).
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.serialization import pkcs12
-from cryptography.x509.oid import NameOID
+
+from broker.testing import certs
 
 from .net import free_port
 
@@ -43,39 +41,21 @@ class Pki:
     client_pem: Path
 
 
-def _name(**parts: str) -> x509.Name:
-    oids = {"CN": NameOID.COMMON_NAME, "OU": NameOID.ORGANIZATIONAL_UNIT_NAME, "O": NameOID.ORGANIZATION_NAME}
-    return x509.Name([x509.NameAttribute(oids[k], v) for k, v in reversed(list(parts.items()))])
-
-
-def _cert(subject: x509.Name, key: Any, issuer: x509.Name, issuer_key: Any, *, ca: bool = False,
-          san: bool = False, days: int = 30) -> x509.Certificate:
-    now = datetime.datetime.now(datetime.UTC)
-    b = (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer).public_key(key.public_key())
-         .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
-         .not_valid_after(now + datetime.timedelta(days=days))
-         .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
-    if san:
-        b = b.add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"),
-                                                          x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                            critical=False)
-    return b.sign(issuer_key, hashes.SHA256())
-
-
-def _pem_key(key: Any) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.NoEncryption())
+# The certificates pass Python 3.13's default VERIFY_X509_STRICT: broker/testing/certs.py
+_name = certs.name
+_pem_key = certs.pem_key
 
 
 def make_pki(d: Path, server_cn: str = "localhost") -> Pki:
     d.mkdir(parents=True, exist_ok=True)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = _name(CN="Samsa Test CA", O="Samsa")
-    ca = _cert(ca_name, ca_key, ca_name, ca_key, ca=True)
+    ca = certs.certificate(ca_name, ca_key, ca_name, ca_key, ca=True)
     srv_key = ec.generate_private_key(ec.SECP256R1())
-    srv = _cert(_name(CN=server_cn, O="Samsa"), srv_key, ca_name, ca_key, san=True)
+    srv = certs.certificate(_name(CN=server_cn, O="Samsa"), srv_key, ca_name, ca_key, server=True,
+                            hosts=("localhost", "127.0.0.1"))
     cli_key = ec.generate_private_key(ec.SECP256R1())
-    cli = _cert(_name(CN="alice", OU="eng", O="Samsa"), cli_key, ca_name, ca_key)
+    cli = certs.certificate(_name(CN="alice", OU="eng", O="Samsa"), cli_key, ca_name, ca_key, client=True)
     pem = serialization.Encoding.PEM
     p = Pki(d, d / "ca.pem", d / "server.pem", d / "server.p12", d / "server.crt", d / "server.key",
             d / "client.crt", d / "client.key", d / "client.pem")

@@ -133,3 +133,20 @@ def test_producer_times_out_while_paused_then_delivers(kafka, topic):
     finally:
         p.close()
     assert [r.value for r in kafka.records(topic)] == [b"before", b"during"]
+
+
+def test_kill_then_restart_keeps_acknowledged_records():
+    with SamsaBroker() as k:
+        topic = k.create_topic()
+        p = KafkaProducer(bootstrap_servers=k.bootstrap_servers, acks="all")
+        for i in range(5):
+            p.send(topic, value=b"%d" % i).get(timeout=30)
+        p.close()
+        port = k.bootstrap_servers
+        k.kill()
+        assert not (k.data_dir / "logs" / ".kafka_cleanshutdown").exists()
+        k.restart()
+        assert k.bootstrap_servers == port
+        assert [r.value for r in k.records(topic)] == [b"0", b"1", b"2", b"3", b"4"]
+        k.restart()  # a clean stop and start keeps them too
+        assert len(k.records(topic)) == 5
