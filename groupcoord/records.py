@@ -28,6 +28,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
+from protocol.varint import read_uvarint
+
 OFFSET_COMMIT_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2
 OFFSET_COMMIT_VALUE_VERSION = 3
@@ -125,14 +127,8 @@ class _Reader:
         return v
 
     def uvarint(self) -> int:
-        result = shift = 0
-        while True:
-            b = self.buf[self.pos]
-            self.pos += 1
-            result |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return result
-            shift += 7
+        v, self.pos = read_uvarint(self.buf, self.pos)
+        return v
 
     def _length(self, wide: bool) -> int:
         if self.flexible:

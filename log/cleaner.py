@@ -61,8 +61,8 @@ from protocol.records import (
     BatchHeader,
     decompress,
     read_header,
-    read_varint,
 )
+from protocol.varint import read_varint, varint
 
 from .cleaner_manager import CHECKPOINT_FILE, dirty_ratio, read_checkpoint, write_checkpoint
 from .offset_map import LOAD_FACTOR, OffsetMap
@@ -81,16 +81,6 @@ _HEADER = struct.Struct(">qiibIhiqqqhii")
 
 
 # --- records ----------------------------------------------------------------------------------
-
-def _zigzag(n: int) -> bytes:
-    v = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while v & ~0x7F:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
-
 
 @dataclass(slots=True)
 class Record:
@@ -145,8 +135,8 @@ def build_batch(h: BatchHeader, records: list[Record], *, delete_horizon: int | 
     for r in records:
         body = r.body
         if new_base != base_ts:
-            body = body[:1] + _zigzag(r.timestamp_delta + base_ts - new_base) + body[r.ts_end:]
-        parts.append(_zigzag(len(body)))
+            body = body[:1] + varint(r.timestamp_delta + base_ts - new_base) + body[r.ts_end:]
+        parts.append(varint(len(body)))
         parts.append(body)
         max_ts = max(max_ts, base_ts + r.timestamp_delta)
     if h.timestamp_type == 1 or not records:

@@ -52,7 +52,8 @@ from protocol.errors import (
     KafkaError,
     OutOfOrderSequenceError,
 )
-from protocol.records import HEADER_SIZE, BatchHeader, read_varint
+from protocol.records import HEADER_SIZE, BatchHeader
+from protocol.varint import read_varint
 
 logger = logging.getLogger("samsa.log")
 

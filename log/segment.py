@@ -35,8 +35,8 @@ from protocol.records import (
     BatchHeader,
     decompress,
     read_header,
-    read_varint,
 )
+from protocol.varint import read_varint
 
 from .config import LogConfig
 from .index import OffsetIndex, TimeIndex

@@ -36,8 +36,8 @@ from protocol.records import (
     BatchHeader,
     ValidatedRecords,
     decompress,
-    read_varint,
 )
+from protocol.varint import read_varint
 
 from .config import LogConfig
 

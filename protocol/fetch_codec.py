@@ -30,6 +30,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from .varint import read_uvarint, uvarint
+
 
 class Region(Protocol):
     size: int
@@ -68,15 +70,6 @@ _PART_V4 = struct.Struct(">ihqq")  # partition, error, high watermark, last stab
 _ABORTED = struct.Struct(">qq")
 
 
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 def encode_fetch_response(version: int, correlation_id: int, topics: Sequence[TopicData], *,
                           throttle_time_ms: int = 0, error_code: int = 0, session_id: int = 0,
                           node_endpoints: Sequence[tuple[int, str, int, str | None]] = (),
@@ -87,7 +80,7 @@ def encode_fetch_response(version: int, correlation_id: int, topics: Sequence[To
     buf = bytearray()
 
     def arr_len(n: int) -> bytes:
-        return _uvarint(n + 1) if flexible else _i32(n)
+        return uvarint(n + 1) if flexible else _i32(n)
 
     # response header: correlation id (+ empty tagged fields when flexible)
     buf += _i32(correlation_id)
@@ -102,7 +95,7 @@ def encode_fetch_response(version: int, correlation_id: int, topics: Sequence[To
             buf += (t.topic_id or uuid.UUID(int=0)).bytes
         else:
             name = (t.topic or "").encode()
-            buf += (_uvarint(len(name) + 1) if flexible else _i16(len(name))) + name
+            buf += (uvarint(len(name) + 1) if flexible else _i16(len(name))) + name
         buf += arr_len(len(t.partitions))
         for p in t.partitions:
             buf += _PART_V4.pack(p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset)
@@ -121,7 +114,7 @@ def encode_fetch_response(version: int, correlation_id: int, topics: Sequence[To
                 buf += _i32(p.preferred_read_replica)
             rec = p.records if p.records is not None else b""
             size = len(rec) if isinstance(rec, (bytes, bytearray, memoryview)) else rec.size
-            buf += _uvarint(size + 1) if flexible else _i32(size)
+            buf += uvarint(size + 1) if flexible else _i32(size)
             if size:
                 if isinstance(rec, (bytes, bytearray, memoryview)):
                     buf += rec
@@ -138,13 +131,13 @@ def encode_fetch_response(version: int, correlation_id: int, topics: Sequence[To
             buf += b"\x00"  # topic tagged fields
     if flexible:
         if node_endpoints and version >= 16:  # tagged field 0: NodeEndpoints (KIP-951)
-            body = bytearray(_uvarint(len(node_endpoints) + 1))
+            body = bytearray(uvarint(len(node_endpoints) + 1))
             for node_id, host, port, rack in node_endpoints:
                 h = host.encode()
-                body += _i32(node_id) + _uvarint(len(h) + 1) + h + _i32(port)
-                body += b"\x00" if rack is None else _uvarint(len(rack.encode()) + 1) + rack.encode()
+                body += _i32(node_id) + uvarint(len(h) + 1) + h + _i32(port)
+                body += b"\x00" if rack is None else uvarint(len(rack.encode()) + 1) + rack.encode()
                 body += b"\x00"
-            buf += b"\x01\x00" + _uvarint(len(body)) + body
+            buf += b"\x01\x00" + uvarint(len(body)) + body
         else:
             buf += b"\x00"  # response tagged fields
     if buf:
@@ -186,16 +179,16 @@ def encode_fetch_request(correlation_id: int, client_id: str, topics: Sequence[t
     buf += _REQ_HEADER.pack(1, FETCHER_VERSION, correlation_id, len(cid)) + cid + b"\x00"
     buf += _REQ_TOP.pack(replica_id, max_wait_ms, min_bytes, max_bytes, isolation_level, session_id,
                          session_epoch)
-    buf += _uvarint(len(topics) + 1)
+    buf += uvarint(len(topics) + 1)
     for name, parts in topics:
         t = name.encode()
-        buf += _uvarint(len(t) + 1) + t + _uvarint(len(parts) + 1)
+        buf += uvarint(len(t) + 1) + t + uvarint(len(parts) + 1)
         for p in parts:
             buf += _REQ_PART.pack(p.partition, p.current_leader_epoch, p.fetch_offset, p.last_fetched_epoch,
                                   p.log_start_offset, p.partition_max_bytes) + b"\x00"
         buf += b"\x00"  # topic tagged fields
     r = rack_id.encode()
-    buf += b"\x01" + _uvarint(len(r) + 1) + r + b"\x00"  # no forgotten topics; rack id; tagged fields
+    buf += b"\x01" + uvarint(len(r) + 1) + r + b"\x00"  # no forgotten topics; rack id; tagged fields
     _u32.pack_into(buf, 0, len(buf) - 4)
     return bytes(buf)
 
@@ -209,24 +202,11 @@ class FetchResponseData:
     topics: list[TopicData]
 
 
-def _read_uvarint(buf: memoryview, pos: int) -> tuple[int, int]:
-    n = shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        n |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return n, pos
-        shift += 7
-        if shift > 35:
-            raise ValueError("uvarint too long")
-
-
 def _skip_tags(buf: memoryview, pos: int, on_tag: Any = None) -> int:
-    count, pos = _read_uvarint(buf, pos)
+    count, pos = read_uvarint(buf, pos)
     for _ in range(count):
-        tag, pos = _read_uvarint(buf, pos)
-        size, pos = _read_uvarint(buf, pos)
+        tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
         if on_tag is not None:
             on_tag(tag, buf[pos:pos + size])
         pos += size
@@ -246,18 +226,18 @@ def decode_fetch_response(payload: bytes | bytearray | memoryview) -> FetchRespo
     pos = _skip_tags(buf, 4)  # response header v1
     throttle, error_code, session_id = _RESP_TOP.unpack_from(buf, pos)
     pos += _RESP_TOP.size
-    n_topics, pos = _read_uvarint(buf, pos)
+    n_topics, pos = read_uvarint(buf, pos)
     topics: list[TopicData] = []
     for _ in range(max(n_topics - 1, 0)):
-        ln, pos = _read_uvarint(buf, pos)
+        ln, pos = read_uvarint(buf, pos)
         name = bytes(buf[pos:pos + ln - 1]).decode()
         pos += ln - 1
-        n_parts, pos = _read_uvarint(buf, pos)
+        n_parts, pos = read_uvarint(buf, pos)
         parts: list[PartitionData] = []
         for _ in range(max(n_parts - 1, 0)):
             index, code, hw, lso, start = _RESP_PART.unpack_from(buf, pos)
             pos += _RESP_PART.size
-            n_aborted, pos = _read_uvarint(buf, pos)
+            n_aborted, pos = read_uvarint(buf, pos)
             aborted: list[tuple[int, int]] | None = None
             if n_aborted:
                 aborted = []
@@ -265,7 +245,7 @@ def decode_fetch_response(payload: bytes | bytearray | memoryview) -> FetchRespo
                     aborted.append(_ABORTED.unpack_from(buf, pos))
                     pos = _skip_tags(buf, pos + _ABORTED.size)
             (preferred,) = _u32.unpack_from(buf, pos)
-            ln, pos = _read_uvarint(buf, pos + 4)
+            ln, pos = read_uvarint(buf, pos + 4)
             size = max(ln - 1, 0)
             if pos + size > end:
                 raise ValueError(f"records of partition {name}-{index} run past the frame")

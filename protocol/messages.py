@@ -37,6 +37,7 @@ from . import kip714 as _kip714
 from . import kip848 as _kip848
 from . import kip932 as _kip932
 from .api_keys import ApiKey
+from .varint import read_uvarint
 
 _HDR = struct.Struct(">hhi")
 _H = struct.Struct(">h")
@@ -131,19 +132,12 @@ class RequestHeader:
 
 
 def _uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if pos >= len(buf):
-            raise MalformedRequest("truncated varint in request header")
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, pos
-        shift += 7
-        if shift > 28:
-            raise MalformedRequest("varint too long in request header")
-
+    try:
+        return read_uvarint(buf, pos)
+    except IndexError:
+        raise MalformedRequest("truncated varint in request header") from None
+    except ValueError:
+        raise MalformedRequest("varint too long in request header") from None
 
 def is_flexible(api_key: int, version: int) -> bool:
     cls = REQUEST_CLASSES.get(api_key)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import crc32c as _crc32c
 
 from .errors import CorruptRecordError, ErrorCode, InvalidRecordError, KafkaError
+from .varint import read_varint
 
 HEADER_SIZE = 61
 LOG_OVERHEAD = 12  # base_offset + batch_length: the bytes not counted in batch_length
@@ -178,23 +179,6 @@ def decompress(codec: int, data: bytes | memoryview) -> bytes:
     if codec == COMPRESSION_ZSTD:
         return kc.zstd_decode(data)
     raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"unknown compression codec {codec}")
-
-
-def read_varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
-    """Decode the zigzag varint at ``pos``; return (value, next position).
-
-    Raises IndexError when the buffer ends inside it and ValueError when it is over 10 bytes.
-    """
-    result = shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-        if shift > 63:
-            raise ValueError("varint too long")
 
 
 def count_records(records: bytes | bytearray | memoryview) -> int:

@@ -31,6 +31,7 @@ from protocol.records import (
     decompress,
     iter_headers,
 )
+from protocol.varint import put_varint, read_varint
 
 CONTROL_TYPE_ABORT = 0
 CONTROL_TYPE_COMMIT = 1
@@ -39,38 +40,19 @@ _HH = struct.Struct(">hh")
 _HI = struct.Struct(">hi")
 
 
-def _put_varint(out: bytearray, n: int) -> None:
-    z = (n << 1) ^ (n >> 63)  # zig-zag
-    while z >= 0x80:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-
-
-def _read_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-
-
 def _encode_record(out: bytearray, offset_delta: int, ts_delta: int, key: bytes | None,
                    value: bytes | None) -> None:
     body = bytearray(b"\x00")  # attributes
-    _put_varint(body, ts_delta)
-    _put_varint(body, offset_delta)
+    put_varint(body, ts_delta)
+    put_varint(body, offset_delta)
     for part in (key, value):
         if part is None:
-            _put_varint(body, -1)
+            put_varint(body, -1)
         else:
-            _put_varint(body, len(part))
+            put_varint(body, len(part))
             body += part
-    _put_varint(body, 0)  # headers
-    _put_varint(out, len(body))
+    put_varint(body, 0)  # headers
+    put_varint(out, len(body))
     out += body
 
 
@@ -148,15 +130,15 @@ def iter_batch_records(buf: bytes | bytearray | memoryview, pos: int = 0) -> Ite
         raw = bytes(raw)
         p = 0
         for _ in range(h.records_count):
-            length, p = _read_varint(raw, p)
+            length, p = read_varint(raw, p)
             end = p + length
             p += 1  # attributes
-            ts_delta, p = _read_varint(raw, p)
-            off_delta, p = _read_varint(raw, p)
-            klen, p = _read_varint(raw, p)
+            ts_delta, p = read_varint(raw, p)
+            off_delta, p = read_varint(raw, p)
+            klen, p = read_varint(raw, p)
             key = None if klen < 0 else raw[p:p + klen]
             p += max(klen, 0)
-            vlen, p = _read_varint(raw, p)
+            vlen, p = read_varint(raw, p)
             value = None if vlen < 0 else raw[p:p + vlen]
             p = end
             yield h.attributes, Record(h.base_offset + off_delta, h.base_timestamp + ts_delta, key, value)

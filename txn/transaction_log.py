@@ -23,6 +23,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from protocol.varint import put_uvarint, read_uvarint
+
 from .metadata import TransactionMetadata, TransactionState
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
@@ -108,24 +110,6 @@ def _check_writable(m: TransactionMetadata) -> None:
         raise ValueError("an Empty transaction cannot have partitions")
 
 
-def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, pos
-        shift += 7
-
-
-def _put_uvarint(out: bytearray, n: int) -> None:
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-
-
 @dataclass(slots=True)
 class DecodedValue:
     """A TransactionLogValue of either version, with v1's tagged fields (defaults for v0)."""
@@ -173,29 +157,29 @@ def decode_value(value: bytes) -> DecodedValue:
                 partitions.add((topic, _I.unpack_from(value, pos)[0]))
                 pos += 4
     else:
-        n, pos = _uvarint(value, pos)
+        n, pos = read_uvarint(value, pos)
         for _ in range(max(n - 1, 0)):
-            tl, pos = _uvarint(value, pos)
+            tl, pos = read_uvarint(value, pos)
             topic = bytes(value[pos: pos + tl - 1]).decode()
             pos += tl - 1
-            k, pos = _uvarint(value, pos)
+            k, pos = read_uvarint(value, pos)
             for _ in range(max(k - 1, 0)):
                 partitions.add((topic, _I.unpack_from(value, pos)[0]))
                 pos += 4
-            tags, pos = _uvarint(value, pos)
+            tags, pos = read_uvarint(value, pos)
             for _ in range(tags):  # no tagged fields are defined inside PartitionsSchema
-                _, pos = _uvarint(value, pos)
-                size, pos = _uvarint(value, pos)
+                _, pos = read_uvarint(value, pos)
+                size, pos = read_uvarint(value, pos)
                 pos += size
     (last_update,) = _Q.unpack_from(value, pos)
     (start,) = _Q.unpack_from(value, pos + 8)
     pos += 16
     d = DecodedValue(version, pid, epoch, timeout, state, partitions, last_update, start)
     if version >= 1 and pos < len(value):
-        tags, pos = _uvarint(value, pos)
+        tags, pos = read_uvarint(value, pos)
         for _ in range(tags):
-            tag, pos = _uvarint(value, pos)
-            size, pos = _uvarint(value, pos)
+            tag, pos = read_uvarint(value, pos)
+            size, pos = read_uvarint(value, pos)
             if tag == 0:
                 d.previous_producer_id = _Q.unpack_from(value, pos)[0]
             elif tag == 1:
@@ -214,12 +198,12 @@ def encode_value_v1(m: TransactionMetadata, next_producer_id: int = -1,
         out.append(0)
     else:
         groups = _group_partitions(m.partitions)
-        _put_uvarint(out, len(groups) + 1)
+        put_uvarint(out, len(groups) + 1)
         for topic, ids in groups:
             raw = topic.encode()
-            _put_uvarint(out, len(raw) + 1)
+            put_uvarint(out, len(raw) + 1)
             out += raw
-            _put_uvarint(out, len(ids) + 1)
+            put_uvarint(out, len(ids) + 1)
             for p in ids:
                 out += _I.pack(p)
             out.append(0)
@@ -231,9 +215,9 @@ def encode_value_v1(m: TransactionMetadata, next_producer_id: int = -1,
         tagged.append((1, _Q.pack(next_producer_id)))
     if client_transaction_version != 0:
         tagged.append((2, _H.pack(client_transaction_version)))
-    _put_uvarint(out, len(tagged))
+    put_uvarint(out, len(tagged))
     for tag, data in tagged:
-        _put_uvarint(out, tag)
-        _put_uvarint(out, len(data))
+        put_uvarint(out, tag)
+        put_uvarint(out, len(data))
         out += data
     return bytes(out)

@@ -43,6 +43,7 @@ from protocol.records import (
     decompress,
     read_header,
 )
+from protocol.varint import read_varint
 
 from ._common import ToolError, add_output, run
 
@@ -71,19 +72,10 @@ def register(subparsers: Any) -> None:
 # --- record decoding (magic v2) ------------------------------------------------------------
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if pos >= len(buf):
-            raise ValueError("truncated varint")
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-        if shift > 63:
-            raise ValueError("varint too long")
-
+    try:
+        return read_varint(buf, pos)
+    except IndexError:
+        raise ValueError("truncated varint") from None
 
 def _bytes_field(buf: bytes, pos: int) -> tuple[bytes | None, int]:
     n, pos = _varint(buf, pos)

@@ -50,7 +50,7 @@ def contents(log: Log) -> tuple[list[tuple[int, bytes | None, bytes | None]], li
 
 
 def _value(body: bytes) -> bytes:
-    from protocol.records import read_varint as _varint
+    from protocol.varint import read_varint as _varint
 
     p = 1
     _, p = _varint(body, p)
