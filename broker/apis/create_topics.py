@@ -9,12 +9,16 @@ message (v1+); v5+ (KIP-525) echoes partitions and replication factor; v7 return
 
 In a cluster the assignment is written to ZooKeeper (replicas spread as Kafka spreads them, see
 :mod:`broker.zk.topics`) and the answer waits, up to the request's ``timeout_ms``, until the
-controller has elected a leader for every new partition (Kafka's DelayedCreatePartitions), so a
-client can produce as soon as it has the answer.
+controller has elected a leader for every new partition and every live broker's Metadata shows
+it (Kafka's DelayedCreatePartitions waits for the controller's UpdateMetadata on the broker that
+was asked; see ``ZkCluster.await_topic_metadata`` for why every broker is asked here), so a
+client can produce, list offsets or describe the topic on any broker as soon as it has the
+answer. ``timeout_ms`` 0 answers at once, as Kafka does.
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
 from typing import Any
 
@@ -25,6 +29,8 @@ from ..configs import effective_topic_config, validate_topic_configs
 from ..metadata import validate_topic_name
 from ..security.acl import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE_CONFIGS, TOPIC, TOPIC_DENIED, Requires
 from . import RequestContext, api
+
+log = logging.getLogger("samsa.admin")
 
 CONFIG_SOURCE_TOPIC = 1  # DescribeConfigs' ConfigSource.TOPIC_CONFIG
 CONFIG_SOURCE_DEFAULT = 5  # ConfigSource.DEFAULT_CONFIG
@@ -40,7 +46,7 @@ async def handle_create_topics(ctx: RequestContext, req: Any) -> Any:
     out = []
     seen: set[str] = set()
     live = broker.cluster.live_broker_ids() if broker.cluster is not None else [broker.broker_id]
-    created: list[str] = []
+    created: dict[str, int] = {}  # topic -> partitions, in a cluster
     secured = broker.authorizer is not None
     cluster_create = secured and ctx.authorize(CREATE, CLUSTER, CLUSTER_NAME, log_denied=False)
     for t in req.topics:
@@ -96,7 +102,7 @@ async def handle_create_topics(ctx: RequestContext, req: Any) -> Any:
                     assignment = {a.partition_index: list(a.broker_ids) for a in t.assignments} or None
                     info = broker.cluster.topics.create(t.name, partitions, configs, replication_factor=rf,
                                                         assignment=assignment)
-                    created.append(t.name)
+                    created[t.name] = partitions
                 else:
                     info = broker.topics.create(t.name, partitions, configs)
                 tid = info.topic_id
@@ -116,27 +122,16 @@ async def handle_create_topics(ctx: RequestContext, req: Any) -> Any:
                           num_partitions=partitions if code == 0 else -1,
                           replication_factor=rf if code == 0 else -1, configs=described))
     if created:
-        await wait_for_leaders(broker, created, req.timeout_ms / 1000)
+        await wait_for_metadata(broker, created, req.timeout_ms / 1000)
     return R(throttle_time_ms=0, topics=out)
 
 
-async def wait_for_leaders(broker: Any, topics: list[str], timeout: float) -> bool:
-    """Until the metadata cache shows a leader for every partition of ``topics`` (or the timeout)."""
-    import asyncio  # noqa: PLC0415
-    import time  # noqa: PLC0415
-
-    deadline = time.monotonic() + max(timeout, 0)
-    cache = broker.metadata_cache
-    while True:
-        missing = False
-        for t in topics:
-            info = broker.topics.get(t)
-            n = info.num_partitions if info else 0
-            if any((pm := cache.partition(t, p)) is None or pm.leader < 0 for p in range(n)):
-                missing = True
-                break
-        if not missing:
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        await asyncio.sleep(0.02)
+async def wait_for_metadata(broker: Any, topics: dict[str, int], timeout: float) -> None:
+    """Until every live broker's metadata shows a leader for every partition of ``topics`` (or the
+    timeout: the topics exist all the same, and clients retry what they find missing)."""
+    if timeout <= 0:
+        return
+    lagging = await broker.cluster.await_topic_metadata(topics, present=True, timeout=timeout)
+    if lagging and timeout > 0:
+        log.warning("CreateTopics: brokers %s had no leader for every partition of %s within %.0f ms",
+                    lagging, sorted(topics), timeout * 1000)

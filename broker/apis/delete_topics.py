@@ -5,10 +5,18 @@ leaves the registry first, so clients stop seeing it at once; its partition dire
 renamed ``<topic>-<partition>.<id>-delete`` and removed, as Kafka does. Unknown topics get
 UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID by id); ``delete.topic.enable=false`` gives
 TOPIC_DELETION_DISABLED.
+
+In a cluster the deletion is queued in ZooKeeper (``/admin/delete_topics``) for the controller,
+which stops the replicas and removes the topic's znodes; the answer waits, up to the request's
+``timeout_ms``, until no live broker's Metadata lists the topic any more (Kafka's
+DelayedDeleteTopics waits until the broker that was asked no longer has it in its metadata
+cache; see ``ZkCluster.await_topic_metadata`` for why every broker is asked here), so a client
+that lists topics anywhere after the answer does not find it. ``timeout_ms`` 0 answers at once.
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
 from typing import Any
 
@@ -17,6 +25,8 @@ from protocol.errors import ErrorCode, KafkaError
 
 from ..security.acl import DELETE, TOPIC, TOPIC_DENIED, Requires
 from . import RequestContext, api
+
+log = logging.getLogger("samsa.admin")
 
 ZERO = uuid.UUID(int=0)
 
@@ -31,6 +41,7 @@ async def handle_delete_topics(ctx: RequestContext, req: Any) -> Any:
     else:
         targets = [(n, None) for n in req.topic_names]
     out = []
+    queued: dict[str, int] = {}  # topic -> partitions, in a cluster
     for name, tid in targets:
         code, message = ErrorCode.NONE, None
         try:
@@ -48,7 +59,15 @@ async def handle_delete_topics(ctx: RequestContext, req: Any) -> Any:
                 raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
             tid = info.topic_id
             broker.topics.delete(info.name)
+            if broker.cluster is not None:
+                queued[info.name] = info.num_partitions
         except KafkaError as e:
             code, message = e.code, e.message
         out.append(Result(name=name, topic_id=tid or ZERO, error_code=int(code), error_message=message))
+    timeout = req.timeout_ms / 1000
+    if queued and timeout > 0:
+        lagging = await broker.cluster.await_topic_metadata(queued, present=False, timeout=timeout)
+        if lagging:
+            log.warning("DeleteTopics: brokers %s still listed %s after %.0f ms", lagging, sorted(queued),
+                        timeout * 1000)
     return R(throttle_time_ms=0, responses=out)

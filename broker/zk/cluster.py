@@ -215,6 +215,65 @@ class ZkCluster:
             c = self._clients[broker_id] = BrokerClient(ep.host, ep.port, f"samsa-broker-{self.broker.broker_id}")
         return await c.send(request, version, timeout=timeout)
 
+    async def await_topic_metadata(self, topics: dict[str, int], *, present: bool, timeout: float) -> list[int]:
+        """Until every live broker's Metadata answer shows each of ``topics`` (name -> partition
+        count) with a leader for every partition (``present``), or no longer lists it (not
+        ``present``), or ``timeout`` seconds pass. Returns the brokers that had not caught up.
+
+        CreateTopics and DeleteTopics answer only after this, so that a client may go to any
+        broker with the answer in hand: Kafka's DelayedCreatePartitions / DelayedDeleteTopics
+        wait for the controller's UpdateMetadata to reach the broker that was asked; here every
+        broker is asked, because a broker learns of a topic from two sources (the ZooKeeper
+        watch on ``/brokers/topics`` and the controller's LeaderAndIsr and UpdateMetadata) that
+        arrive at different moments. A broker that cannot be reached, or does not let us
+        describe the topics, is not waited for."""
+        from kafka.protocol.metadata import MetadataRequest  # noqa: PLC0415
+
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(timeout, 0.0)
+        names = sorted(topics)
+        done: set[int] = set()
+
+        def caught_up(resp: Any) -> bool | None:
+            by_name = {t.name: t for t in resp.topics}
+            for name in names:
+                t = by_name.get(name)
+                if t is None:
+                    return None
+                if t.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED:
+                    return None  # nothing to learn from this broker
+                if not present:
+                    if t.error_code != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                        return False
+                elif t.error_code != 0 or len(t.partitions) != topics[name] or \
+                        any(p.error_code != 0 or p.leader_id < 0 for p in t.partitions):
+                    return False
+            return True
+
+        async def ask(broker_id: int) -> None:
+            req = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=n) for n in names],
+                                  allow_auto_topic_creation=False)
+            try:
+                ok = caught_up(await self.send_to_broker(broker_id, req, 7,
+                                                         timeout=max(0.1, min(5.0, deadline - loop.time()))))
+            except ConnectionError as e:
+                log.info("Not waiting for broker %d to learn of topics %s: %s", broker_id, names, e)
+                ok = None
+            except Exception as e:  # e.g. inter-broker authentication refused: the topics exist regardless
+                log.warning("Not waiting for broker %d to learn of topics %s: %r", broker_id, names, e)
+                ok = None
+            if ok is None or ok:
+                done.add(broker_id)
+
+        while True:
+            pending = [b for b in sorted(self.cache.brokers) if b not in done]
+            if pending:
+                await asyncio.gather(*(ask(b) for b in pending))
+                pending = [b for b in pending if b not in done]
+            if not pending or loop.time() >= deadline:
+                return pending
+            await asyncio.sleep(0.02)
+
     def leader_of(self, topic: str, partition: int) -> int:
         pm = self.cache.partition(topic, partition)
         return pm.leader if pm is not None else -1
