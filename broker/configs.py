@@ -163,6 +163,35 @@ def _gzip_level(v: str) -> str | None:
 
 
 T = ConfigType
+_STRATEGIES = ("TopicNameStrategy", "RecordNameStrategy", "TopicRecordNameStrategy")
+
+
+def _strategy(v: str) -> str | None:
+    short = v.rsplit(".", 1)[-1]
+    return None if short in _STRATEGIES else f"String must be one of: {', '.join(_STRATEGIES)}"
+
+
+def _schema_validation_configs() -> list[ConfigDef]:
+    """Confluent Server's broker-side schema validation configs, with Redpanda's names beside them."""
+    out = []
+    for part in ("key", "value"):
+        out += [
+            ConfigDef(f"confluent.{part}.schema.validation", T.BOOLEAN, "false",
+                      f"True if the broker refuses records whose {part} lacks the magic byte and a schema id "
+                      "registered under the subject the subject name strategy names (needs schema.registry.listeners)."),
+            ConfigDef(f"confluent.{part}.subject.name.strategy", T.STRING,
+                      "io.confluent.kafka.serializers.subject.TopicNameStrategy",
+                      f"How the subject of a record's {part} schema is named: TopicNameStrategy (<topic>-{part}), "
+                      "RecordNameStrategy (<record name>) or TopicRecordNameStrategy (<topic>-<record name>).",
+                      extra_check=_strategy),
+            ConfigDef(f"redpanda.{part}.schema.id.validation", T.BOOLEAN, "false",
+                      f"Redpanda's name for confluent.{part}.schema.validation."),
+            ConfigDef(f"redpanda.{part}.subject.name.strategy", T.STRING, "TopicNameStrategy",
+                      f"Redpanda's name for confluent.{part}.subject.name.strategy.", extra_check=_strategy),
+        ]
+    return out
+
+
 _COMPRESSION = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 
 # Kafka's topic configs (TopicConfig / LogConfig), in Kafka 3.9 with its defaults.
@@ -259,6 +288,7 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in [
     ConfigDef("segment.ms", T.LONG, "604800000",
               "The period of time after which Kafka will force the log to roll even if the segment is not full.",
               at_least=1, synonyms=(("log.roll.ms", 1), ("log.roll.hours", 3_600_000))),
+    *_schema_validation_configs(),
     ConfigDef("unclean.leader.election.enable", T.BOOLEAN, "false",
               "Whether replicas not in the ISR may be elected as leader as a last resort (data loss possible).",
               synonyms=(("unclean.leader.election.enable", 1),)),

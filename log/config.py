@@ -46,6 +46,16 @@ _OTHER_TOPIC_CONFIGS: dict[str, str] = {
     "remote.storage.enable": "false",
     "remote.log.copy.disable": "false",
     "remote.log.delete.on.disable": "false",
+    # broker-side schema validation (broker/schema_registry/validation.py): Confluent Server's
+    # names and Redpanda's synonyms
+    "confluent.key.schema.validation": "false",
+    "confluent.value.schema.validation": "false",
+    "confluent.key.subject.name.strategy": "io.confluent.kafka.serializers.subject.TopicNameStrategy",
+    "confluent.value.subject.name.strategy": "io.confluent.kafka.serializers.subject.TopicNameStrategy",
+    "redpanda.key.schema.id.validation": "false",
+    "redpanda.value.schema.id.validation": "false",
+    "redpanda.key.subject.name.strategy": "TopicNameStrategy",
+    "redpanda.value.subject.name.strategy": "TopicNameStrategy",
 }
 
 # topic config name -> (field name, minimum value or None for strings)

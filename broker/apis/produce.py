@@ -29,6 +29,8 @@ unless the topic's ``compression.type`` asks for a codec the producer did not us
 * Kafka's log validation (``log/validator.py``): one batch per partition, base offset 0,
   sequences, no control batches from clients, keys on compacted topics and KIP-937 timestamp
   bounds, with ``record_errors`` naming the failing records (KIP-467); nothing is appended.
+  Topics with ``confluent.value.schema.validation`` (or the key's, or Redpanda's synonyms) also
+  refuse records without a registered schema id (broker/schema_registry/validation.py).
 * Errors are per partition; v8+ adds ``error_message`` (KIP-467). Clients may not write to the
   internal topics (INVALID_TOPIC_EXCEPTION); only the coordinators append there.
 * v3 is the first version with v2 record batches; v9 is flexible (KIP-482); v10-11 add the
@@ -52,6 +54,7 @@ from protocol.records import COMPRESSION_CODES, validate_batches
 from txn.plugin import verify_transactional_produce_in_cluster
 
 from ..metadata import INTERNAL_TOPICS
+from ..schema_registry.validation import validate_schema_ids
 from ..security.acl import TOPIC, TOPIC_DENIED, TRANSACTIONAL_ID, TXN_DENIED, WRITE, Requires
 from . import DelayedResponse, RequestContext, api
 
@@ -98,6 +101,7 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
                 records = validate_batches(pdata.records, max_batch_bytes=cfg.max_message_bytes)
                 validate_client_batches(records, f"{name}-{pdata.index}", cfg, api_version=ctx.version,
                                         now_ms=int(time.time() * 1000))
+                validate_schema_ids(broker, name, records, cfg)  # confluent.value.schema.validation & co
                 wanted = cfg.others.get("compression.type", "producer")
                 if wanted != "producer":
                     from protocol.recompress import recompress_to  # noqa: PLC0415

@@ -125,6 +125,7 @@ def _parse_avro(text: str, deps: list[Dependency], normalize: bool) -> ParsedSch
         parsed = fastavro.parse_schema(doc, named_schemas=named, _write_hint=False)
     except Exception as e:  # fastavro raises SchemaParseException, UnknownType, ValueError, TypeError...
         raise invalid_schema(f"{_short(text)}: {type(e).__name__}: {e}") from None
+    _avro_structure(doc)
     stored = _compact(doc)
     # Same schema = the same parsed form: whitespace and the order of JSON properties do not
     # count, names are fully qualified. Field order and defaults do count, as in Avro.
@@ -132,6 +133,26 @@ def _parse_avro(text: str, deps: list[Dependency], normalize: bool) -> ParsedSch
     if normalize:
         stored = _compact(parsed)
     return ParsedSchema(AVRO, stored, fingerprint, parsed, named=named)
+
+
+def _avro_structure(doc: Any, depth: int = 0) -> None:
+    """What Avro's own parser refuses and fastavro lets through: a record without ``fields``."""
+    if depth > 200:
+        raise invalid_schema("nested deeper than 200 levels")
+    if isinstance(doc, list):
+        for d in doc:
+            _avro_structure(d, depth + 1)
+    elif isinstance(doc, dict):
+        if doc.get("type") in ("record", "error") and not isinstance(doc.get("fields"), list):
+            raise invalid_schema(f"{_short(_compact(doc))}: Record has no fields")
+        for f in doc.get("fields") or []:
+            if isinstance(f, dict):
+                _avro_structure(f.get("type"), depth + 1)
+        for k in ("items", "values"):
+            if k in doc:
+                _avro_structure(doc[k], depth + 1)
+        if isinstance(doc.get("type"), (dict, list)):
+            _avro_structure(doc["type"], depth + 1)
 
 
 # --- JSON Schema --------------------------------------------------------------------------------

@@ -1,0 +1,246 @@
+"""Nemeses: the faults a run injects, each with a ``start`` (inject) and a ``stop`` (heal).
+
+Theory of operation: a :class:`Schedule` thread walks a seeded, shuffled cycle of the chosen
+kinds (every kind once before any repeats, so a short run still sees them all): it waits a quiet
+spell, starts one nemesis, holds it, stops it, and logs both ends to the history as ``info`` ops
+of process ``nemesis`` (``f`` ``start``/``stop``, ``value`` saying what was done to whom). The
+``stop`` line is written once the heal is complete (a killed broker answers again, ZooKeeper
+serves again), so the checker measures recovery from the moment the fault was gone. When the run
+ends, the active nemesis is stopped and :func:`heal_all` undoes anything left.
+
+Partitions are iptables drops inside the hosts' namespaces (``net.py``): the clients, in the root
+namespace, keep reaching every broker unless a kind says otherwise, which is what makes a leader
+cut from its followers (or from ZooKeeper) dangerous: it still takes writes.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from .history import History
+from .rig import Rig
+from .workload import TOPIC
+
+
+class Nemesis:
+    name = "nemesis"
+
+    def __init__(self, rig: Rig, rng: random.Random) -> None:
+        self.rig, self.rng = rig, rng
+
+    def brokers(self) -> list[str]:
+        return [f"n{i}" for i in range(self.rig.size)]
+
+    def start(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def stop(self) -> dict[str, Any]:
+        self.rig.net.heal()
+        return {}
+
+
+class IsolateBroker(Nemesis):
+    """One broker cut from ZooKeeper and every other broker; clients still reach it."""
+
+    name = "partition-one"
+
+    def target(self) -> str:
+        return self.rng.choice(self.brokers())
+
+    def start(self) -> dict[str, Any]:
+        b = self.target()
+        others = [h for h in self.rig.net.hosts if h != b]
+        self.rig.net.cut([b], others)
+        return {"isolated": b, "from": others}
+
+
+class IsolateController(IsolateBroker):
+    name = "partition-controller"
+
+    def target(self) -> str:
+        try:
+            return f"n{self.rig.controller_id()}"
+        except Exception:  # noqa: BLE001 - no controller known right now: any broker
+            return super().target()
+
+
+class CutLeader(Nemesis):
+    """A partition leader cut from its followers (all other brokers), not from ZooKeeper or clients."""
+
+    name = "partition-leader"
+
+    def start(self) -> dict[str, Any]:
+        try:
+            leaders = self.rig.leaders(TOPIC)
+            p = self.rng.choice(sorted(leaders))
+            leader = leaders[p][0]
+        except Exception:  # noqa: BLE001
+            p, leader = None, int(self.rng.choice(self.brokers())[1:])
+        if leader is None or leader < 0:
+            leader = int(self.rng.choice(self.brokers())[1:])
+        b = f"n{leader}"
+        followers = [h for h in self.brokers() if h != b]
+        self.rig.net.cut([b], followers)
+        return {"leader": b, "partition": p, "cut_from": followers}
+
+
+class CutZooKeeper(Nemesis):
+    """One broker cut from ZooKeeper only (its peers and the clients still reach it)."""
+
+    name = "partition-zk"
+
+    def start(self) -> dict[str, Any]:
+        b = self.rng.choice(self.brokers())
+        self.rig.net.cut([b], ["zk"])
+        return {"broker": b}
+
+
+class MajoritySplit(Nemesis):
+    """Brokers split into a minority and a majority, ZooKeeper on one side; clients see both sides."""
+
+    name = "partition-majority"
+
+    def start(self) -> dict[str, Any]:
+        bs = self.brokers()
+        self.rng.shuffle(bs)
+        k = len(bs) // 2
+        minority, majority = bs[:k], bs[k:]
+        if self.rng.random() < 0.5:
+            majority.append("zk")
+        else:
+            minority.append("zk")
+        self.rig.net.partition([minority, majority])
+        return {"components": [sorted(minority), sorted(majority)]}
+
+
+class BridgePartition(Nemesis):
+    """Jepsen's bridge: two halves that cannot talk, and one host in the middle that talks to both."""
+
+    name = "partition-bridge"
+
+    def start(self) -> dict[str, Any]:
+        hosts = list(self.rig.net.hosts)
+        self.rng.shuffle(hosts)
+        mid = len(hosts) // 2
+        bridge = hosts[mid]
+        a, b = hosts[:mid], hosts[mid + 1:]
+        self.rig.net.cut(a, b)
+        return {"side_a": sorted(a), "bridge": bridge, "side_b": sorted(b)}
+
+
+class SlowNet(Nemesis):
+    """Every broker's link delayed, lossy and reordering (tc netem), or rate-limited and lossy without netem."""
+
+    name = "slow-net"
+
+    def start(self) -> dict[str, Any]:
+        how = self.rig.net.slow(self.brokers())
+        return {"hosts": self.brokers(), "how": how}
+
+
+class Pause(Nemesis):
+    """SIGSTOP one broker (a GC pause, a hung VM), SIGCONT at the heal."""
+
+    name = "pause"
+
+    def start(self) -> dict[str, Any]:
+        self.i = self.rng.randrange(self.rig.size)
+        self.rig.brokers[self.i].pause()
+        return {"broker": f"n{self.i}"}
+
+    def stop(self) -> dict[str, Any]:
+        self.rig.brokers[self.i].resume()
+        return {"broker": f"n{self.i}"}
+
+
+class Kill(Nemesis):
+    """SIGKILL one broker; the heal starts it again on the same address and data."""
+
+    name = "kill"
+
+    def start(self) -> dict[str, Any]:
+        self.i = self.rng.randrange(self.rig.size)
+        self.rig.brokers[self.i].kill()
+        return {"broker": f"n{self.i}"}
+
+    def stop(self) -> dict[str, Any]:
+        self.rig.brokers[self.i].start(90.0)
+        return {"broker": f"n{self.i}"}
+
+
+class ZooKeeperRestart(Nemesis):
+    """ZooKeeper killed (SIGKILL) and, at the heal, started again with its data."""
+
+    name = "zk-restart"
+
+    def start(self) -> dict[str, Any]:
+        self.rig.zookeeper.kill()
+        return {}
+
+    def stop(self) -> dict[str, Any]:
+        self.rig.zookeeper.start(90.0)
+        return {}
+
+
+KINDS: dict[str, Callable[[Rig, random.Random], Nemesis]] = {
+    cls.name: cls for cls in (IsolateBroker, IsolateController, CutLeader, CutZooKeeper, MajoritySplit,
+                              BridgePartition, SlowNet, Pause, Kill, ZooKeeperRestart)
+}
+
+
+def heal_all(rig: Rig) -> None:
+    """Undo every fault: flush the drops and qdiscs, resume and restart brokers, start ZooKeeper."""
+    rig.net.heal()
+    if not rig.zookeeper.is_running():
+        rig.zookeeper.start(90.0)
+    else:
+        rig.zookeeper.resume()
+    for b in rig.brokers:
+        if b.is_running():
+            b.resume()
+        else:
+            b.start(90.0)
+
+
+class Schedule(threading.Thread):
+    """Starts and stops nemeses at random (seeded) until ``stop_event``; heals everything at the end."""
+
+    def __init__(self, rig: Rig, hist: History, kinds: list[str], rng: random.Random, stop: threading.Event,
+                 quiet: tuple[float, float] = (5.0, 10.0), hold: tuple[float, float] = (8.0, 15.0)) -> None:
+        super().__init__(daemon=True, name="nemesis")
+        unknown = [k for k in kinds if k not in KINDS]
+        if unknown:
+            raise ValueError(f"unknown nemesis {unknown}; known: {sorted(KINDS)}")
+        self.rig, self.hist, self.kinds, self.rng, self.stop_event = rig, hist, list(kinds), rng, stop
+        self.quiet, self.hold = quiet, hold
+        self.error: BaseException | None = None
+        self.done: list[str] = []
+
+    def run(self) -> None:
+        try:
+            cycle: list[str] = []
+            while not self.stop_event.wait(self.rng.uniform(*self.quiet)):
+                if not cycle:
+                    cycle = list(self.kinds)
+                    self.rng.shuffle(cycle)
+                kind = cycle.pop(0)
+                nem = KINDS[kind](self.rig, self.rng)
+                what = nem.start()
+                self.hist.add("info", "nemesis", "start", {"kind": kind, **what})
+                try:
+                    self.stop_event.wait(self.rng.uniform(*self.hold))
+                finally:
+                    healed = nem.stop()
+                    self.hist.add("info", "nemesis", "stop", {"kind": kind, **healed})
+                    self.done.append(kind)
+        except BaseException as e:  # noqa: BLE001 - reported by the runner
+            self.error = e
+            self.hist.add("info", "nemesis", "error", repr(e)[:500])
+        finally:
+            try:
+                heal_all(self.rig)
+            except BaseException as e:  # noqa: BLE001
+                self.error = self.error or e
