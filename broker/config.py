@@ -107,6 +107,9 @@ BROKER_DEFAULTS: dict[str, tuple[type, object]] = {
     "schema.registry.listeners": (str, ""),
     "schema.registry.bootstrap.servers": (str, ""),
     "schema.registry.max.request.bytes": (int, 1048576),
+    "schema.registry.advertised.listener": (str, ""),
+    "schema.registry.leader.eligibility": (bool, True),
+    "schema.registry.topic.replication.factor": (int, 3),
     # Authorization and quotas (issue 10, broker/security)
     "authorizer.class.name": (str, ""),
     "super.users": (str, ""),

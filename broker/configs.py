@@ -305,7 +305,9 @@ def _broker_defs() -> dict[str, ConfigDef]:
                    "log.retention.check.interval.ms", "socket.request.max.bytes",
                    "metrics.listener", "console.listener", "console.allow.writes", "console.bootstrap.servers",
                    "console.metrics.urls", "replica.page.cache.retain.bytes", "schema.registry.listeners",
-                   "schema.registry.bootstrap.servers", "schema.registry.max.request.bytes"}
+                   "schema.registry.bootstrap.servers", "schema.registry.max.request.bytes",
+                   "schema.registry.advertised.listener", "schema.registry.leader.eligibility",
+                   "schema.registry.topic.replication.factor"}
     types = {bool: T.BOOLEAN, int: T.LONG, str: T.STRING}
     out: dict[str, ConfigDef] = {}
     for name, (typ, default) in BROKER_DEFAULTS.items():

@@ -3,7 +3,11 @@
 ``schema.registry.listeners=http://127.0.0.1:8081`` turns it on (empty, the default, leaves it
 off). ``schema.registry.bootstrap.servers`` names the cluster whose ``_schemas`` topic holds
 the schemas (default: this broker's own advertised listener); ``schema.registry.max.request.bytes``
-caps a request body (413 above it). ``samsa schema-registry --bootstrap-server HOST:PORT`` runs
+caps a request body (413 above it); ``schema.registry.advertised.listener`` is the URL other
+registries forward writes to (default: the listener); ``schema.registry.leader.eligibility=false``
+keeps a node from being elected primary (:mod:`.election`);
+``schema.registry.topic.replication.factor`` (default 3, as Confluent's
+``kafkastore.topic.replication.factor``) is ``_schemas``' replication factor in a cluster. ``samsa schema-registry --bootstrap-server HOST:PORT`` runs
 the same registry as its own process against any Kafka cluster, as Karapace does.
 
 Theory of operation: this module is a broker component (``start(broker)``/``stop(broker)``,
@@ -27,6 +31,7 @@ import logging
 from typing import Any
 from urllib.parse import urlparse
 
+from .election import PrimaryElection
 from .http import HttpServer
 from .rest import RestApp
 from .service import Registry
@@ -48,17 +53,35 @@ class SchemaRegistry:
     """A running registry: the store's reader, the REST app and its HTTP server."""
 
     def __init__(self, host: str, port: int, bootstrap: str, *, max_body: int = 1048576,
-                 client_options: dict[str, Any] | None = None, ssl_context: Any = None) -> None:
+                 client_options: dict[str, Any] | None = None, ssl_context: Any = None,
+                 advertised_url: str = "", eligible: bool = True, replication_factor: int = 3) -> None:
         self.state = RegistryState()
-        self.store = KafkaStore(bootstrap, self.state, client_options=client_options)
+        self.store = KafkaStore(bootstrap, self.state, client_options=client_options,
+                                replication_factor=replication_factor)
         self.registry = Registry(self.state, self.store)
         self.app = RestApp(self.registry)
         self.server = HttpServer(host, port, self.app, max_body, ssl_context)
+        self.scheme = "https" if ssl_context is not None else "http"
+        self.advertised_url = advertised_url
+        self.eligible = eligible
+        self.bootstrap = bootstrap
+        self.client_options = client_options
+        self.election: PrimaryElection | None = None
         self._starter: asyncio.Task[None] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"{self.scheme}://{self.server.host}:{self.server.port}"
 
     async def start(self, kafka_ready: asyncio.Event | None = None) -> None:
         """Listen at once; connect to Kafka in the background (requests wait for the store)."""
         await self.server.start()
+        if not self.advertised_url:
+            host = self.server.host if self.server.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
+            self.advertised_url = f"{self.scheme}://{host}:{self.server.port}"
+        self.election = PrimaryElection(self.advertised_url, self.eligible, self.bootstrap, self.store,
+                                        self.client_options)
+        self.app.forwarder = self.election
         self._starter = asyncio.get_running_loop().create_task(self._start_store(kafka_ready))
 
     async def _start_store(self, kafka_ready: asyncio.Event | None) -> None:
@@ -68,12 +91,16 @@ class SchemaRegistry:
         while True:
             try:
                 await self.store.start()
+                assert self.election is not None
+                await self.election.start()
                 return
             except asyncio.CancelledError:
                 raise
             except Exception as e:
                 log.warning("Schema registry: cannot open %s yet (%s); retrying in %.1f s", self.store.topic, e, delay)
                 await self.store.stop()
+                if self.election is not None:
+                    await self.election.stop()
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 10.0)
 
@@ -81,6 +108,8 @@ class SchemaRegistry:
         if self._starter is not None:
             self._starter.cancel()
         await self.server.stop()
+        if self.election is not None:
+            await self.election.stop()
         await self.store.stop()
 
 
@@ -98,7 +127,14 @@ async def start(broker: Any) -> None:
         adv = broker.advertised
         bootstrap = f"{'127.0.0.1' if adv.host in ('0.0.0.0', '::', '') else adv.host}:{adv.port}"
     max_body = int(broker.config.get("schema.registry.max.request.bytes") or 1048576)
-    sr = SchemaRegistry(host, port, bootstrap, max_body=max_body)
+    advertised = str(broker.config.get("schema.registry.advertised.listener") or "").strip()
+    if not advertised and host in ("0.0.0.0", "::", ""):
+        adv = broker.advertised
+        advertised = f"http://{adv.host if adv.host not in ('0.0.0.0', '::', '') else '127.0.0.1'}:{port}"
+    sr = SchemaRegistry(host, port, bootstrap, max_body=max_body, advertised_url=advertised,
+                        eligible=bool(broker.config.get("schema.registry.leader.eligibility")),
+                        replication_factor=int(broker.config.get("schema.registry.topic.replication.factor"))
+                        if broker.cluster is not None else 1)
     try:
         await sr.start(broker.started)
     except OSError as e:

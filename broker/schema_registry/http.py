@@ -42,6 +42,7 @@ class Request:
     headers: dict[str, str]
     body: bytes
     peer: str = ""
+    query_string: str = ""
     principal: str | None = None  # set by the auth hook
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -220,4 +221,5 @@ def _request(event: h11.Request, body: bytes) -> Request:
     except UnicodeDecodeError:
         raise _Reject(400, "path is not valid UTF-8 once percent-decoded") from None
     headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in event.headers}
-    return Request(event.method.decode("latin-1").upper(), split.path, segments, query, headers, body)
+    return Request(event.method.decode("latin-1").upper(), split.path, segments, query, headers, body,
+                   query_string=split.query)

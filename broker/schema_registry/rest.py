@@ -44,6 +44,7 @@ log = logging.getLogger("samsa.schema_registry")
 
 V1 = "application/vnd.schemaregistry.v1+json"
 CONTENT_TYPES = (V1, "application/vnd.schemaregistry+json", "application/json", "application/octet-stream")
+FORWARDED = "x-samsa-forwarded"  # a write forwarded by another node: never forwarded again
 RESPONSE_TYPES = (V1, "application/vnd.schemaregistry+json", "application/json")
 
 
@@ -102,9 +103,14 @@ class RestApp:
             await self.registry.store.wait_ready()  # reads are served once caught up with _schemas
         if self.authorize is not None:
             await self.authorize(req, operation, subject)
-        if write and self.forwarder is not None and not self.forwarder.is_primary():
-            status, body = await self.forwarder.forward(req)
-            return Response(status, body, ctype)
+        if write and self.forwarder is not None:
+            if not self.forwarder.is_primary():
+                if FORWARDED in req.headers:
+                    raise errors.forwarding_error("this node is not the primary either (elections in progress)")
+                req.headers[FORWARDED] = "1"
+                status, body = await self.forwarder.forward(req)
+                return Response(status, body, ctype)
+            await self.forwarder.wait_ready_as_primary(60.0)
         out = await handler(req, **args)
         if isinstance(out, Response):
             return out

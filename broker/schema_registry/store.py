@@ -38,7 +38,9 @@ GROUP = "schema-registry"
 
 class KafkaStore:
     def __init__(self, bootstrap: str, state: RegistryState, *, topic: str = TOPIC,
-                 client_options: dict[str, Any] | None = None, timeout_s: float = 60.0) -> None:
+                 client_options: dict[str, Any] | None = None, timeout_s: float = 60.0,
+                 replication_factor: int = 3) -> None:
+        self.replication_factor = max(1, replication_factor)
         self.bootstrap = bootstrap
         self.state = state
         self.topic = topic
@@ -81,21 +83,33 @@ class KafkaStore:
         try:
             if self.topic in await admin.list_topics():
                 return
-            brokers = len((await admin.describe_cluster()).get("brokers", [])) or 1
-            topic = NewTopic(self.topic, 1, min(3, brokers),
-                             topic_configs={"cleanup.policy": "compact"})
+            rf = await self._replication_factor(admin)
+            topic = NewTopic(self.topic, 1, rf, topic_configs={"cleanup.policy": "compact"})
             try:
                 resp = await admin.create_topics([topic])
                 for t in getattr(resp, "topic_errors", []) or getattr(resp, "topics", []):
                     code = t[1] if isinstance(t, tuple) else getattr(t, "error_code", 0)
                     if code not in (0, 36):  # 36: TOPIC_ALREADY_EXISTS (another node was first)
                         raise RegistryError(500, 50001, f"cannot create {self.topic}: error code {code}")
-                log.info("Schema registry: created topic %s (compacted, replication factor %d)", self.topic,
-                         min(3, brokers))
+                log.info("Schema registry: created topic %s (compacted, replication factor %d)", self.topic, rf)
             except TopicAlreadyExistsError:
                 pass
         finally:
             await admin.close()
+
+    async def _replication_factor(self, admin: Any) -> int:
+        """``replication_factor``, once that many brokers are up (at most 30 s), else as many as are."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 30.0
+        while True:
+            brokers = len((await admin.describe_cluster()).get("brokers", [])) or 1
+            if brokers >= self.replication_factor or loop.time() > deadline:
+                break
+            await asyncio.sleep(0.5)
+        if brokers < self.replication_factor:
+            log.warning("Schema registry: only %d brokers up; creating %s with replication factor %d instead of %d",
+                        brokers, self.topic, brokers, self.replication_factor)
+        return min(brokers, self.replication_factor)
 
     async def _read(self, tp: Any, start_end: int) -> None:
         if start_end <= 0:

@@ -1,0 +1,82 @@
+"""The Schema Registry on a 3-broker cluster (real ZooKeeper): one primary elected through the
+``schema-registry`` consumer group takes the writes, the others forward them and serve reads
+from their own replay of ``_schemas``; with the primary's broker SIGKILLed, another registry is
+elected and ids stay unique; the killed broker's registry catches up when it comes back.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+
+from tests.support.net import free_port, wait_until
+from tests.support.schema_registry import RegistryHttp
+
+
+def _schema(n: int) -> str:
+    return json.dumps({"type": "record", "name": f"R{n}", "fields": [{"name": "f", "type": "int"}]})
+
+
+def _agree(regs: list[RegistryHttp], subject: str, expected: dict[str, Any]) -> bool:
+    for r in regs:
+        try:
+            status, doc = r.get(f"/subjects/{subject}/versions/latest")
+        except OSError:
+            return False
+        if status != 200 or {k: doc.get(k) for k in expected} != expected:
+            return False
+    return True
+
+
+def test_primary_election_forwarding_and_failover(cluster_factory: Callable[..., Any]) -> None:
+    ports = [free_port() for _ in range(3)]
+    cluster = cluster_factory(3, broker_overrides={
+        i: {"schema.registry.listeners": f"http://127.0.0.1:{p}", "num.partitions": 1} for i, p in enumerate(ports)})
+    regs = [RegistryHttp(p) for p in ports]
+    for r in regs:
+        r.wait_ready(90)
+    # the documented rule: the eligible member with the smallest URL is primary
+    primary = min(range(3), key=lambda i: regs[i].url)
+    others = [i for i in range(3) if i != primary]
+
+    # a write to a node that is not primary is forwarded; every node then serves it
+    client = SchemaRegistryClient({"url": regs[others[0]].url})
+    first = client.register_schema("cl-a-value", Schema(_schema(1), "AVRO"))
+    assert wait_until(lambda: _agree(regs, "cl-a-value", {"id": first, "version": 1}), 30)
+    status, doc = regs[others[1]].post("/subjects/cl-b-value/versions", {"schema": _schema(2)})
+    assert status == 200
+    second = doc["id"]
+    assert second != first
+    assert wait_until(lambda: _agree(regs, "cl-b-value", {"id": second, "version": 1}), 30)
+    # errors come back through the forward unchanged
+    status, doc = regs[others[0]].post("/subjects/cl-a-value/versions", {"schema": "{bad"})
+    assert (status, doc["error_code"]) == (422, 42201)
+
+    # the primary's broker dies: a survivor is elected and writes go on, with fresh ids
+    cluster.kill(primary)
+    survivors = [regs[i] for i in others]
+    results: list[tuple[int, Any]] = []
+
+    def registered() -> bool:
+        try:
+            status, doc = survivors[0].post("/subjects/cl-c-value/versions", {"schema": _schema(3)})
+        except OSError:
+            return False
+        results.append((status, doc))
+        return status == 200
+
+    assert wait_until(registered, 90, interval=1.0), results[-3:]
+    third = results[-1][1]["id"]
+    assert third not in (first, second)
+    assert wait_until(lambda: _agree(survivors, "cl-c-value", {"id": third, "version": 1}), 30)
+    status, doc = survivors[1].post("/subjects/cl-d-value/versions", {"schema": _schema(4)})
+    assert status == 200 and doc["id"] not in (first, second, third)
+
+    # the old primary comes back and replays everything written meanwhile
+    cluster.restart(primary)
+    regs[primary].wait_ready(90)
+    assert wait_until(lambda: _agree([regs[primary]], "cl-c-value", {"id": third, "version": 1}), 60)
+    assert sorted(regs[primary].get("/subjects")[1]) == ["cl-a-value", "cl-b-value", "cl-c-value", "cl-d-value"]
