@@ -29,7 +29,7 @@ from protocol.errors import ErrorCode, KafkaError
 
 from ..security.acl import ALTER, TOPIC, TOPIC_DENIED, Requires
 from . import RequestContext, api
-from .create_topics import wait_for_leaders
+from .create_topics import wait_for_metadata
 
 
 def _invalid(message: str) -> KafkaError:
@@ -97,5 +97,5 @@ async def handle_create_partitions(ctx: RequestContext, req: Any) -> Any:
             code, message = e.code, e.message
         out.append(Result(name=t.name, error_code=int(code), error_message=message))
     if grown and broker.cluster is not None:
-        await wait_for_leaders(broker, grown, req.timeout_ms / 1000)
+        await wait_for_metadata(broker, {t: broker.topics.get(t).num_partitions for t in grown}, req.timeout_ms / 1000)
     return R(throttle_time_ms=0, results=out)
