@@ -67,12 +67,65 @@ def run_broker(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_schema_registry_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--bootstrap-server", "--bootstrap-servers", dest="bootstrap_server", required=True,
+                   metavar="HOST:PORT[,HOST:PORT]", help="the Kafka cluster whose _schemas topic holds the schemas")
+    p.add_argument("--listener", default="http://127.0.0.1:8081", help="where to serve (default http://127.0.0.1:8081)")
+    p.add_argument("--advertised-listener", default="", help="the URL other registries forward writes to")
+    p.add_argument("--replication-factor", type=int, default=3, help="of _schemas when it is created (default 3)")
+    p.add_argument("--no-leader-eligibility", action="store_true", help="never become the primary")
+    p.add_argument("--max-request-bytes", type=int, default=1048576)
+    p.add_argument("--log-level", default="INFO")
+
+
+def run_schema_registry(args: argparse.Namespace) -> int:
+    """``samsa schema-registry``: the broker's registry as its own process, over the Kafka protocol."""
+    from .schema_registry import SchemaRegistry, parse_listener  # noqa: PLC0415
+
+    logging.basicConfig(level=args.log_level.upper(), format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
+    try:
+        _scheme, host, port = parse_listener(args.listener)
+    except ValueError as e:
+        print(f"samsa: {e}", file=sys.stderr)
+        return 2
+
+    async def serve() -> None:
+        import signal  # noqa: PLC0415
+
+        sr = SchemaRegistry(host, port, args.bootstrap_server, max_body=args.max_request_bytes,
+                            advertised_url=args.advertised_listener, eligible=not args.no_leader_eligibility,
+                            replication_factor=args.replication_factor)
+        await sr.start()
+        logging.getLogger("samsa.schema_registry").info(
+            "Schema registry listening on %s, storing schemas in _schemas at %s", sr.advertised_url,
+            args.bootstrap_server)
+        stopping = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            try:
+                loop.add_signal_handler(sig, stopping.set)
+            except (NotImplementedError, RuntimeError):
+                pass
+        await stopping.wait()
+        await sr.stop()
+
+    try:
+        asyncio.run(serve())
+    except OSError as e:
+        logging.getLogger("samsa.schema_registry").error("Cannot serve the schema registry: %s", e)
+        return 1
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="samsa", description="Samsa: a Kafka-compatible broker in Python")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     b = sub.add_parser("broker", help="start a broker (like kafka-server-start.sh)")
     add_broker_arguments(b)
     b.set_defaults(func=run_broker)
+    sr = sub.add_parser("schema-registry", help="serve a Schema Registry against any Kafka cluster (like Karapace)")
+    add_schema_registry_arguments(sr)
+    sr.set_defaults(func=run_schema_registry)
     try:
         from .tools import register  # noqa: PLC0415
     except ImportError:

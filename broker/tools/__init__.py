@@ -2,10 +2,11 @@
 
 ``register(subparsers)`` adds ``topics``, ``configs``, ``consumer-groups``, ``share-groups``,
 ``console-producer``, ``console-consumer``, ``dump-log``, ``get-offsets``,
-``reassign-partitions``, ``leader-election`` and ``cluster`` to an
+``reassign-partitions``, ``leader-election``, ``cluster``, ``acls`` and ``schemas`` to an
 argparse sub-parser set (``broker/cli.py`` adds them beside ``samsa broker``). Each
 sub-parser sets ``func``: a callable taking the parsed namespace and returning the exit
-status. All commands but ``dump-log`` talk to a broker over the Kafka wire protocol only,
+status. All commands but ``dump-log`` and ``schemas`` (Confluent's Schema Registry REST API)
+talk to a broker over the Kafka wire protocol only,
 so they work unchanged against Kafka itself; this package never imports broker internals.
 ``cluster`` (a local ZooKeeper and brokers for development) manages processes, and reads the
 brokers through the protocol too.
@@ -28,12 +29,13 @@ from . import (
     get_offsets,
     leader_election,
     reassign_partitions,
+    schemas,
     share_groups,
     topics,
 )
 
 COMMANDS = (topics, configs, consumer_groups, share_groups, console_producer, console_consumer, dump_log, get_offsets,
-            reassign_partitions, leader_election, cluster, acls)
+            reassign_partitions, leader_election, cluster, acls, schemas)
 
 
 def register(subparsers: Any) -> None:
