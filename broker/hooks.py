@@ -25,13 +25,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from protocol.api_keys import ApiKey
-
-if TYPE_CHECKING:
-    from .apis import Handler, RequestContext
 
 log = logging.getLogger("samsa.hooks")
 
@@ -59,7 +57,7 @@ class Fault:
 class HookedRequest:
     """One request as the hook sees it."""
 
-    ctx: RequestContext
+    ctx: Any  # broker.apis.RequestContext (not imported: the request layer sits below this module)
     request: Any  # the decoded kafka.protocol request object: valid during the call only
     frame: bytes | memoryview  # the request's frame (header and body), valid during the call only
     connection: Any  # broker.server.KafkaConnection
@@ -93,7 +91,7 @@ def api_name(key: int) -> str:
         return str(key)
 
 
-async def enact(fault: Fault, call: HookedRequest, handler: Handler) -> tuple[bool, Any]:
+async def enact(fault: Fault, call: HookedRequest, handler: Callable[[Any, Any], Awaitable[Any]]) -> tuple[bool, Any]:
     """Carry out ``fault``. Returns (handled, response): handled=False means "serve normally"."""
     if fault.delay_ms:
         await asyncio.sleep(fault.delay_ms / 1000)
