@@ -27,6 +27,10 @@ class Registry:
         self.state = st
         self.store = store
         self._write_lock = asyncio.Lock()
+        # (type, references, fingerprint) -> the smallest id with it; ids are never reused, and a
+        # permanently deleted version leaves its id's schema in place, so entries stay valid
+        self._by_fingerprint: dict[tuple[str, tuple[Reference, ...], str], int] = {}
+        self._indexed: set[int] = set()
 
     # --- helpers ----------------------------------------------------------------------------
 
@@ -95,14 +99,17 @@ class Registry:
         return None
 
     def _existing_id(self, schema: ParsedSchema) -> int | None:
-        for sid, stored in sorted(self.state.schemas.items()):
-            if stored.schema_type == schema.schema_type and stored.references == schema.references:
-                try:
-                    if self.parsed(stored).fingerprint == schema.fingerprint:
-                        return sid
-                except errors.RegistryError:
-                    continue
-        return None
+        """The id of the same schema under any subject (ids are per schema), via a lazily grown index."""
+        for sid in sorted(self.state.schemas.keys() - self._indexed):
+            self._indexed.add(sid)
+            stored = self.state.schemas[sid]
+            try:
+                key = (stored.schema_type, stored.references, self.parsed(stored).fingerprint)
+            except errors.RegistryError:
+                continue
+            self._by_fingerprint.setdefault(key, sid)
+        found = self._by_fingerprint.get((schema.schema_type, schema.references, schema.fingerprint))
+        return found if found is not None and found in self.state.schemas else None
 
     def get_subject_version(self, subject: str, version: str | int, deleted: bool = False) -> SubjectVersion:
         all_versions = self.state.versions(subject, deleted=True)
