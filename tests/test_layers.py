@@ -27,10 +27,6 @@ KNOWN_CYCLES: set[tuple[str, ...]] = {
     ("broker.apis", "broker.server"),
     # The replica manager hands a failed log dir to the log-dir service that is built on it.
     ("broker.log_dirs", "broker.replica_manager"),
-    # kafka-configs' --add-config parser is shared with kafka-client-quotas, which kafka-configs calls.
-    ("broker.tools.client_quotas", "broker.tools.configs"),
-    # The console package's entry point builds the app, whose views read the package's version.
-    ("broker.console", "broker.console.api", "broker.console.cluster", "broker.console.pages"),
 }
 
 

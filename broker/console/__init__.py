@@ -34,15 +34,6 @@ from urllib.parse import urlparse
 log = logging.getLogger("samsa.console")
 
 
-def samsa_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415
-
-    try:
-        return version("samsa-broker")
-    except PackageNotFoundError:
-        return "unknown"
-
-
 def parse_listener(spec: str) -> tuple[str, int]:
     """``http://host:port`` -> (host, port); ValueError with a clear message otherwise."""
     u = urlparse(spec.strip())

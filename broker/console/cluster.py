@@ -33,6 +33,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from . import messages
@@ -50,6 +51,13 @@ STALE_METADATA_ERRORS = frozenset({"UnknownBrokerIdError", "NotLeaderForPartitio
 UNREACHABLE_ERRORS = frozenset({"NoBrokersAvailable", "KafkaTimeoutError", "KafkaConnectionError"})
 METRIC_BYTES_IN = "kafka_server_brokertopicmetrics_bytesin_total"  # broker/metrics/, all topics
 METRIC_BYTES_OUT = "kafka_server_brokertopicmetrics_bytesout_total"
+
+
+def samsa_version() -> str:
+    try:
+        return version("samsa-broker")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 class ConsoleError(Exception):
@@ -191,8 +199,6 @@ class ClusterView:
             brokers.append({"id": b["broker_id"], "host": b["host"], "port": b["port"], "rack": b.get("rack"),
                             "kafka_version": version,
                             "leaders": sum(1 for p in parts if p["leader_id"] == b["broker_id"])})
-        from broker.console import samsa_version  # noqa: PLC0415
-
         return {
             "cluster_id": cluster["cluster_id"], "controller": cluster["controller_id"], "brokers": brokers,
             "samsa_version": samsa_version(), "topics": sum(1 for t in topics if not t["is_internal"]),

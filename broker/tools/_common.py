@@ -282,3 +282,33 @@ def send_request(admin: Any, request: Any, node_id: int | None = None) -> Any:
 
 def broker_ids(admin: Any) -> list[int]:
     return sorted(b.node_id for b in admin._manager.cluster.brokers())
+
+
+def parse_add_config(spec: str) -> dict[str, str]:
+    """Kafka's --add-config syntax: ``k1=v1,k2=[v1,v2],k3=v3`` (brackets protect commas)."""
+    out: dict[str, str] = {}
+    i, n = 0, len(spec)
+    while i < n:
+        eq = spec.find("=", i)
+        if eq < 0:
+            raise ToolError(f"Invalid --add-config entry {spec[i:]!r}: expected key=value")
+        key = spec[i:eq].strip()
+        j = eq + 1
+        if j < n and spec[j] == "[":
+            close = spec.find("]", j)
+            if close < 0:
+                raise ToolError(f"Unbalanced '[' in --add-config value for {key}")
+            value = spec[j + 1:close]
+            j = close + 1
+            if j < n and spec[j] != ",":
+                raise ToolError(f"Expected ',' after ']' in --add-config at {spec[j:]!r}")
+        else:
+            comma = spec.find(",", j)
+            comma = n if comma < 0 else comma
+            value = spec[j:comma]
+            j = comma
+        if not key:
+            raise ToolError("Empty config name in --add-config")
+        out[key] = value
+        i = j + 1
+    return out

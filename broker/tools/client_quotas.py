@@ -25,7 +25,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ._common import ToolError, admin_client, error_name, print_json, send_request
+from ._common import ToolError, admin_client, error_name, parse_add_config, print_json, send_request
 
 ENTITY_TYPES = {"users": "user", "clients": "client-id", "ips": "ip"}
 LABELS = {"user": "user-principal", "client-id": "client-id", "ip": "ip"}
@@ -87,8 +87,6 @@ def _entities(args: argparse.Namespace) -> list[tuple[str, str | None, int]]:
 
 
 def main(args: argparse.Namespace) -> int | None:
-    from .configs import parse_add_config
-
     entities = _entities(args)
     admin = admin_client(args)
     try:
