@@ -33,6 +33,7 @@ from urllib.parse import urlparse
 
 from .election import PrimaryElection
 from .http import HttpServer
+from .metrics import RegistryMetrics
 from .rest import RestApp
 from .service import Registry
 from .state import RegistryState
@@ -59,7 +60,8 @@ class SchemaRegistry:
         self.store = KafkaStore(bootstrap, self.state, client_options=client_options,
                                 replication_factor=replication_factor)
         self.registry = Registry(self.state, self.store)
-        self.app = RestApp(self.registry)
+        self.metrics = RegistryMetrics(self)
+        self.app = RestApp(self.registry, metrics=self.metrics)
         self.server = HttpServer(host, port, self.app, max_body, ssl_context)
         self.scheme = "https" if ssl_context is not None else "http"
         self.advertised_url = advertised_url
@@ -141,6 +143,9 @@ async def start(broker: Any) -> None:
         log.error("Schema registry not started: cannot listen on %s: %s (the Kafka listener is unaffected)", spec, e)
         return
     broker.schema_registry = sr
+    if broker.metrics is not None:  # the broker's metrics.listener shows the registry's too
+        broker.metrics.collectors.append(sr.metrics)  # what a scrape renders
+        broker.metrics.registry.register(sr.metrics)
     log.info("Schema registry listening on http://%s:%d/, storing schemas in %s at %s", host, sr.server.port,
              sr.store.topic, bootstrap)
 

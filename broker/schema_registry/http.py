@@ -103,6 +103,8 @@ class HttpServer:
                 except _Reject as r:
                     await self._send(conn, writer, error_response(RegistryError(r.status, r.status, r.message)),
                                      close=True)
+                    if r.status == 413:
+                        await self._discard(reader)
                     return
                 except TimeoutError:
                     if conn.our_state is h11.IDLE and conn.their_state is h11.IDLE:
@@ -139,6 +141,21 @@ class HttpServer:
                 writer.close()
             except Exception:
                 pass
+
+    @staticmethod
+    async def _discard(reader: asyncio.StreamReader) -> None:
+        """After a 413: read (and drop) what the client is still sending, for a little while, so
+        that it gets to read the answer instead of a reset connection."""
+        loop = asyncio.get_running_loop()
+        deadline, budget = loop.time() + 2.0, 64 << 20
+        try:
+            while budget > 0 and loop.time() < deadline:
+                chunk = await asyncio.wait_for(reader.read(1 << 20), max(0.01, deadline - loop.time()))
+                if not chunk:
+                    return
+                budget -= len(chunk)
+        except (TimeoutError, ConnectionError):
+            pass
 
     async def _read(self, conn: h11.Connection, reader: asyncio.StreamReader) -> Request | None:
         req: h11.Request | None = None

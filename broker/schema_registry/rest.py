@@ -86,6 +86,8 @@ class RestApp:
 
     async def _dispatch(self, req: Request, ctype: str) -> Response:
         accept = req.headers.get("accept", "")
+        if req.segments == ["metrics"]:
+            accept = ""  # a Prometheus scraper asks for its own formats
         if accept:
             offered = [p.split(";")[0].strip().lower() for p in accept.split(",")]
             if not any(t in RESPONSE_TYPES or t in ("*/*", "application/*") for t in offered):
@@ -99,7 +101,7 @@ class RestApp:
             raise errors.not_found_path()
         handler, operation, write = route
         subject = args.get("subject")
-        if req.segments:
+        if req.segments and req.segments != ["metrics"]:
             await self.registry.store.wait_ready()  # reads are served once caught up with _schemas
         if self.authorize is not None:
             await self.authorize(req, operation, subject)
@@ -124,6 +126,8 @@ class RestApp:
         r = self
         if n == 0 and m == "GET":
             return (r.root, "read", False), {}
+        if n == 1 and s[0] == "metrics" and m == "GET" and self.metrics is not None:
+            return (r.prometheus, "read", False), {}
         if s[0] == "schemas":
             if n == 1 and m == "GET":
                 return (r.list_schemas, "read", False), {}
@@ -229,6 +233,13 @@ class RestApp:
 
     async def root(self, req: Request) -> Any:
         return {}
+
+    async def prometheus(self, req: Request) -> Any:
+        from prometheus_client import CollectorRegistry, generate_latest  # noqa: PLC0415
+
+        reg = CollectorRegistry(auto_describe=False)
+        reg.register(self.metrics)
+        return Response(200, generate_latest(reg), "text/plain; version=0.0.4; charset=utf-8")
 
     async def contexts(self, req: Request) -> Any:
         return ["."]

@@ -259,3 +259,16 @@ def test_json_and_protobuf_schemas(client: SchemaRegistryClient, http: RegistryH
     assert client.register_schema("api-p-value", Schema(serialized, "PROTOBUF")) == pid
     retyped = 'syntax = "proto3";\npackage ex;\nmessage M { string a = 1; double b = 2; }\n'
     assert client.test_compatibility("api-p-value", Schema(retyped, "PROTOBUF")) is False
+
+
+def test_metrics_on_the_registry_port(http: RegistryHttp) -> None:
+    http.post("/subjects/api-metrics-value/versions", {"schema": V1_SCHEMA})
+    status, text, headers = http.request("GET", "/metrics", headers={"Accept": "application/openmetrics-text"})
+    assert status == 200 and headers["content-type"].startswith("text/plain")
+    lines = dict(line.rsplit(" ", 1) for line in text.splitlines() if line and not line.startswith("#"))
+    subjects = http.get("/subjects")[1]
+    assert float(lines["kafka_schema_registry_subjects"]) == len(subjects)
+    assert float(lines["kafka_schema_registry_master_slave_role"]) == 1.0
+    assert float(lines['kafka_schema_registry_schemas{schema_type="AVRO"}']) >= 1
+    assert float(lines["kafka_schema_registry_registrations_total"]) >= 1
+    assert float(lines['kafka_schema_registry_requests_total{method="POST",status="200"}']) >= 1

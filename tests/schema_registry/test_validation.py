@@ -19,14 +19,17 @@ from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from tests.support.brokers import BrokerProcess
+from tests.support.net import free_port
 from tests.support.schema_registry import RegistryHttp, start_registry_broker
 
+METRICS_PORT = free_port()
 USER = json.dumps({"type": "record", "name": "User", "namespace": "ex", "fields": [{"name": "n", "type": "string"}]})
 
 
 @pytest.fixture(scope="module")
 def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BrokerProcess, RegistryHttp]]:
-    b, reg = start_registry_broker(Path(tmp_path_factory.mktemp("sr-validation")))
+    b, reg = start_registry_broker(Path(tmp_path_factory.mktemp("sr-validation")),
+                                   {"metrics.listener": f"http://127.0.0.1:{METRICS_PORT}"})
     try:
         yield b, reg
     finally:
@@ -115,3 +118,13 @@ def test_redpanda_key_synonym_and_record_name_strategy(registry: tuple[BrokerPro
     by_record = _avro_value(reg, "val-record", {"subject.name.strategy": record_subject_name_strategy})
     assert reg.get("/subjects/ex.User/versions")[1] == [1]
     assert _produce(b.bootstrap, "val-record", by_record) is None
+
+
+def test_the_brokers_metrics_listener_shows_the_registry(registry: tuple[BrokerProcess, RegistryHttp]) -> None:
+    import urllib.request
+
+    _, reg = registry
+    text = urllib.request.urlopen(f"http://127.0.0.1:{METRICS_PORT}/metrics", timeout=30).read().decode()
+    lines = dict(line.rsplit(" ", 1) for line in text.splitlines() if line.startswith("kafka_schema_registry"))
+    assert float(lines["kafka_schema_registry_subjects"]) == len(reg.get("/subjects")[1])
+    assert "kafka_schema_registry_master_slave_role" in lines
