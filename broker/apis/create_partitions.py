@@ -62,7 +62,7 @@ async def handle_create_partitions(ctx: RequestContext, req: Any) -> Any:
     for t in req.topics:
         counts[t.name] = counts.get(t.name, 0) + 1
     registered = set(broker.cluster.live_broker_ids() if broker.cluster is not None else [broker.broker_id])
-    grown: list[str] = []
+    grown: dict[str, int] = {}   # topic -> its partition count once grown
     out = []
     for t in req.topics:
         code, message = ErrorCode.NONE, None
@@ -92,10 +92,10 @@ async def handle_create_partitions(ctx: RequestContext, req: Any) -> Any:
                 assignment = {current + i: list(a.broker_ids) for i, a in enumerate(t.assignments)}
             if not req.validate_only:
                 broker.topics.add_partitions(t.name, t.count, assignment)
-                grown.append(t.name)
+                grown[t.name] = t.count
         except KafkaError as e:
             code, message = e.code, e.message
         out.append(Result(name=t.name, error_code=int(code), error_message=message))
     if grown and broker.cluster is not None:
-        await wait_for_metadata(broker, {t: broker.topics.get(t).num_partitions for t in grown}, req.timeout_ms / 1000)
+        await wait_for_metadata(broker, grown, req.timeout_ms / 1000)
     return R(throttle_time_ms=0, results=out)
