@@ -103,6 +103,7 @@ BROKER_DEFAULTS: dict[str, tuple[type, object]] = {
     "console.allow.writes": (bool, False),
     "console.bootstrap.servers": (str, ""),
     "console.metrics.urls": (str, ""),
+    "console.schema.registry.url": (str, ""),
     # Samsa's own: the Schema Registry (broker/schema_registry/), off when empty.
     "schema.registry.listeners": (str, ""),
     "schema.registry.bootstrap.servers": (str, ""),

@@ -307,7 +307,7 @@ def _broker_defs() -> dict[str, ConfigDef]:
                    "console.metrics.urls", "replica.page.cache.retain.bytes", "schema.registry.listeners",
                    "schema.registry.bootstrap.servers", "schema.registry.max.request.bytes",
                    "schema.registry.advertised.listener", "schema.registry.leader.eligibility",
-                   "schema.registry.topic.replication.factor"}
+                   "schema.registry.topic.replication.factor", "console.schema.registry.url"}
     types = {bool: T.BOOLEAN, int: T.LONG, str: T.STRING}
     out: dict[str, ConfigDef] = {}
     for name, (typ, default) in BROKER_DEFAULTS.items():

@@ -6,7 +6,9 @@ configs, reset offsets, delete records), which are refused with a clear message 
 ``console.bootstrap.servers`` names the cluster to show (default: this broker's own
 advertised listener, from which the clients discover every broker); ``console.metrics.urls``
 lists the brokers' Prometheus endpoints for exact bytes in/out (default: this broker's own
-``metrics.listener``, if set; without any, the rates are estimated from the protocol).
+``metrics.listener``, if set; without any, the rates are estimated from the protocol);
+``console.schema.registry.url`` is the Schema Registry the Schemas page reads (default: this
+broker's ``schema.registry.listeners``, if set), over Confluent's REST API.
 
 Theory of operation: this module is a broker component (``start(broker)``/``stop(broker)``,
 see ``COMPONENTS`` in broker/server.py). It starts :class:`http.HttpServer` on the broker's
@@ -46,12 +48,12 @@ class Console:
     """The running console: HTTP server, cluster view and sampler task."""
 
     def __init__(self, host: str, port: int, bootstrap: list[str], allow_writes: bool,
-                 metrics_urls: list[str] | None = None) -> None:
+                 metrics_urls: list[str] | None = None, schema_registry_url: str = "") -> None:
         from .api import ConsoleApp  # noqa: PLC0415
         from .cluster import ClusterView  # noqa: PLC0415
         from .http import HttpServer  # noqa: PLC0415
 
-        self.view = ClusterView(bootstrap, metrics_urls)
+        self.view = ClusterView(bootstrap, metrics_urls, schema_registry_url)
         self.app = ConsoleApp(self.view, allow_writes)
         self.server = HttpServer(host, port, self.app)
         self._sampler: asyncio.Task[None] | None = None
@@ -117,7 +119,11 @@ async def start(broker: Any) -> None:
             pass
     if not log.isEnabledFor(logging.DEBUG):
         logging.getLogger("kafka").setLevel(logging.WARNING)  # the console's clients: quiet unless debugging
-    console = Console(host, port, bootstrap, allow_writes, metrics_urls)
+    registry_url = str(broker.config.get("console.schema.registry.url") or "").strip()
+    own_registry = str(broker.config.get("schema.registry.listeners") or "").strip().split(",")[0]
+    if not registry_url and own_registry:
+        registry_url = own_registry.replace("://0.0.0.0:", "://127.0.0.1:").replace("://[::]:", "://127.0.0.1:")
+    console = Console(host, port, bootstrap, allow_writes, metrics_urls, registry_url)
     try:
         await console.start(broker.started)
     except OSError as e:

@@ -16,6 +16,7 @@ JSON reads (GET), used by scripts and tests:
 - ``/api/groups``, ``/api/groups/<id>`` (state, members and assignments, lag per partition,
   total, lag history).
 - ``/api/transactions``: ongoing transactions and active producers.
+- ``/api/schemas``, ``/api/schemas/<subject>``: the schema registry's subjects and versions.
 - ``/api/security``: ACL bindings and client quotas (read-only here; ``samsa acls``-style tools change them).
 
 Writes (POST, JSON body, only with ``console.allow.writes=true``; otherwise 403 with the
@@ -150,6 +151,10 @@ class ConsoleApp:
             return json_response(await v.call(v.transactions))
         if seg == ["security"]:
             return json_response(await v.call(v.security))
+        if seg == ["schemas"]:
+            return json_response(await v.call(v.schemas))
+        if len(seg) == 2 and seg[0] == "schemas":
+            return json_response(await v.call(v.subject, seg[1]))
         raise HttpError(404, f"no API at {req.path}")
 
     async def _write(self, req: Request, seg: list[str]) -> Response:

@@ -35,6 +35,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
+from urllib.parse import quote
 
 from . import messages
 
@@ -77,9 +78,11 @@ def _error_name(code: int) -> str | None:
 class ClusterView:
     """The cluster seen through the Kafka protocol, with a short history of samples."""
 
-    def __init__(self, bootstrap: list[str], metrics_urls: list[str] | None = None) -> None:
+    def __init__(self, bootstrap: list[str], metrics_urls: list[str] | None = None,
+                 schema_registry_url: str = "") -> None:
         self.bootstrap = bootstrap
         self.metrics_urls = metrics_urls or []
+        self.schema_registry_url = schema_registry_url.rstrip("/")
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="samsa-console")
         self._admin: Any = None
         self._consumer: Any = None
@@ -396,6 +399,57 @@ class ClusterView:
                     quotas.append({"entity": entity, "key": v.key, "value": v.value})
             quotas.sort(key=lambda q: (q["entity"], q["key"]))
         return {"acls": acls, "acl_note": acl_note, "quotas": quotas, "quota_note": quota_note}
+
+    # --- schema registry (Confluent's REST API, not the Kafka protocol) ----------------------
+
+    def _registry_get(self, path: str) -> Any:
+        import json  # noqa: PLC0415
+        import urllib.error  # noqa: PLC0415
+        import urllib.request  # noqa: PLC0415
+
+        req = urllib.request.Request(self.schema_registry_url + path,
+                                     headers={"Accept": "application/vnd.schemaregistry.v1+json"})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                return json.loads(resp.read())
+        except urllib.error.HTTPError as e:
+            try:
+                doc = json.loads(e.read())
+                raise ConsoleError(f"schema registry: {doc.get('error_code')}: {doc.get('message')}",
+                                   404 if e.code == 404 else 502) from None
+            except ValueError:
+                raise ConsoleError(f"schema registry: HTTP {e.code}", 502) from None
+        except (urllib.error.URLError, OSError) as e:
+            raise ConsoleError(f"cannot reach the schema registry at {self.schema_registry_url}: {e}", 502) from None
+
+    def schemas(self, max_subjects: int = 500) -> dict[str, Any]:
+        """Subjects with their latest version, id, type and compatibility level; the global level and mode."""
+        if not self.schema_registry_url:
+            return {"url": None, "subjects": [], "note": "No schema registry: set schema.registry.listeners on "
+                                                          "this broker, or console.schema.registry.url."}
+        names = self._registry_get("/subjects")
+        subjects = []
+        for name in sorted(names)[:max_subjects]:
+            q = quote(name, safe="")
+            latest = self._registry_get(f"/subjects/{q}/versions/latest")
+            subjects.append({"subject": name, "versions": self._registry_get(f"/subjects/{q}/versions"),
+                             "latest_version": latest["version"], "id": latest["id"],
+                             "schema_type": latest.get("schemaType", "AVRO"),
+                             "compatibility": self._registry_get(f"/config/{q}?defaultToGlobal=true")
+                             .get("compatibilityLevel")})
+        return {"url": self.schema_registry_url, "subjects": subjects, "truncated": len(names) > max_subjects,
+                "compatibility": self._registry_get("/config").get("compatibilityLevel"),
+                "mode": self._registry_get("/mode").get("mode"), "note": None}
+
+    def subject(self, name: str) -> dict[str, Any]:
+        """Every live version of a subject with its schema text and references."""
+        if not self.schema_registry_url:
+            raise ConsoleError("No schema registry is configured for the console", 404)
+        q = quote(name, safe="")
+        versions = [self._registry_get(f"/subjects/{q}/versions/{v}")
+                    for v in self._registry_get(f"/subjects/{q}/versions")]
+        level = self._registry_get(f"/config/{q}?defaultToGlobal=true").get("compatibilityLevel")
+        return {"subject": name, "compatibility": level, "versions": versions}
 
     # --- sampling -------------------------------------------------------------------------
 

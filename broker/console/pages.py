@@ -19,6 +19,7 @@ is typing.
 from __future__ import annotations
 
 import calendar
+import json
 from collections.abc import Callable
 from datetime import UTC
 from typing import Any
@@ -46,7 +47,8 @@ from .messages import MAX_PAGE
 Page = tuple[int, bytes]
 
 NAV = (("overview", "/", "Overview"), ("topics", "/topics", "Topics"), ("groups", "/groups", "Consumer groups"),
-       ("transactions", "/transactions", "Transactions"), ("security", "/security", "ACLs & quotas"))
+       ("transactions", "/transactions", "Transactions"), ("security", "/security", "ACLs & quotas"),
+       ("schemas", "/schemas", "Schemas"))
 WRITES_NEED_JS = "Write actions need JavaScript: they are sent as JSON, which other web sites cannot forge."
 
 
@@ -395,6 +397,37 @@ def security(v: ClusterView, allow_writes: bool, query: dict[str, str]) -> Page:
                   refresh_ms=10000)
 
 
+def schemas(v: ClusterView, allow_writes: bool, query: dict[str, str]) -> Page:
+    doc = v.schemas()
+    if doc["url"] is None:
+        return layout("Schemas", "schemas", allow_writes, h("div", {"class": "empty", "id": "schemas-note"},
+                                                             doc["note"]))
+    cards = h("div", {"class": "cards"}, card("Subjects", fmt_num(len(doc["subjects"]))),
+              card("Compatibility (global)", doc["compatibility"]), card("Mode (global)", doc["mode"]))
+    rows = table([Col("Subject"), Col("Type"), Col("Latest version", True), Col("Schema id", True),
+                  Col("Versions"), Col("Compatibility")],
+                 [[link(url("schemas", s["subject"]), s["subject"]), s["schema_type"], str(s["latest_version"]),
+                   str(s["id"]), ", ".join(str(x) for x in s["versions"]), s["compatibility"]]
+                  for s in doc["subjects"]], "No subjects registered yet.")
+    return layout("Schemas", "schemas", allow_writes, h("p", {"class": "muted"}, f"Schema registry at {doc['url']}"),
+                  live("schemas-live", cards, rows), refresh_ms=10000)
+
+
+def subject(v: ClusterView, allow_writes: bool, query: dict[str, str], name: str) -> Page:
+    doc = v.subject(name)
+    parts: list[Any] = [h("p", None, f"Compatibility: {doc['compatibility']}")]
+    for ver in reversed(doc["versions"]):
+        text = ver["schema"]
+        try:
+            text = json.dumps(json.loads(text), indent=2)
+        except ValueError:
+            pass
+        refs = ", ".join(f"{r['name']} = {r['subject']} v{r['version']}" for r in ver.get("references") or [])
+        parts += [h("h2", None, f"Version {ver['version']} · id {ver['id']} · {ver.get('schemaType', 'AVRO')}"),
+                  h("p", {"class": "muted"}, f"References: {refs}") if refs else "", h("pre", None, text)]
+    return layout(f"Subject {name}", "schemas", allow_writes, *parts)
+
+
 def route(seg: list[str]) -> tuple[Callable[..., Page], tuple[str, ...]] | None:
     """The page for a path (its segments), with the path's arguments; None: no such page."""
     if not seg or seg == ["index.html"]:
@@ -415,5 +448,9 @@ def route(seg: list[str]) -> tuple[Callable[..., Page], tuple[str, ...]] | None:
         return transactions, ()
     if seg == ["security"]:
         return security, ()
+    if seg == ["schemas"]:
+        return schemas, ()
+    if len(seg) == 2 and seg[0] == "schemas":
+        return subject, (seg[1],)
     return None
 

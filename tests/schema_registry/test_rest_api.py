@@ -17,6 +17,7 @@ from confluent_kafka.schema_registry.error import SchemaRegistryError
 from google.protobuf import descriptor_pb2
 
 from tests.support.brokers import BrokerProcess
+from tests.support.net import free_port
 from tests.support.schema_registry import V1, RegistryHttp, start_registry_broker
 
 
@@ -24,6 +25,7 @@ def avro(fields: list[dict[str, object]], name: str = "Rec") -> str:
     return json.dumps({"type": "record", "name": name, "fields": fields})
 
 
+CONSOLE_PORT = free_port()
 V1_SCHEMA = avro([{"name": "a", "type": "int"}])
 V2_SCHEMA = avro([{"name": "a", "type": "int"}, {"name": "b", "type": "string", "default": "x"}])
 V2_NO_DEFAULT = avro([{"name": "a", "type": "int"}, {"name": "b", "type": "string"}])
@@ -31,7 +33,8 @@ V2_NO_DEFAULT = avro([{"name": "a", "type": "int"}, {"name": "b", "type": "strin
 
 @pytest.fixture(scope="module")
 def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BrokerProcess, RegistryHttp]]:
-    b, reg = start_registry_broker(Path(tmp_path_factory.mktemp("sr-api")))
+    b, reg = start_registry_broker(Path(tmp_path_factory.mktemp("sr-api")),
+                                   {"console.listener": f"http://127.0.0.1:{CONSOLE_PORT}"})
     try:
         yield b, reg
     finally:
@@ -272,3 +275,23 @@ def test_metrics_on_the_registry_port(http: RegistryHttp) -> None:
     assert float(lines['kafka_schema_registry_schemas{schema_type="AVRO"}']) >= 1
     assert float(lines["kafka_schema_registry_registrations_total"]) >= 1
     assert float(lines['kafka_schema_registry_requests_total{method="POST",status="200"}']) >= 1
+
+
+def test_console_schemas_page(http: RegistryHttp) -> None:
+    import urllib.request
+
+    http.post("/subjects/api-console-value/versions", {"schema": V2_SCHEMA})
+
+    def get(path: str) -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{CONSOLE_PORT}{path}", timeout=60) as r:
+            return r.read().decode()
+
+    doc = json.loads(get("/api/schemas"))
+    assert doc["url"] == http.url and doc["compatibility"] == "BACKWARD"
+    row = next(s for s in doc["subjects"] if s["subject"] == "api-console-value")
+    latest = http.get("/subjects/api-console-value/versions/latest")[1]
+    assert (row["id"], row["latest_version"], row["schema_type"]) == (latest["id"], latest["version"], "AVRO")
+    page = get("/schemas")
+    assert 'href="/schemas/api-console-value"' in page and ">Schemas<" in page
+    subject_page = get("/schemas/api-console-value")
+    assert f"id {latest['id']}" in subject_page and "&quot;default&quot;: &quot;x&quot;" in subject_page
