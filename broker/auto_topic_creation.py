@@ -97,10 +97,20 @@ async def create_topic(broker: Any, name: str, num_partitions: int,
 
 async def auto_create_topic(broker: Any, name: str) -> TopicInfo | None:
     """Metadata's auto-creation of the unknown topic ``name``: an internal topic with its own spec,
-    any other with ``num.partitions``. KafkaError for an invalid name; None if not created yet."""
+    any other with ``num.partitions``. KafkaError for an invalid name; None if not created yet.
+
+    In a cluster another broker may have created the topic a moment ago, before this broker's
+    ZooKeeper watch told it: that is LEADER_NOT_AVAILABLE (retriable; the client asks again
+    and finds the topic), as Kafka's ``KafkaApis.createTopic`` answers on TopicExistsException,
+    never TOPIC_ALREADY_EXISTS, which clients take as fatal for a Metadata answer."""
     if name in INTERNAL_TOPIC_SPECS:
         return await ensure_internal_topic(broker, name)
-    return await create_topic(broker, name, broker.config.int("num.partitions"))
+    try:
+        return await create_topic(broker, name, broker.config.int("num.partitions"))
+    except KafkaError as e:
+        if e.code != ErrorCode.TOPIC_ALREADY_EXISTS:
+            raise
+        raise KafkaError(ErrorCode.LEADER_NOT_AVAILABLE, f"Topic {name} is being created") from None
 
 
 def internal_topic_request(broker: Any, name: str) -> tuple[int, dict[str, str]]:

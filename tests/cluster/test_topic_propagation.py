@@ -103,3 +103,34 @@ def test_delete_topics_answers_once_no_broker_lists_the_topic(cluster3: SamsaClu
         admin.close()
         for c in clients:
             c.close()
+
+
+def test_metadata_auto_creation_racing_another_broker_answers_retriably(cluster3: SamsaCluster) -> None:
+    """Two brokers asked to auto-create the same topic at once (aiokafka's transactional producer
+    and consumer start together): the one that loses the race to ZooKeeper answers
+    LEADER_NOT_AVAILABLE, as Kafka does, never TOPIC_ALREADY_EXISTS, which aiokafka raises."""
+    topic = f"propagate-auto-{uuid.uuid4().hex[:8]}"
+    late = connect(cluster3, 1)  # connected before the pause
+    answers: dict[str, Any] = {}
+
+    def ask_late() -> None:
+        req = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)], allow_auto_topic_creation=True)
+        [answers["late"]] = late.roundtrip(req, 7, MetadataResponse).topics
+
+    try:
+        cluster3.pause(1)
+        try:
+            asking = threading.Thread(target=ask_late)
+            asking.start()  # waits in broker 1's socket, ahead of the ZooKeeper watch it will get
+            with connect(cluster3, 0) as first:
+                req = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
+                                      allow_auto_topic_creation=True)
+                [answers["first"]] = first.roundtrip(req, 7, MetadataResponse).topics
+        finally:
+            cluster3.resume(1)
+        asking.join(60)
+        assert answers["first"].error_code in (ErrorCode.NONE, ErrorCode.LEADER_NOT_AVAILABLE), answers["first"]
+        assert answers["late"].error_code in (ErrorCode.NONE, ErrorCode.LEADER_NOT_AVAILABLE), \
+            f"broker 1 answered {ErrorCode(answers['late'].error_code).name}"
+    finally:
+        late.close()
