@@ -35,7 +35,7 @@ def start(mode: str, data: Path, port: int) -> subprocess.Popen[bytes]:
             "--override", f"log.dirs={data}"]
     if mode != "uvloop+copy":
         args.append("--no-uvloop")
-    env["SAMSA_FETCH_SENDFILE"] = "1" if mode == "asyncio+sendfile" else "0"
+    args += ["--override", f"fetch.sendfile.enable={'true' if mode == 'asyncio+sendfile' else 'false'}"]
     proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
 
     def ready() -> bool:

@@ -52,7 +52,7 @@ def run_broker(args: argparse.Namespace) -> int:
             pass
     from . import malloc_tuning  # noqa: PLC0415
 
-    malloc_tuning.tune()  # before the first large buffers
+    malloc_tuning.tune(bool(config["malloc.tuning.enable"]))  # before the first large buffers
     broker = Broker(config)
     from .zk.client import BrokerIdInUse, ZooKeeperUnavailable  # noqa: PLC0415
 

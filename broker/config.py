@@ -104,6 +104,11 @@ BROKER_DEFAULTS: dict[str, tuple[type, object]] = {
     "console.bootstrap.servers": (str, ""),
     "console.metrics.urls": (str, ""),
     "console.schema.registry.url": (str, ""),
+    # Samsa's own: how the broker process runs (each measured in bench/; see the modules named).
+    "malloc.tuning.enable": (bool, True),  # glibc mmap/trim thresholds raised (broker/malloc_tuning.py)
+    "fetch.sendfile.enable": (bool, False),  # PLAINTEXT Fetch regions by loop.sendfile, not pread+write
+    "ssl.transport": (str, "openssl"),  # TLS listeners on pyOpenSSL ("openssl") or the loop's ssl ("loop")
+    "ssl.read.loop": (str, "c"),  # pyOpenSSL's read loop in the C extension ("c") or in Python ("python")
     # Samsa's own: the Schema Registry (broker/schema_registry/), off when empty.
     "schema.registry.listeners": (str, ""),
     "schema.registry.bootstrap.servers": (str, ""),
@@ -209,6 +214,10 @@ class BrokerConfig:
         self.listeners = parse_listeners(str(self["listeners"]))
         adv = str(self["advertised.listeners"])
         self.advertised_listeners = parse_listeners(adv) if adv else self.listeners
+        for key, allowed in (("ssl.transport", ("openssl", "loop")), ("ssl.read.loop", ("c", "python"))):
+            if str(self[key]) not in allowed:
+                raise InvalidConfigError(message=f"Invalid value {self[key]!r} for configuration {key}; "
+                                                 f"expected one of {', '.join(allowed)}")
         if self["metrics.listener"]:
             parse_listener(str(self["metrics.listener"]))
 

@@ -13,8 +13,8 @@ of top padding) lets freed buffers be reused from the heap instead; the price is
 
 Measured (bench/security.py, 300,000 x 1 KiB, one broker): broker CPU per MB produced over
 TLS 2.9 -> 2.4 ms, PLAINTEXT 1.3 -> 1.1 ms. Any ``MALLOC_*_`` tunable set in the environment
-is the operator's choice and is left alone, as is a libc without ``mallopt``; set
-``SAMSA_MALLOC_TUNING=0`` to keep glibc's defaults.
+is the operator's choice and is left alone, as is a libc without ``mallopt``; the broker property
+``malloc.tuning.enable=false`` keeps glibc's defaults.
 """
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ SETTINGS = ((M_MMAP_THRESHOLD, 8 << 20, "MALLOC_MMAP_THRESHOLD_"),
             (M_TOP_PAD, 4 << 20, "MALLOC_TOP_PAD_"))
 
 
-def tune() -> bool:
-    """Apply SETTINGS with glibc's mallopt(3). Returns True if anything was set."""
-    if not sys.platform.startswith("linux") or os.environ.get("SAMSA_MALLOC_TUNING", "1") == "0":
+def tune(enabled: bool = True) -> bool:
+    """Apply SETTINGS with glibc's mallopt(3) (``malloc.tuning.enable``). Returns True if anything was set."""
+    if not enabled or not sys.platform.startswith("linux"):
         return False
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")

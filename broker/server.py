@@ -69,7 +69,6 @@ log = logging.getLogger("samsa.server")
 # loop (uvloop has no native sendfile). Off by default: bench/fetch_path.py measured uvloop with
 # one pread per region at ~1.0-1.5 GB/s for ~1 MB fetches against 0.3-0.6 GB/s for asyncio with
 # sendfile, which only wins (~1.2x) on 8 MB fetches; uvloop also serves small requests ~2x faster.
-SENDFILE = os.environ.get("SAMSA_FETCH_SENDFILE") == "1"
 
 # Modules with ``async start(broker)`` / ``async stop(broker)`` that run beside the partitions,
 # started in this order after the logs are loaded and stopped in reverse before they close.
@@ -98,6 +97,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.listener = listener  # broker.security.manager.ListenerSecurity
         self.slot = slot  # Acceptor's ConnectionSlot: released (counted out) once, when the connection ends
         self.decoder = FrameDecoder(broker.config.int("socket.request.max.bytes"))
+        self.sendfile = bool(broker.config["fetch.sendfile.enable"])
         self.queue: deque[bytes | memoryview] = deque()
         self.queued_bytes = 0
         self.last_active = 0.0  # loop time of the last read: the least recently active is shed first
@@ -172,7 +172,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if write_regions is not None:  # TLS on pyOpenSSL: read, encrypt and send in slices
             write_regions(chunks)
             return
-        if not SENDFILE or self.security_protocol.endswith("SSL"):  # TLS encrypts: no sendfile
+        loop = asyncio.get_running_loop()
+        # TLS encrypts: no sendfile.  uvloop has no loop.sendfile (AbstractEventLoop's raises
+        # NotImplementedError): only asyncio's own loop sends a file region by sendfile(2).
+        if not self.sendfile or self.security_protocol.endswith("SSL") or not isinstance(loop, asyncio.BaseEventLoop):
             # One pread per region into the socket buffer: no encode-buffer copies.
             try:
                 data = [c if isinstance(c, bytes) else c.read() for c in chunks]
@@ -181,13 +184,17 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 return
             transport.writelines(data)
             return
-        loop = asyncio.get_running_loop()
-        for c in chunks:
-            if isinstance(c, bytes):
-                transport.write(c)
-            else:
-                with os.fdopen(os.dup(c.fd), "rb") as f:
-                    await loop.sendfile(transport, f, c.position, c.size)
+        try:
+            for c in chunks:
+                if isinstance(c, bytes):
+                    transport.write(c)
+                elif c.fd < 0:  # a region whose file is opened per read (ReadInfo.read)
+                    transport.write(c.read())
+                else:
+                    with os.fdopen(os.dup(c.fd), "rb") as f:
+                        await loop.sendfile(transport, f, c.position, c.size)
+        except OSError as e:
+            self.close(f"cannot send a Fetch response, a fetched region: {e.strerror}")
 
     async def _mute(self) -> None:
         """Kafka mutes a throttled client's channel: no reads, no requests served, until the time is up."""
@@ -459,7 +466,8 @@ class Acceptor:
         factory = functools.partial(KafkaConnection, self.broker, self.security, slot)
         try:
             if ctx is not None and self.security.openssl_context is not None:
-                await openssl_transport.accept(loop, sock, self.security.openssl_context, factory)
+                await openssl_transport.accept(loop, sock, self.security.openssl_context, factory,
+                                               read_loop=self.security.read_loop)
             else:
                 await loop.connect_accepted_socket(factory, sock, ssl=ctx)
         except asyncio.CancelledError:

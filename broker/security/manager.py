@@ -44,16 +44,19 @@ class ListenerSecurity:
         self.mechanisms: list[str] = []
         self.factory: Any = None
         self.reauth_ms = int(lc.get("connections.max.reauth.ms", "0") or 0)
+        self.read_loop = "c"  # ssl.read.loop as this process can serve it (TLS listeners)
         if lc.security_protocol.uses_ssl:
             self.ssl_context = build_server_context(lc)
             self._fingerprint = self.fingerprint()
-            if openssl_transport.enabled():
+            transport = lc.get("ssl.transport", "openssl") or "openssl"
+            self.read_loop = openssl_transport.read_loop(lc.get("ssl.read.loop", "c") or "c")
+            if openssl_transport.enabled(transport):
                 self.openssl_context = openssl_transport.build_context(lc, self.ssl_context)
                 log.info("Listener %s: TLS on %s (pyOpenSSL, read loop in %s)", lc.name,
-                         openssl_transport.openssl_version(), "C" if openssl_transport.read_loop() == "c" else "Python")
-            elif openssl_transport.SELECTED == "loop":
+                         openssl_transport.openssl_version(), "C" if self.read_loop == "c" else "Python")
+            elif transport == "loop":
                 log.info("Listener %s: TLS on the event loop's transport and Python's ssl (%s; "
-                         "SAMSA_TLS_TRANSPORT=loop)", lc.name, ssl.OPENSSL_VERSION)
+                         "ssl.transport=loop)", lc.name, ssl.OPENSSL_VERSION)
             else:
                 log.warning("Listener %s: pyOpenSSL is not usable here; TLS on the event loop's transport and "
                             "Python's ssl (%s)", lc.name, ssl.OPENSSL_VERSION)
@@ -112,7 +115,7 @@ class BrokerSecurity:
             if lc.security_protocol.uses_ssl:
                 try:
                     ctx = build_server_context(lc)
-                    if openssl_transport.enabled():
+                    if openssl_transport.enabled(lc.get("ssl.transport", "openssl") or "openssl"):
                         openssl_transport.build_context(lc, ctx)
                 except SecurityConfigError as e:
                     raise InvalidConfigError(message=str(e)) from None

@@ -2,7 +2,7 @@
 
 Python's ``SSLContext.set_ciphers`` only reaches TLS 1.2 suites, while Kafka's ``ssl.cipher.suites``
 names TLS 1.3 suites too (``TLS_AES_256_GCM_SHA384``...). The listener's ``ssl.SSLContext`` is
-where tls.py validates the settings (and what ``SAMSA_TLS_TRANSPORT=loop`` serves with);
+where tls.py validates the settings (and what ``ssl.transport=loop`` serves with);
 openssl_transport.py mirrors the suites it ends up with.
 
 It needs the context's ``SSL_CTX`` pointer, which Python does not expose. It is read from

@@ -10,10 +10,10 @@ the library made to drive it; this module uses it for contexts and handshakes an
 ``SSL_read``/``SSL_write`` of its binding directly on the data path. ``SSL_read`` returns one
 record per call, so the loop that calls it record after record runs in C where the optional
 extension ``_tlsread`` was built (see _tlsread.c and setup.py; ~0.5 us less per record, broker
-CPU per MB produced over TLS 1.40 -> 1.27 ms), and in Python otherwise (or with
-``SAMSA_TLS_READ_LOOP=python``). ``bench/security.py`` and bench/RESULTS.md have the end-to-end
-figures. ``SAMSA_TLS_TRANSPORT=loop`` switches back to the event loop's own TLS on Python's
-``ssl``.
+CPU per MB produced over TLS 1.40 -> 1.27 ms), and in Python otherwise (or with the broker
+property ``ssl.read.loop=python``). ``bench/security.py`` and bench/RESULTS.md have the end-to-end
+figures. ``ssl.transport=loop`` (broker-wide or per listener) switches back to the event loop's own
+TLS on Python's ``ssl``.
 
 Theory of operation:
 
@@ -63,7 +63,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import ssl
 import threading
 from typing import TYPE_CHECKING, Any
@@ -81,10 +80,6 @@ READ_PASS = 4 * 1024 * 1024  # bytes decrypted per event before the loop's other
 SLICE = 128 * 1024  # plaintext of a Fetch response encrypted per SSL_write (eight full TLS records)
 RECORD_OVERHEAD = 128  # ciphertext bytes a TLS record may add (header, IV, tag, CBC MAC and padding)
 
-# Which TLS implementation SSL and SASL_SSL listeners use: "openssl" (this module, the default)
-# or "loop" (the event loop's TLS transport on Python's ssl module).
-SELECTED = os.environ.get("SAMSA_TLS_TRANSPORT", "openssl").strip().lower()
-
 try:
     from OpenSSL import SSL
     from OpenSSL import crypto as _crypto
@@ -99,8 +94,8 @@ except ImportError:  # pragma: no cover - pyOpenSSL is a dependency; the loop's 
 
 def _c_read_loop() -> Any:
     """``_tlsread.read_into`` bound to this OpenSSL's ``SSL_read``/``SSL_get_error``, or None
-    (not built, not wanted, or a cryptography whose binding does not expose them)."""
-    if not AVAILABLE or os.environ.get("SAMSA_TLS_READ_LOOP", "c").strip().lower() == "python":
+    (not built, or a cryptography whose binding does not expose them)."""
+    if not AVAILABLE:
         return None
     try:
         from cryptography.hazmat.bindings._rust import _openssl  # the cffi binding pyOpenSSL wraps
@@ -119,9 +114,10 @@ def _c_read_loop() -> Any:
 _read_into: Any = _c_read_loop()  # (ssl address, buffer) -> (bytes read, SSL error or 0)
 
 
-def read_loop() -> str:
-    """Which TLS read loop this process runs: "c" or "python"."""
-    return "python" if _read_into is None else "c"
+def read_loop(wanted: str = "c") -> str:
+    """The TLS read loop connections run when ``ssl.read.loop`` is ``wanted``: "c" where the
+    extension is built and bound, else "python"."""
+    return "python" if _read_into is None or wanted == "python" else "c"
 
 
 _VERIFY = {ssl.CERT_NONE: 0, ssl.CERT_OPTIONAL: 1, ssl.CERT_REQUIRED: 3}  # VERIFY_PEER=1, FAIL_IF_NO_PEER_CERT=2
@@ -152,8 +148,9 @@ class TlsHandshakeError(Exception):
     """The TLS handshake failed (the reason is OpenSSL's) or did not finish in time."""
 
 
-def enabled() -> bool:
-    return SELECTED != "loop" and AVAILABLE
+def enabled(transport: str = "openssl") -> bool:
+    """Whether a listener whose ``ssl.transport`` is ``transport`` is served by this module."""
+    return transport != "loop" and AVAILABLE
 
 
 def build_context(lc: ListenerConfig, ctx: ssl.SSLContext) -> Any:
@@ -202,9 +199,9 @@ def openssl_version() -> str:
 
 
 async def accept(loop: asyncio.AbstractEventLoop, sock: Any, context: Any, protocol_factory: Any,
-                 handshake_timeout: float = HANDSHAKE_TIMEOUT) -> tuple[TlsTransport, Any]:
+                 handshake_timeout: float = HANDSHAKE_TIMEOUT, read_loop: str = "c") -> tuple[TlsTransport, Any]:
     """Handshake on an accepted socket, then attach a protocol. Raises if the handshake fails."""
-    raw, tls = await loop.connect_accepted_socket(lambda: TlsProtocol(context, loop), sock)
+    raw, tls = await loop.connect_accepted_socket(lambda: TlsProtocol(context, loop, read_loop), sock)
     try:
         await asyncio.wait_for(asyncio.shield(tls.handshake), handshake_timeout)
     except TimeoutError:
@@ -246,7 +243,8 @@ class _PeerInfo:
 class TlsProtocol(asyncio.BufferedProtocol):
     """The TLS side of one connection: a protocol for the TCP transport (see the module docstring)."""
 
-    def __init__(self, context: Any, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, context: Any, loop: asyncio.AbstractEventLoop, read_loop: str = "c") -> None:
+        self._read_into = _read_into if read_loop == "c" else None  # None: the Python loop
         conn = SSL.Connection(context, None)
         conn.set_accept_state()
         self._conn = conn
@@ -369,7 +367,8 @@ class TlsProtocol(asyncio.BufferedProtocol):
         app = self.app
         if app is None or not self.reading or self.closing:
             return
-        read_into, ssl_ = (_read_into_python, self._ssl) if _read_into is None else (_read_into, self._ssl_address)
+        read_into, ssl_ = ((_read_into_python, self._ssl) if self._read_into is None
+                           else (self._read_into, self._ssl_address))
         passed = 0
         while True:
             got, err = read_into(ssl_, app.get_buffer(-1))  # err is read before any other call

@@ -19,7 +19,7 @@
 
 The ``ssl.SSLContext`` built here is where every setting is checked; connections are served on
 a mirror of it in OpenSSL 4.0 (broker/security/openssl_transport.py), or on it directly with
-``SAMSA_TLS_TRANSPORT=loop``.
+``ssl.transport=loop``.
 
 Key material never touches the disk in clear: PKCS12 and inline keys are re-encrypted with a
 one-off passphrase into a private temporary file that is removed as soon as OpenSSL has read it.

@@ -48,8 +48,7 @@ EXPECTED = os.environ.get("SAMSA_EXPECT_TLS_READ_LOOP") == "c"  # .ci/run instal
 def read_loop(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Every test here runs with the C read loop (the optional extension) and the Python one."""
     if request.param == "python":
-        monkeypatch.setattr(ot, "_read_into", None)
-        monkeypatch.setenv("SAMSA_TLS_READ_LOOP", "python")  # for brokers in a process of their own
+        monkeypatch.setattr(ot, "_read_into", None)  # brokers in a process of their own: ssl.read.loop
     elif ot.read_loop() != "c":
         assert not EXPECTED, "SAMSA_EXPECT_TLS_READ_LOOP=c but the _tlsread extension was not built or bound"
         pytest.skip("the _tlsread extension is not built here (no C compiler or Python headers at install)")
@@ -57,16 +56,13 @@ def read_loop(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_the_c_read_loop_is_in_use_wherever_it_was_built(read_loop):
-    """Built (a compiler at install, as in CI) means bound and chosen; SAMSA_TLS_READ_LOOP=python
-    turns it off in a new process."""
+    """Built (a compiler at install, as in CI) means bound and chosen; ssl.read.loop=python turns
+    it off."""
     if read_loop == "python":
         assert ot.read_loop() == "python"
         return
     assert BUILT and ot.read_loop() == "c"
-    probe = "import broker.security.openssl_transport as t; print(t.read_loop())"
-    off = subprocess.run([sys.executable, "-c", probe], env={**os.environ, "SAMSA_TLS_READ_LOOP": "python"},
-                         capture_output=True, text=True, timeout=60)
-    assert off.stdout.strip() == "python", off.stderr
+    assert ot.read_loop("python") == "python"
 
 
 @pytest.mark.skipif(not BUILT and not EXPECTED, reason="the _tlsread extension is not built here")
@@ -664,15 +660,15 @@ def test_client_leaving_right_after_the_handshake_never_leaves_a_connection_behi
 
 
 @pytest.mark.parametrize("transport", ["openssl", "loop"])
-def test_broker_serves_ssl_and_sasl_ssl_on_each_transport(broker_factory, pki, monkeypatch, transport):
+def test_broker_serves_ssl_and_sasl_ssl_on_each_transport(broker_factory, pki, read_loop, transport):
     """A producer and a consumer (confluent-kafka) over SSL and SASL_SSL/SCRAM-SHA-512, on the
-    default transport and on SAMSA_TLS_TRANSPORT=loop; the broker's log names the one in use."""
+    default transport and on ssl.transport=loop, with each ssl.read.loop; the broker's log names the
+    one in use."""
     from confluent_kafka import Consumer, Producer, TopicPartition
 
     from tests.support.security import scram_user, start_secure_broker
 
-    monkeypatch.setenv("SAMSA_TLS_TRANSPORT", transport)
-    sb = start_secure_broker(broker_factory, pki)
+    sb = start_secure_broker(broker_factory, pki, **{"ssl.transport": transport, "ssl.read.loop": read_loop})
     scram_user(f"127.0.0.1:{sb.plaintext}", "tls-user", "tls-secret", "SCRAM-SHA-512")
     for port, extra in ((sb.ssl, {"security.protocol": "SSL"}),
                         (sb.sasl_ssl, {"security.protocol": "SASL_SSL", "sasl.mechanisms": "SCRAM-SHA-512",
@@ -694,6 +690,6 @@ def test_broker_serves_ssl_and_sasl_ssl_on_each_transport(broker_factory, pki, m
                 got.append(m.value())
         c.close()
         assert got == values
-    want = f"(pyOpenSSL, read loop in {'C' if ot.read_loop() == 'c' else 'Python'})" if transport == "openssl" \
-        else "SAMSA_TLS_TRANSPORT=loop"
+    want = f"(pyOpenSSL, read loop in {'C' if read_loop == 'c' else 'Python'})" if transport == "openssl" \
+        else "ssl.transport=loop"
     assert want in sb.broker.log_text()
