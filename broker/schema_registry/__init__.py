@@ -55,13 +55,14 @@ class SchemaRegistry:
 
     def __init__(self, host: str, port: int, bootstrap: str, *, max_body: int = 1048576,
                  client_options: dict[str, Any] | None = None, ssl_context: Any = None,
-                 advertised_url: str = "", eligible: bool = True, replication_factor: int = 3) -> None:
+                 advertised_url: str = "", eligible: bool = True, replication_factor: int = 3,
+                 security: Any = None) -> None:
         self.state = RegistryState()
         self.store = KafkaStore(bootstrap, self.state, client_options=client_options,
                                 replication_factor=replication_factor)
         self.registry = Registry(self.state, self.store)
         self.metrics = RegistryMetrics(self)
-        self.app = RestApp(self.registry, metrics=self.metrics)
+        self.app = RestApp(self.registry, metrics=self.metrics, security=security)
         self.server = HttpServer(host, port, self.app, max_body, ssl_context)
         self.scheme = "https" if ssl_context is not None else "http"
         self.advertised_url = advertised_url
@@ -120,10 +121,21 @@ async def start(broker: Any) -> None:
     if not spec:
         return
     try:
-        _scheme, host, port = parse_listener(spec.split(",")[0])
+        scheme, host, port = parse_listener(spec.split(",")[0])
     except ValueError as e:
         log.error("Schema registry not started: %s", e)
         return
+    ssl_context = None
+    if scheme == "https":
+        # the broker's own keystore: the first TLS listener's context
+        ssl_context = next((ls.ssl_context for ls in broker.security.listeners.values()
+                            if ls.ssl_context is not None), None)
+        if ssl_context is None:
+            log.error("Schema registry not started: %s needs a TLS listener's keystore (ssl.keystore.location)", spec)
+            return
+    from .security import RegistrySecurity  # noqa: PLC0415
+
+    security = RegistrySecurity.from_broker(broker)
     bootstrap = str(broker.config.get("schema.registry.bootstrap.servers") or "").strip()
     if not bootstrap:
         adv = broker.advertised
@@ -132,11 +144,11 @@ async def start(broker: Any) -> None:
     advertised = str(broker.config.get("schema.registry.advertised.listener") or "").strip()
     if not advertised and host in ("0.0.0.0", "::", ""):
         adv = broker.advertised
-        advertised = f"http://{adv.host if adv.host not in ('0.0.0.0', '::', '') else '127.0.0.1'}:{port}"
+        advertised = f"{scheme}://{adv.host if adv.host not in ('0.0.0.0', '::', '') else '127.0.0.1'}:{port}"
     sr = SchemaRegistry(host, port, bootstrap, max_body=max_body, advertised_url=advertised,
                         eligible=bool(broker.config.get("schema.registry.leader.eligibility")),
                         replication_factor=int(broker.config.get("schema.registry.topic.replication.factor"))
-                        if broker.cluster is not None else 1)
+                        if broker.cluster is not None else 1, ssl_context=ssl_context, security=security)
     try:
         await sr.start(broker.started)
     except OSError as e:
@@ -146,8 +158,9 @@ async def start(broker: Any) -> None:
     if broker.metrics is not None:  # the broker's metrics.listener shows the registry's too
         broker.metrics.collectors.append(sr.metrics)  # what a scrape renders
         broker.metrics.registry.register(sr.metrics)
-    log.info("Schema registry listening on http://%s:%d/, storing schemas in %s at %s", host, sr.server.port,
-             sr.store.topic, bootstrap)
+    log.info("Schema registry listening on %s://%s:%d/ (%s), storing schemas in %s at %s", scheme, host,
+             sr.server.port, "HTTP Basic authentication against the broker's SASL users" if security is not None
+             and security.authenticate else "no authentication", sr.store.topic, bootstrap)
 
 
 async def stop(broker: Any) -> None:

@@ -56,11 +56,11 @@ def _bool(query: dict[str, str], name: str, default: bool = False) -> bool:
 
 
 class RestApp:
-    def __init__(self, registry: Registry, forwarder: Any = None, authorize: Any = None,
+    def __init__(self, registry: Registry, forwarder: Any = None, security: Any = None,
                  metrics: Any = None) -> None:
         self.registry = registry
         self.forwarder = forwarder  # forwards writes to the primary when this node is not it
-        self.authorize = authorize  # (request, operation, subject|None) -> None or raises 401/403
+        self.security = security  # .security.RegistrySecurity: 401/403, or None (no SASL, no authorizer)
         self.metrics = metrics
 
     async def __call__(self, req: Request) -> Response:
@@ -69,6 +69,8 @@ class RestApp:
             resp = await self._dispatch(req, ctype)
         except RegistryError as e:
             resp = Response(e.http_status, json.dumps(e.body()).encode(), ctype)
+            if e.http_status == 401:
+                resp.headers["WWW-Authenticate"] = 'Basic realm="SchemaRegistry"'
         if self.metrics is not None:
             self.metrics.request(req.method, resp.status)
         return resp
@@ -103,8 +105,8 @@ class RestApp:
         subject = args.get("subject")
         if req.segments and req.segments != ["metrics"]:
             await self.registry.store.wait_ready()  # reads are served once caught up with _schemas
-        if self.authorize is not None:
-            await self.authorize(req, operation, subject)
+        if self.security is not None and req.segments != ["metrics"]:
+            self.security.check(req, operation, subject)
         if write and self.forwarder is not None:
             if not self.forwarder.is_primary():
                 if FORWARDED in req.headers:
@@ -223,6 +225,9 @@ class RestApp:
         doc["schema"] = text
         return doc
 
+    def _may_read(self, req: Request, subject: str) -> bool:
+        return self.security is None or self.security.may_read(req, subject)
+
     @staticmethod
     def _schema_id(raw: str) -> int:
         if not raw.isdigit():
@@ -254,7 +259,7 @@ class RestApp:
         latest_only = _bool(req.query, "latestOnly")
         out = []
         for subject in st.subject_names(deleted):
-            if not subject.startswith(prefix):
+            if not subject.startswith(prefix) or not self._may_read(req, subject):
                 continue
             versions = st.versions(subject, deleted)
             for sv in versions[-1:] if latest_only else versions:
@@ -278,18 +283,19 @@ class RestApp:
         if sid not in self.registry.state.schemas:
             raise errors.schema_not_found(sid)
         uses = self.registry.state.usages(sid, _bool(req.query, "deleted"))
-        return sorted({sv.subject for sv in uses})
+        return sorted({sv.subject for sv in uses if self._may_read(req, sv.subject)})
 
     async def schema_versions(self, req: Request, schema_id: str) -> Any:
         sid = self._schema_id(schema_id)
         if sid not in self.registry.state.schemas:
             raise errors.schema_not_found(sid)
         return [{"subject": sv.subject, "version": sv.version}
-                for sv in self.registry.state.usages(sid, _bool(req.query, "deleted"))]
+                for sv in self.registry.state.usages(sid, _bool(req.query, "deleted")) if self._may_read(req, sv.subject)]
 
     async def list_subjects(self, req: Request) -> Any:
         prefix = req.query.get("subjectPrefix", "")
-        return [s for s in self.registry.state.subject_names(_bool(req.query, "deleted")) if s.startswith(prefix)]
+        return [s for s in self.registry.state.subject_names(_bool(req.query, "deleted"))
+                if s.startswith(prefix) and self._may_read(req, s)]
 
     async def list_versions(self, req: Request, subject: str) -> Any:
         st = self.registry.state

@@ -1,0 +1,99 @@
+"""The registry behind the broker's security: https with the broker's keystore, HTTP Basic against
+the broker's PLAIN and SCRAM users, subjects under the broker's topic ACLs, Confluent's 401/403.
+
+The broker has PLAINTEXT (the registry's own Kafka connection), SSL, SASL_PLAINTEXT and SASL_SSL
+listeners and the ACL authorizer with allow.everyone.if.no.acl.found=true, so only the topic the
+test puts ACLs on (``secret``) is restricted.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import ssl
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka.schema_registry import SchemaRegistryClient
+
+from tests.support.brokers import REPO_ROOT
+from tests.support.net import free_port, wait_until
+from tests.support.security import make_pki, scram_user, start_secure_broker
+
+SCHEMA = json.dumps({"type": "record", "name": "S", "fields": [{"name": "a", "type": "int"}]})
+
+
+class Https:
+    def __init__(self, port: int, ca: Path) -> None:
+        self.port = port
+        self.ctx = ssl.create_default_context(cafile=str(ca))
+
+    def call(self, method: str, path: str, body: Any = None, user: str | None = None) -> tuple[int, Any, dict[str, str]]:
+        conn = http.client.HTTPSConnection("127.0.0.1", self.port, context=self.ctx, timeout=60)
+        headers = {"Content-Type": "application/vnd.schemaregistry.v1+json"}
+        if user is not None:
+            headers["Authorization"] = "Basic " + base64.b64encode(user.encode()).decode()
+        try:
+            conn.request(method, path, body=json.dumps(body).encode() if body is not None else None, headers=headers)
+            resp = conn.getresponse()
+            data = resp.read()
+            return resp.status, json.loads(data) if data else None, {k.lower(): v for k, v in resp.getheaders()}
+        finally:
+            conn.close()
+
+
+def test_https_basic_auth_and_subject_acls(broker_factory: Any, tmp_path: Path) -> None:
+    pki = make_pki(tmp_path / "pki")
+    port = free_port()
+    sb = start_secure_broker(broker_factory, pki, **{
+        "schema.registry.listeners": f"https://127.0.0.1:{port}",
+        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+        "allow.everyone.if.no.acl.found": "true"})
+    bootstrap = sb.addr(sb.plaintext)
+    scram_user(bootstrap, "carol", "carol-pw", "SCRAM-SHA-512")
+    out = subprocess.run([sys.executable, "-m", "broker.tools", "acls", "--bootstrap-server", bootstrap, "--add",
+                          "--allow-principal", "User:alice", "--operation", "Write", "--operation", "Describe",
+                          "--topic", "secret"], cwd=str(REPO_ROOT), capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    reg = Https(port, pki.ca)
+
+    def ready() -> bool:
+        try:
+            return reg.call("GET", "/config", user="alice:alice-secret")[0] == 200
+        except OSError:
+            return False
+
+    assert wait_until(ready, 60)
+
+    # no credentials, a wrong password, an unknown user: 401 with Confluent's body and a challenge
+    for user in (None, "alice:wrong", "nobody:x", "carol:alice-secret"):
+        status, doc, headers = reg.call("GET", "/subjects", user=user)
+        assert (status, doc) == (401, {"error_code": 401, "message": "Unauthorized"}), user
+        assert headers["www-authenticate"].startswith("Basic")
+
+    # alice (PLAIN) may write the secret topic's subject; carol (SCRAM) may not, but may write others
+    status, doc, _ = reg.call("POST", "/subjects/secret-value/versions", {"schema": SCHEMA}, user="alice:alice-secret")
+    assert status == 200
+    status, doc, _ = reg.call("POST", "/subjects/secret-value/versions", {"schema": SCHEMA}, user="carol:carol-pw")
+    assert (status, doc["error_code"]) == (403, 40301) and "secret-value" in doc["message"]
+    status, doc, _ = reg.call("GET", "/subjects/secret-value/versions/latest", user="carol:carol-pw")
+    assert (status, doc["error_code"]) == (403, 40301)
+    assert reg.call("POST", "/subjects/open-value/versions", {"schema": SCHEMA}, user="carol:carol-pw")[0] == 200
+    # listings show each user only what it may read
+    assert reg.call("GET", "/subjects", user="carol:carol-pw")[1] == ["open-value"]
+    assert reg.call("GET", "/subjects", user="alice:alice-secret")[1] == ["open-value", "secret-value"]
+
+    # confluent-kafka's client over https with basic auth
+    client = SchemaRegistryClient({"url": f"https://127.0.0.1:{port}", "ssl.ca.location": str(pki.ca),
+                                   "basic.auth.user.info": "alice:alice-secret"})
+    assert client.get_latest_version("secret-value").version == 1
+    denied = SchemaRegistryClient({"url": f"https://127.0.0.1:{port}", "ssl.ca.location": str(pki.ca),
+                                   "basic.auth.user.info": "alice:nope"})
+    try:
+        denied.get_subjects()
+        raise AssertionError("a wrong password was accepted")
+    except Exception as e:  # SchemaRegistryError
+        assert getattr(e, "http_status_code", None) == 401
