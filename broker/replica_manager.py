@@ -29,6 +29,13 @@ high-watermark move too would answer each parked follower fetch with nothing whe
 follower's fetch moved the high watermark: an empty round trip per acks=all produce.) Followers
 learn the high watermark from their next fetch response.
 
+The request layer only decodes, authorizes and encodes: :meth:`ReplicaManager.append_records`
+(validation, the append, acks=all as a :class:`~broker.purgatory.DelayedProduce`) and
+:meth:`ReplicaManager.fetch_messages` (the reads, follower progress, the long poll as a
+:class:`~broker.purgatory.DelayedFetch`) are Kafka's ``appendRecords`` / ``fetchMessages``; the
+replica fetcher appends through :meth:`ReplicaManager.append_records_as_follower` and truncates
+through :meth:`ReplicaManager.truncate_follower`.
+
 All of this runs on the event loop thread: one writer per partition, no locks.
 """
 
@@ -37,23 +44,27 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from log.config import LogConfig
 from log.log import AppendInfo, Log
 from log.manager import LogManager
 from log.segment import ReadInfo
-from protocol.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
-from protocol.records import ValidatedRecords
+from log.validator import RecordValidationError, validate_client_batches
+from protocol.errors import DuplicateSequenceError, ErrorCode, KafkaError, OffsetOutOfRangeError
+from protocol.recompress import recompress_to
+from protocol.records import COMPRESSION_CODES, ValidatedRecords, validate_batches
 
 from .config import BrokerConfig
 from .configs import effective_topic_config
-from .metadata import TopicRegistry, topic_id_base64
+from .metadata import INTERNAL_TOPICS, TopicRegistry, topic_id_base64
+from .purgatory import DelayedFetch, DelayedProduce
 
 log = logging.getLogger("samsa.replica")
+produce_log = logging.getLogger("samsa.produce")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +105,7 @@ class Partition:
         # leader side: follower id -> (log end offset, last caught-up time, LEO of ours at its last
         # fetch, time of its last fetch); delayed produces: (required offset, future)
         self.followers: dict[int, FollowerState] = {}
-        self._produce_waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._produce_waiters: list[tuple[int, DelayedProduce, Any]] = []
         self.isr_writer: Callable[[Partition, list[int]], bool] | None = None
         self.replica_lag_time_max_ms = 30000
         # replica.page.cache.retain.bytes: how much of the active segment's tail a follower keeps
@@ -147,22 +158,36 @@ class Partition:
         self.maybe_increment_high_watermark()  # on a single replica: consumers too
         return info
 
-    async def wait_for_replication(self, required_offset: int, timeout: float) -> None:
-        """acks=all: wait until the high watermark reaches ``required_offset`` (Kafka's DelayedProduce)."""
-        if self.high_watermark < required_offset:
-            fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            self._produce_waiters.append((required_offset, fut))
-            try:
-                await asyncio.wait_for(fut, timeout)
-            except TimeoutError:
-                raise KafkaError(ErrorCode.REQUEST_TIMED_OUT,
-                                 f"Replication of {self.tp} up to offset {required_offset} did not complete "
-                                 f"within the request timeout (high watermark {self.high_watermark}, "
-                                 f"ISR {self.isr})") from None
+    def watch_produce(self, required_offset: int, op: DelayedProduce, status: Any) -> None:
+        """acks=all: finish ``status`` of ``op`` once the high watermark reaches ``required_offset``
+        (at once if it already has); checked whenever the high watermark moves."""
+        if self.high_watermark >= required_offset:
+            self._finish_produce(op, status)
+        else:
+            self._produce_waiters.append((required_offset, op, status))
+
+    def _finish_produce(self, op: DelayedProduce, status: Any) -> None:
         if len(self.isr) < self.min_insync_replicas:
-            raise KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-                             f"The size of the current ISR {self.isr} is insufficient to satisfy the min.isr "
-                             f"requirement of {self.min_insync_replicas} for partition {self.tp}")
+            op.partition_done(status, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+                              f"The size of the current ISR {self.isr} is insufficient to satisfy the min.isr "
+                              f"requirement of {self.min_insync_replicas} for partition {self.tp}")
+        else:
+            op.partition_done(status, ErrorCode.NONE)
+
+    async def wait_for_replication(self, required_offset: int, timeout: float) -> None:
+        """acks=all for one partition (a coordinator's or a marker's write): wait until the high
+        watermark reaches ``required_offset``; raises the KafkaError the wait ended with."""
+        op = DelayedProduce(asyncio.get_running_loop(), timeout)
+        status = PartitionProduceResult()
+        op.add(status)
+        self.watch_produce(required_offset, op, status)
+        await op.future
+        if status.error == ErrorCode.REQUEST_TIMED_OUT:
+            raise KafkaError(ErrorCode.REQUEST_TIMED_OUT,
+                             f"Replication of {self.tp} up to offset {required_offset} did not complete "
+                             f"within the request timeout (high watermark {self.high_watermark}, ISR {self.isr})")
+        if status.error != ErrorCode.NONE:
+            raise KafkaError(status.error, status.message)
 
     def _storage_error(self, e: OSError) -> KafkaError:
         """An I/O error in this partition's log dir: Kafka takes the whole dir offline."""
@@ -195,22 +220,23 @@ class Partition:
         return False
 
     def _complete_produces(self) -> None:
+        """The delayed produces watching this partition whose records are now below the high
+        watermark are done here (Kafka's checkAndComplete, keyed by partition)."""
         hw = self.high_watermark
         keep = []
-        for offset, fut in self._produce_waiters:
-            if fut.done():
+        for offset, op, status in self._produce_waiters:
+            if op.done:
                 continue
             if offset <= hw:
-                fut.set_result(None)
+                self._finish_produce(op, status)
             else:
-                keep.append((offset, fut))
+                keep.append((offset, op, status))
         self._produce_waiters = keep
 
     def _fail_produces(self, error: KafkaError) -> None:
         waiters, self._produce_waiters = self._produce_waiters, []
-        for _offset, fut in waiters:
-            if not fut.done():
-                fut.set_exception(error)
+        for _offset, op, status in waiters:
+            op.partition_done(status, error.code, error.message)
 
     def wake_waiters(self) -> None:
         """Wake every parked fetch, consumers' and followers' (the partition changed role, its
@@ -347,6 +373,16 @@ class Partition:
                 self.log.drop_behind(self.page_cache_retain_bytes)
         self.update_follower_high_watermark(leader_high_watermark)
 
+    def truncate_to(self, offset: int) -> None:
+        """Follower: drop everything from ``offset`` on (KIP-101 truncation)."""
+        self.log.truncate_to(offset)
+        self.high_watermark = min(self.high_watermark, offset)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Follower: the leader's log starts past ours: start over at ``offset``."""
+        self.log.truncate_fully_and_start_at(offset)
+        self.high_watermark = offset
+
     def update_follower_high_watermark(self, leader_high_watermark: int) -> None:
         new_hw = min(leader_high_watermark, self.log.log_end_offset)
         if new_hw > self.high_watermark:
@@ -360,6 +396,36 @@ class FollowerState:
     last_caught_up_ms: float = 0.0
     leader_leo_at_last_fetch: int = 0
     last_fetch_ms: float = 0.0
+
+
+@dataclass(slots=True)
+class PartitionProduceResult:
+    """One partition's outcome of :meth:`ReplicaManager.append_records` (Kafka's PartitionResponse)."""
+
+    error: ErrorCode = ErrorCode.NONE
+    message: str | None = None
+    base_offset: int = -1
+    log_append_time: int = -1
+    log_start_offset: int = -1
+    last_offset: int = -1
+    record_errors: list[tuple[int, str]] = field(default_factory=list)
+
+
+class FetchPartitionData(NamedTuple):
+    """One partition's answer of :meth:`ReplicaManager.fetch_messages`; ``records`` is ``b""``, a
+    :class:`log.segment.ReadInfo` (file regions) or None."""
+
+    partition: int
+    error: ErrorCode
+    high_watermark: int
+    last_stable_offset: int
+    log_start_offset: int
+    aborted: list[tuple[int, int]] | None
+    records: Any
+
+
+# KIP-890: (topic, partition, batch headers) -> the transaction coordinator's verdict
+TransactionVerifier = Callable[[str, int, list[Any]], Awaitable[ErrorCode]]
 
 
 class ReplicaManager:
@@ -564,18 +630,183 @@ class ReplicaManager:
     async def wait_for_data(self, partitions: Iterable[Partition], timeout: float, follower: bool = False) -> None:
         """Park until any of ``partitions`` gets new data (or the timeout): for a consumer, data
         below the high watermark; for a ``follower``, an append."""
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[None] = loop.create_future()
-        parts = list(partitions)
-        for p in parts:
-            p.add_waiter(fut, follower)
-        try:
-            await asyncio.wait_for(fut, timeout)
-        except TimeoutError:
-            pass
-        finally:
-            for p in parts:
-                p.remove_waiter(fut)
+        await DelayedFetch(asyncio.get_running_loop(), partitions, timeout, follower).wait()
+
+    # --- appendRecords / fetchMessages ---------------------------------------------------------------
+    async def append_records(self, entries: list[tuple[str, int, Any]], *, required_acks: int, timeout_ms: int,
+                             api_version: int, verify_transaction: TransactionVerifier | None = None,
+                             record_validator: Callable[[str, ValidatedRecords, LogConfig], None] | None = None,
+                             stats: Any = None, client_id: str | None = None
+                             ) -> tuple[list[PartitionProduceResult], DelayedProduce | None]:
+        """Kafka's ``appendRecords``: validate and append each ``(topic, partition, records)`` on
+        its leader, one result per entry in order. With acks=all, the partitions whose records are
+        not yet below the high watermark are watched by the returned :class:`DelayedProduce`
+        (None when nothing waits): its future completes when they are replicated, failed or timed
+        out, the results updated in place. Clients may not write to the internal topics."""
+        results = []
+        appended: list[tuple[Partition, PartitionProduceResult]] = []
+        for topic, index, raw in entries:
+            res = PartitionProduceResult()
+            results.append(res)
+            part = None
+            try:
+                if required_acks not in (-1, 0, 1):
+                    raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS, f"acks={required_acks} is not -1, 0 or 1")
+                part = self.get_partition(topic, index)
+                if topic in INTERNAL_TOPICS:
+                    raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}")
+                if raw is None:
+                    raise KafkaError(ErrorCode.INVALID_RECORD, "records are null")
+                cfg = part.log.config
+                records = validate_batches(raw, max_batch_bytes=cfg.max_message_bytes)
+                validate_client_batches(records, f"{topic}-{index}", cfg, api_version=api_version,
+                                        now_ms=int(time.time() * 1000))
+                if record_validator is not None:  # a broker-side check beyond Kafka's (schema ids)
+                    record_validator(topic, records, cfg)
+                wanted = cfg.others.get("compression.type", "producer")
+                if wanted != "producer":
+                    records = recompress_to(records, COMPRESSION_CODES.get(wanted, 0))
+                if verify_transaction is not None and any(h.is_transactional for h in records.batches):
+                    # KIP-890 part 1: only into a partition of the producer's open transaction
+                    code = await verify_transaction(topic, index, records.batches)
+                    if code:
+                        raise KafkaError(code, "the partition is not part of the producer's open transaction")
+                info = part.append(records, required_acks=required_acks)
+                res.base_offset, res.log_append_time, res.log_start_offset = \
+                    info.first_offset, info.log_append_time, info.log_start_offset
+                res.last_offset = info.last_offset
+                if stats is not None:
+                    stats.produced(topic, info.last_offset - info.first_offset + 1, len(raw))
+                appended.append((part, res))
+            except DuplicateSequenceError as d:  # KIP-98: answered with the first attempt's offsets
+                part = self.get_partition(topic, index)
+                res.base_offset, res.log_start_offset, res.last_offset = \
+                    d.first_offset, part.log_start_offset, d.last_offset
+                res.log_append_time = d.timestamp if part.log.config.log_append_time else -1
+                appended.append((part, res))
+            except KafkaError as e:
+                res.error, res.message = e.code, e.message
+                if isinstance(e, RecordValidationError):  # KIP-467: which records, and why
+                    res.record_errors = list(e.record_errors)
+                if stats is not None:
+                    stats.produce_failed(topic, int(e.code))
+                if e.code not in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER):
+                    produce_log.info("Produce to %s-%d from %r failed: %s", topic, index, client_id, e)
+        if required_acks != -1:
+            return results, None
+        waiting = [(part, res) for part, res in appended if res.last_offset >= part.high_watermark]
+        if not waiting:
+            return results, None
+        op = DelayedProduce(asyncio.get_running_loop(), max(timeout_ms, 0) / 1000)
+        for _part, res in waiting:  # all added first: watching may complete one at once
+            op.add(res)
+        for part, res in waiting:
+            part.watch_produce(res.last_offset + 1, op, res)
+        return results, op
+
+    async def fetch_messages(self, wanted: list[tuple[str | None, Any, list[Any]]], *, replica_id: int,
+                             isolation_level: int, max_bytes: int, min_bytes: int, max_wait_ms: int,
+                             denied: frozenset[str] | set[str] = frozenset()
+                             ) -> tuple[list[list[FetchPartitionData]], int]:
+        """Kafka's ``fetchMessages``: read each wanted partition (``(topic or None, topic id,
+        [partitions with partition, fetch_offset, partition_max_bytes, current_leader_epoch])``),
+        recording a follower's (``replica_id`` >= 0) progress first. With fewer than ``min_bytes``
+        and no error, park as a :class:`DelayedFetch` until data arrives or ``max_wait_ms``, then
+        read again. Returns the rows per topic and the bytes read."""
+        deadline = time.monotonic() + max(max_wait_ms, 0) / 1000
+        follower = replica_id >= 0
+        while True:
+            result, total, has_error, parts_seen = self._read_local(wanted, isolation_level, max_bytes, replica_id,
+                                                                    denied)
+            remaining = deadline - time.monotonic()
+            if total >= min_bytes or has_error or remaining <= 0 or not parts_seen:
+                return result, total
+            await self.wait_for_data(parts_seen, remaining, follower=follower)
+            if time.monotonic() >= deadline:
+                result, total, _e, _p = self._read_local(wanted, isolation_level, max_bytes, replica_id, denied)
+                return result, total
+
+    def _read_local(self, wanted: list[tuple[str | None, Any, list[Any]]], isolation: int, max_bytes: int,
+                    replica_id: int, denied: frozenset[str] | set[str]
+                    ) -> tuple[list[list[FetchPartitionData]], int, bool, list[Partition]]:
+        total = 0
+        now_ms = time.time() * 1000 if replica_id >= 0 else 0.0
+        has_error = False
+        parts_seen = []
+        result = []
+        E = FetchPartitionData
+        for name, _tid, fparts in wanted:
+            rows: list[FetchPartitionData] = []
+            for fp in fparts:
+                if name is None:
+                    rows.append(E(fp.partition, ErrorCode.UNKNOWN_TOPIC_ID, -1, -1, -1, None, b""))
+                    has_error = True
+                    continue
+                if denied and name in denied:  # not has_error: the authorized partitions may long-poll
+                    rows.append(E(fp.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1, -1, -1, None, b""))
+                    continue
+                try:
+                    part = self.get_partition(name, fp.partition)
+                except KafkaError as e:
+                    rows.append(E(fp.partition, e.code, -1, -1, -1, None, b""))
+                    has_error = True
+                    continue
+                epoch = getattr(fp, "current_leader_epoch", -1)
+                if epoch >= 0 and epoch != part.leader_epoch:  # KIP-320 (v9+): the client's view is stale or ahead
+                    rows.append(E(fp.partition, ErrorCode.FENCED_LEADER_EPOCH if epoch < part.leader_epoch
+                                  else ErrorCode.UNKNOWN_LEADER_EPOCH, -1, -1, -1, None, b""))
+                    has_error = True
+                    continue
+                parts_seen.append(part)
+                if replica_id >= 0:
+                    try:
+                        part.update_follower_fetch(replica_id, fp.fetch_offset, now_ms)
+                    except KafkaError as e:
+                        rows.append(E(fp.partition, e.code, part.high_watermark, part.last_stable_offset,
+                                      part.log_start_offset, None, None))
+                        has_error = True
+                        continue
+                hw, lso = part.high_watermark, part.last_stable_offset
+                try:
+                    limit = min(fp.partition_max_bytes, max_bytes - total)
+                    data: Any = b""
+                    aborted = None
+                    if limit > 0 or total == 0:
+                        info = part.read(fp.fetch_offset, max(limit, 0), isolation_level=isolation,
+                                         min_one_batch=(total == 0), replica=replica_id >= 0)
+                        if info is not None:
+                            data = info
+                            total += info.size
+                            if isolation == 1:
+                                aborted = part.aborted_transactions(fp.fetch_offset, lso)
+                    rows.append(E(fp.partition, ErrorCode.NONE, hw, lso, part.log_start_offset, aborted, data))
+                except KafkaError as e:
+                    rows.append(E(fp.partition, e.code, hw, lso, part.log_start_offset, None, b""))
+                    has_error = True
+            result.append(rows)
+        return result, total, has_error, parts_seen
+
+    # --- the replica fetcher's side ------------------------------------------------------------------
+    def append_records_as_follower(self, part: Partition, records: memoryview, leader_high_watermark: int,
+                                   leader_log_start_offset: int) -> int:
+        """What a fetch from the leader brought: append it with the leader's offsets and epochs
+        (each batch's CRC checked, its records never walked, as Kafka's ``appendAsFollower``),
+        take the leader's high watermark and log start offset. Returns the bytes appended."""
+        if records:
+            part.append_as_follower(validate_batches(records, deep=False), leader_high_watermark)
+        else:
+            part.update_follower_high_watermark(leader_high_watermark)
+        if part.log_start_offset < leader_log_start_offset <= part.log_end_offset:
+            part.log.delete_records(leader_log_start_offset)
+        return len(records)
+
+    def truncate_follower(self, part: Partition, offset: int) -> None:
+        """KIP-101: drop the follower's divergent tail from ``offset`` on."""
+        part.truncate_to(offset)
+
+    def restart_follower_at(self, part: Partition, offset: int) -> None:
+        """The leader's log starts past the follower's end: start over at ``offset``."""
+        part.truncate_fully_and_start_at(offset)
 
     async def append_internal(self, topic: str, partition: int, records: ValidatedRecords,
                               timeout: float = 30.0) -> AppendInfo:

@@ -21,6 +21,9 @@ tagged directory id (KIP-853) and v18 its tagged high watermark (KIP-1166), both
 response is v16's. Every error partition
 carries empty records, never null (protocol/fetch_codec.py).
 
+The reads, the long poll and follower progress are the replica manager's ``fetch_messages``
+(``broker/replica_manager.py``); this module decodes, authorizes and encodes.
+
 Replication reuses this path (Kafka's ``ReplicaFetcherThread``): a Fetch whose ``replica_id``
 (v15+: ``replica_state.replica_id``, KIP-903) is a broker id comes from a follower. It reads up to
 the log end offset rather than the high watermark, and the offset it asks for tells the leader
@@ -31,11 +34,10 @@ followers alike get NOT_LEADER_OR_FOLLOWER from a broker that does not lead the 
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode, KafkaError
+from protocol.errors import ErrorCode
 from protocol.fetch_codec import PartitionData, TopicData, encode_fetch_response
 
 from .. import fetch_session
@@ -49,11 +51,8 @@ from . import EncodedResponse, RequestContext, api
     Requires(CLUSTER_ACTION, CLUSTER, TOPIC_DENIED, "follower fetch (replica id >= 0): every partition")))
 async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
     broker = ctx.broker
-    rm = broker.replica_manager
     topics_by_id = ctx.version >= 13
-    isolation = req.isolation_level
     max_bytes = req.max_bytes if req.max_bytes > 0 else 0x7FFFFFFF
-    deadline = time.monotonic() + max(req.max_wait_ms, 0) / 1000
     if ctx.version >= 15:
         state = req.replica_state  # a tagged field: absent (None) from consumers
         replica_id = state.replica_id if state is not None else -1
@@ -79,15 +78,9 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
     if broker.authorizer is not None:
         denied = _unauthorized(ctx, req, wanted)
 
-    while True:
-        result, total, has_error, parts_seen = _read_all(rm, wanted, isolation, max_bytes, replica_id, denied)
-        remaining = deadline - time.monotonic()
-        if total >= req.min_bytes or has_error or remaining <= 0 or not parts_seen:
-            break
-        await rm.wait_for_data(parts_seen, remaining, follower=replica_id >= 0)
-        if time.monotonic() >= deadline:
-            result, total, has_error, parts_seen = _read_all(rm, wanted, isolation, max_bytes, replica_id, denied)
-            break
+    result, total = await broker.replica_manager.fetch_messages(
+        wanted, replica_id=replica_id, isolation_level=req.isolation_level, max_bytes=max_bytes,
+        min_bytes=req.min_bytes, max_wait_ms=req.max_wait_ms, denied=denied)
     throttle_ms = 0
     quotas = broker.quotas
     if quotas is not None and quotas.enabled and total:
@@ -95,7 +88,7 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
         # without records (its bytes not counted) and with the throttle time.
         throttle_ms = quotas.throttle_time("consumer_byte_rate", ctx.principal, ctx.header.client_id, total)
         if throttle_ms:
-            result = [[(*row[:5], None, b"") for row in rows] for rows in result]
+            result = [[row._replace(aborted=None, records=b"") for row in rows] for rows in result]
         else:
             quotas.record("consumer_byte_rate", ctx.principal, ctx.header.client_id, total)
         ctx.throttle_ms = throttle_ms
@@ -161,63 +154,3 @@ def _unauthorized(ctx: RequestContext, req: Any, wanted: list[Any]) -> set[str]:
             return set()
         return {name for name, _tid, _parts in wanted if name is not None}
     return {name for name, _tid, _parts in wanted if name is not None and not ctx.authorize(READ, TOPIC, name)}
-
-
-def _read_all(rm: Any, wanted: list[Any], isolation: int, max_bytes: int, replica_id: int = -1,
-              denied: frozenset[str] | set[str] = frozenset()) -> tuple[list[Any], int, bool, list[Any]]:
-    total = 0
-    now_ms = time.time() * 1000 if replica_id >= 0 else 0.0
-    has_error = False
-    parts_seen = []
-    result = []
-    for name, _tid, fparts in wanted:
-        rows: list[tuple[Any, ...]] = []
-        for fp in fparts:
-            if name is None:
-                rows.append((fp.partition, ErrorCode.UNKNOWN_TOPIC_ID, -1, -1, -1, None, b""))
-                has_error = True
-                continue
-            if denied and name in denied:  # not has_error: the authorized partitions may long-poll
-                rows.append((fp.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1, -1, -1, None, b""))
-                continue
-            try:
-                part = rm.get_partition(name, fp.partition)
-            except KafkaError as e:
-                rows.append((fp.partition, e.code, -1, -1, -1, None, b""))
-                has_error = True
-                continue
-            epoch = getattr(fp, "current_leader_epoch", -1)
-            if epoch >= 0 and epoch != part.leader_epoch:  # KIP-320 (v9+): the client's view is stale or ahead
-                rows.append((fp.partition, ErrorCode.FENCED_LEADER_EPOCH if epoch < part.leader_epoch
-                             else ErrorCode.UNKNOWN_LEADER_EPOCH, -1, -1, -1, None, b""))
-                has_error = True
-                continue
-            parts_seen.append(part)
-            if replica_id >= 0:
-                try:
-                    part.update_follower_fetch(replica_id, fp.fetch_offset, now_ms)
-                except KafkaError as e:
-                    rows.append((fp.partition, e.code, part.high_watermark, part.last_stable_offset,
-                                 part.log_start_offset, None, None))
-                    has_error = True
-                    continue
-            hw, lso = part.high_watermark, part.last_stable_offset
-            try:
-                limit = min(fp.partition_max_bytes, max_bytes - total)
-                data: Any = b""
-                aborted = None
-                if limit > 0 or total == 0:
-                    info = part.read(fp.fetch_offset, max(limit, 0), isolation_level=isolation,
-                                     min_one_batch=(total == 0), replica=replica_id >= 0)
-                    if info is not None:
-                        data = info
-                        total += info.size
-                        if isolation == 1:
-                            aborted = part.aborted_transactions(fp.fetch_offset, lso)
-                rows.append((fp.partition, ErrorCode.NONE, hw, lso, part.log_start_offset, aborted, data))
-            except KafkaError as e:
-                rows.append((fp.partition, e.code, hw, lso, part.log_start_offset, None, b""))
-                has_error = True
-        result.append(rows)
-    return result, total, has_error, parts_seen
-

@@ -42,18 +42,15 @@ unless the topic's ``compression.type`` asks for a codec the producer did not us
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 from typing import Any
 
-from log.validator import RecordValidationError, validate_client_batches
 from protocol.api_keys import ApiKey
-from protocol.errors import DuplicateSequenceError, ErrorCode, KafkaError
-from protocol.records import COMPRESSION_CODES, validate_batches
+from protocol.errors import ErrorCode
 from txn.plugin import verify_transactional_produce_in_cluster
 
-from ..metadata import INTERNAL_TOPICS
+from ..purgatory import DelayedProduce
+from ..replica_manager import PartitionProduceResult
 from ..schema_registry.validation import validate_schema_ids
 from ..security.acl import TOPIC, TOPIC_DENIED, TRANSACTIONAL_ID, TXN_DENIED, WRITE, Requires
 from . import DelayedResponse, RequestContext, api
@@ -66,111 +63,77 @@ log = logging.getLogger("samsa.produce")
     Requires(WRITE, TOPIC, TOPIC_DENIED, "each topic")))
 async def handle_produce(ctx: RequestContext, req: Any) -> Any:
     broker = ctx.broker
-    rm = broker.replica_manager
-    R = ctx.response_class
-    TopicResp = R.TopicProduceResponse
-    PartResp = TopicResp.PartitionProduceResponse
     acks = req.acks
     stats = broker.metrics.topic_stats if broker.metrics is not None else None  # BrokerTopicMetrics
-    topics_out = []
-    pending: list[tuple[Any, Any, int]] = []  # (partition response, partition, required offset)
-    denied: dict[str, ErrorCode] = {}
     by_id = ctx.version >= 13
     names = [_topic_name(broker, t) if by_id else t.name for t in req.topic_data]
-    if broker.authorizer is not None:
-        denied = _unauthorized(ctx, req, names)
-    for topic, name in zip(req.topic_data, names, strict=True):
-        parts_out = []
-        for pdata in topic.partition_data:
-            base_offset, append_time, start_offset = -1, -1, -1
-            code, message, record_errors = ErrorCode.NONE, None, []
-            last_offset = -1  # of the records in the log: acks=all waits for the high watermark to pass it
-            try:
-                if name is None:
-                    raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, f"Topic id {topic.topic_id} is unknown")
-                if denied and name in denied:
-                    raise KafkaError(denied[name])
-                if acks not in (-1, 0, 1):
-                    raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks} is not -1, 0 or 1")
-                part = rm.get_partition(name, pdata.index)
-                if name in INTERNAL_TOPICS:
-                    raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {name}")
-                if pdata.records is None:
-                    raise KafkaError(ErrorCode.INVALID_RECORD, "records are null")
-                cfg = part.log.config
-                records = validate_batches(pdata.records, max_batch_bytes=cfg.max_message_bytes)
-                validate_client_batches(records, f"{name}-{pdata.index}", cfg, api_version=ctx.version,
-                                        now_ms=int(time.time() * 1000))
-                validate_schema_ids(broker, name, records, cfg)  # confluent.value.schema.validation & co
-                wanted = cfg.others.get("compression.type", "producer")
-                if wanted != "producer":
-                    from protocol.recompress import recompress_to  # noqa: PLC0415
-
-                    records = recompress_to(records, COMPRESSION_CODES.get(wanted, 0))
-                if any(h.is_transactional for h in records.batches):
-                    # KIP-890 part 1: only into a partition of the producer's open transaction
-                    code = await verify_transactional_produce_in_cluster(
-                        broker, req.transactional_id, name, pdata.index, records.batches,
-                        add=ctx.version >= 12)
-                    if code:
-                        raise KafkaError(code, "the partition is not part of the producer's open transaction")
-                info = part.append(records, required_acks=acks)
-                base_offset, append_time, start_offset = info.first_offset, info.log_append_time, \
-                    info.log_start_offset
-                last_offset = info.last_offset
+    denied: dict[str, ErrorCode] = _unauthorized(ctx, req, names) if broker.authorizer is not None else {}
+    # Refused here (unknown id, not authorized); the rest is the replica manager's appendRecords.
+    refused: dict[tuple[int, int], PartitionProduceResult] = {}
+    entries: list[tuple[str, int, Any]] = []
+    for ti, (topic, name) in enumerate(zip(req.topic_data, names, strict=True)):
+        for pi, pdata in enumerate(topic.partition_data):
+            if name is None:
+                refused[ti, pi] = PartitionProduceResult(ErrorCode.UNKNOWN_TOPIC_ID,
+                                                         f"Topic id {topic.topic_id} is unknown")
+            elif name in denied:
+                refused[ti, pi] = PartitionProduceResult(denied[name])
                 if stats is not None:
-                    stats.produced(name, info.last_offset - info.first_offset + 1, len(pdata.records))
-            except DuplicateSequenceError as d:
-                assert name is not None  # only raised by an append, which needs the name
-                part = rm.get_partition(name, pdata.index)
-                base_offset, start_offset, last_offset = d.first_offset, part.log_start_offset, d.last_offset
-                append_time = d.timestamp if part.log.config.log_append_time else -1
-            except KafkaError as e:
-                code, message = e.code, e.message
-                if isinstance(e, RecordValidationError):  # KIP-467: which records, and why
-                    record_errors = [PartResp.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
-                                     for i, m in e.record_errors]
-                if stats is not None and name is not None:
-                    stats.produce_failed(name, int(code))
-                if code not in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
-                                ErrorCode.UNKNOWN_TOPIC_ID):
-                    log.info("Produce to %s-%d from %r failed: %s", name, pdata.index,
-                             ctx.header.client_id, e)
-            presp = PartResp(index=pdata.index, error_code=int(code), base_offset=base_offset,
-                             log_append_time_ms=append_time, log_start_offset=start_offset,
-                             record_errors=record_errors, error_message=message)
-            parts_out.append(presp)
-            if acks == -1 and code == ErrorCode.NONE and last_offset >= part.high_watermark:
-                pending.append((presp, part, last_offset + 1))
-        topics_out.append(TopicResp(topic_id=topic.topic_id, partition_responses=parts_out) if by_id
-                          else TopicResp(name=name, partition_responses=parts_out))
+                    stats.produce_failed(name, int(denied[name]))
+                log.info("Produce to %s-%d from %r failed: %s", name, pdata.index, ctx.header.client_id,
+                         denied[name].name)
+            else:
+                entries.append((name, pdata.index, pdata.records))
+
+    async def verify(topic: str, partition: int, batches: list[Any]) -> ErrorCode:
+        # KIP-890: v12+ adds the partition to the transaction on the leader's request
+        return await verify_transactional_produce_in_cluster(broker, req.transactional_id, topic, partition,
+                                                             batches, add=ctx.version >= 12)
+
+    def validate_schemas(topic: str, records: Any, cfg: Any) -> None:  # confluent.value.schema.validation & co
+        validate_schema_ids(broker, topic, records, cfg)
+
+    appended, delayed = await broker.replica_manager.append_records(
+        entries, required_acks=acks, timeout_ms=req.timeout_ms, api_version=ctx.version, verify_transaction=verify,
+        record_validator=validate_schemas, stats=stats, client_id=ctx.header.client_id)
+    it = iter(appended)
+    results = [[refused.get((ti, pi)) or next(it) for pi in range(len(t.partition_data))]
+               for ti, t in enumerate(req.topic_data)]
     quotas = broker.quotas
     if quotas is not None and quotas.enabled:
         size = sum(len(p.records or b"") for t in req.topic_data for p in t.partition_data)
         ctx.throttle_ms = quotas.record("producer_byte_rate", ctx.principal, ctx.header.client_id, size)
     if acks == 0:
         return None
-    if pending:  # delayed produce: the records are in the log; the response waits for the ISR
-        return DelayedResponse(_when_replicated(ctx, req, pending, topics_out, names))
-    return _response(ctx, topics_out, names)
+    if delayed is not None:  # delayed produce: the records are in the log; the response waits for the ISR
+        return DelayedResponse(_when_replicated(ctx, req, delayed, results, names))
+    return _response(ctx, req, results, names)
 
 
-async def _when_replicated(ctx: RequestContext, req: Any, pending: list[tuple[Any, Any, int]],
-                           topics_out: list[Any], names: list[str | None]) -> Any:
+async def _when_replicated(ctx: RequestContext, req: Any, delayed: DelayedProduce,
+                           results: list[list[PartitionProduceResult]], names: list[str | None]) -> Any:
     """Kafka's DelayedProduce: done when every partition's high watermark passed its records,
     or the request's timeout (REQUEST_TIMED_OUT), or the ISR fell below min.insync.replicas."""
-    results = await asyncio.gather(*(p.wait_for_replication(offset, max(req.timeout_ms, 0) / 1000)
-                                     for _r, p, offset in pending), return_exceptions=True)
-    for (presp, _p, _o), res in zip(pending, results, strict=True):
-        if isinstance(res, KafkaError):
-            presp.error_code, presp.error_message = int(res.code), res.message
-        elif isinstance(res, BaseException):
-            raise res
-    return _response(ctx, topics_out, names)
+    await delayed.future
+    return _response(ctx, req, results, names)
 
 
-def _response(ctx: RequestContext, topics_out: list[Any], names: list[str | None]) -> Any:
+def _response(ctx: RequestContext, req: Any, results: list[list[PartitionProduceResult]],
+              names: list[str | None]) -> Any:
     R = ctx.response_class
+    TopicResp = R.TopicProduceResponse
+    PartResp = TopicResp.PartitionProduceResponse
+    topics_out = []
+    for topic, name, rows in zip(req.topic_data, names, results, strict=True):
+        parts_out = [PartResp(index=pdata.index, error_code=int(r.error), base_offset=r.base_offset,
+                              log_append_time_ms=r.log_append_time, log_start_offset=r.log_start_offset,
+                              record_errors=[PartResp.BatchIndexAndErrorMessage(batch_index=i,
+                                                                                batch_index_error_message=m)
+                                             for i, m in r.record_errors],
+                              error_message=r.message)
+                     for pdata, r in zip(topic.partition_data, rows, strict=True)]
+        topics_out.append(TopicResp(topic_id=topic.topic_id, partition_responses=parts_out) if ctx.version >= 13
+                          else TopicResp(name=name, partition_responses=parts_out))
     extra: dict[str, Any] = {}
     if ctx.version >= 10 and ctx.broker.metadata_cache is not None:
         extra["node_endpoints"] = _leader_hints(ctx, R, topics_out, names)

@@ -10,6 +10,9 @@ that was never committed) is dropped, as KIP-101 describes. When a fetch says th
 of range, the follower truncates to the leader's log end (our log is longer) or restarts at the
 leader's log start (we fell behind its retention).
 
+Every change to a followed partition goes through the replica manager (``append_records_as_follower``,
+``truncate_follower``, ``restart_follower_at``), never the partition's log directly.
+
 The fetch loop is the acks=all latency path: a produce waits until the followers' *next* fetch
 reports the new log end offset, so each round appends and sends the next Fetch at once (no
 backoff unless something failed). The request is written and the response read by the
@@ -32,7 +35,6 @@ from kafka.protocol.consumer import OffsetForLeaderEpochRequest
 
 from protocol.errors import ErrorCode, KafkaError
 from protocol.fetch_codec import FetchPartitionRequest, decode_fetch_response, encode_fetch_request
-from protocol.records import validate_batches
 
 from ..interbroker import BrokerClient
 
@@ -193,8 +195,7 @@ class ReplicaFetcher:
                     log.info("[Partition %s broker=%d] Truncating to offset %d (leader epoch %d ends there on leader "
                              "%d; log end offset was %d)", tp, self.broker.broker_id, target, p.leader_epoch,
                              self.leader_id, leo)
-                    part.log.truncate_to(target)
-                    part.high_watermark = min(part.high_watermark, target)
+                    self.broker.replica_manager.truncate_follower(part, target)
                 self.needs_truncation.discard(tp)
 
     async def _fetch_once(self, client: BrokerClient) -> None:
@@ -221,6 +222,7 @@ class ReplicaFetcher:
         if resp.correlation_id != corr:
             client.close()
             raise ConnectionError(f"correlation id {resp.correlation_id} does not match request {corr}")
+        rm = self.broker.replica_manager
         moved = False
         for t in resp.topics:
             assert t.topic is not None
@@ -234,15 +236,9 @@ class ReplicaFetcher:
                 if code == ErrorCode.NONE:
                     try:
                         assert isinstance(p.records, memoryview)  # decode_fetch_response's views
-                        if p.records:
-                            # Kafka's appendAsFollower checks each batch's CRC, not its records
-                            part.append_as_follower(validate_batches(p.records, deep=False), p.high_watermark)
-                            if self.broker.metrics is not None:  # BrokerTopicMetrics.ReplicationBytesIn
-                                self.broker.metrics.topic_stats.replicated_in(tp.topic, len(p.records))
-                        else:
-                            part.update_follower_high_watermark(p.high_watermark)
-                        if p.log_start_offset > part.log_start_offset and p.log_start_offset <= part.log_end_offset:
-                            part.log.delete_records(p.log_start_offset)
+                        n = rm.append_records_as_follower(part, p.records, p.high_watermark, p.log_start_offset)
+                        if n and self.broker.metrics is not None:  # BrokerTopicMetrics.ReplicationBytesIn
+                            self.broker.metrics.topic_stats.replicated_in(tp.topic, n)
                     except KafkaError as e:
                         log.warning("[Partition %s broker=%d] Cannot append fetched data: %s; re-truncating",
                                     tp, self.broker.broker_id, e)
@@ -266,8 +262,7 @@ class ReplicaFetcher:
             start = max(p.log_start_offset, 0)
             log.info("[Partition %s broker=%d] Fetch offset %d is below the leader's log start; restarting at %d",
                      tp, self.broker.broker_id, part.log_end_offset, start)
-            part.log.truncate_fully_and_start_at(start)
-            part.high_watermark = start
+            self.broker.replica_manager.restart_follower_at(part, start)
 
 
 def _tp(topic: str, partition: int) -> TopicPartition:
