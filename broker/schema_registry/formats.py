@@ -83,14 +83,17 @@ def parse(schema_type: str, text: str, references: tuple[Reference, ...] = (),
     if hit is not None:
         _CACHE.move_to_end(key)
         return hit
-    if schema_type == AVRO:
-        out = _parse_avro(text, deps, normalize)
-    elif schema_type == JSON:
-        out = _parse_json(text, deps, normalize)
-    elif schema_type == PROTOBUF:
-        out = _parse_protobuf(text, deps, normalize)
-    else:
-        raise invalid_schema(f"unknown schema type {schema_type!r}")
+    try:
+        if schema_type == AVRO:
+            out = _parse_avro(text, deps, normalize)
+        elif schema_type == JSON:
+            out = _parse_json(text, deps, normalize)
+        elif schema_type == PROTOBUF:
+            out = _parse_protobuf(text, deps, normalize)
+        else:
+            raise invalid_schema(f"unknown schema type {schema_type!r}")
+    except RecursionError:
+        raise invalid_schema(f"{_short(text)}: nested too deeply") from None
     out.references = references
     out.dependencies = deps
     _CACHE[key] = out

@@ -206,6 +206,8 @@ class RestApp:
             doc = json.loads(req.body)
         except (ValueError, UnicodeDecodeError) as e:
             raise RegistryError(400, 400, f"Unexpected character in request body: {e}") from None
+        except RecursionError:
+            raise RegistryError(400, 400, "Request body is nested too deeply") from None
         if not isinstance(doc, dict):
             raise RegistryError(422, 422, "Request body must be a JSON object")
         return doc

@@ -140,7 +140,7 @@ class RegistryState:
             elif kt != NOOP:
                 raise ValueError(f"unknown keytype {kt!r}")
             self.records += 1
-        except (ValueError, KeyError, TypeError) as e:
+        except (ValueError, KeyError, TypeError, RecursionError) as e:
             log.warning("Schema registry: skipping an unreadable _schemas record (key %r): %s",
                         (key or b"")[:200], e)
 

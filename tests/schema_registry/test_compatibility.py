@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from broker.schema_registry import compatibility, formats
 from broker.schema_registry.errors import RegistryError
@@ -209,3 +211,34 @@ def test_invalid_schemas_raise_42201() -> None:
         with pytest.raises(RegistryError) as e:
             formats.parse(schema_type, text)
         assert e.value.error_code == 42201, (schema_type, text)
+
+
+json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+                           lambda children: st.lists(children, max_size=4)
+                           | st.dictionaries(st.sampled_from(["type", "name", "fields", "items", "values", "symbols",
+                                                              "properties", "required", "enum", "default", "$ref",
+                                                              "additionalProperties", "oneOf", "size", "aliases"]),
+                                             children, max_size=5), max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(schema_type=st.sampled_from(["AVRO", "JSON"]), a=json_values, b=json_values)
+def test_arbitrary_json_is_parsed_or_refused_with_42201_and_never_crashes_the_checker(
+        schema_type: str, a: object, b: object) -> None:
+    parsed = []
+    for doc in (a, b):
+        try:
+            parsed.append(formats.parse(schema_type, json.dumps(doc)))
+        except RegistryError as e:
+            assert e.error_code == 42201
+    if len(parsed) == 2:
+        for level in compatibility.LEVELS:
+            assert isinstance(compatibility.check(level, parsed[0], [parsed[1]]), list)
+
+
+def test_deep_nesting_is_an_invalid_schema_not_a_crash() -> None:
+    deep = '{"type":"array","items":' * 5000 + '"int"' + "}" * 5000
+    for schema_type in ("AVRO", "JSON"):
+        with pytest.raises(RegistryError) as e:
+            formats.parse(schema_type, deep)
+        assert e.value.error_code == 42201

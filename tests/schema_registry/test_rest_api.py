@@ -215,6 +215,15 @@ def test_bad_input_gets_confluent_codes_never_500(http: RegistryHttp) -> None:
     assert (status, doc["error_code"]) == (400, 400)
     status, doc, _ = http.request("POST", "/subjects/api-bad-value/versions", raw=b"[1, 2]")
     assert (status, doc["error_code"]) == (422, 422)
+    status, doc, _ = http.request("POST", "/subjects/api-bad-value/versions", raw=b"[" * 200000 + b"]" * 200000)
+    assert (status, doc["error_code"]) == (400, 400)
+    deep = '{"type":"array","items":' * 5000 + '"int"' + "}" * 5000
+    status, doc = http.post("/subjects/api-bad-value/versions", {"schema": deep})
+    assert (status, doc["error_code"]) == (422, 42201)
+    for body in ({"schema": 5}, {"schema": V1_SCHEMA, "references": "x"}, {"schema": V1_SCHEMA, "references": [{}]},
+                 {"schema": V1_SCHEMA, "schemaType": 5}, {"schema": V1_SCHEMA, "id": "abc"}):
+        status, doc = http.post("/subjects/api-bad-value/versions", body)
+        assert 400 <= status < 500 and isinstance(doc["error_code"], int), body
     # wrong content type, unknown path, wrong method
     status, doc, _ = http.request("POST", "/subjects/api-bad-value/versions", raw=json.dumps(
         {"schema": V1_SCHEMA}).encode(), headers={"Content-Type": "text/plain"})
