@@ -106,7 +106,7 @@ class SamsaBroker:
 
     @property
     def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive() or self._cluster is not None
+        return (self._thread is not None and self._thread.is_alive()) or self._cluster is not None
 
     @property
     def bootstrap_servers(self) -> str:
@@ -264,7 +264,10 @@ class SamsaBroker:
 
     def restart(self) -> SamsaBroker:
         """Stop cleanly (if running) and start again on the same port with the same data."""
-        self._require_single("restart") if self._thread is not None else None
+        if self._cluster is not None:
+            raise NotImplementedError("restart is for the single embedded broker (brokers=1)")
+        if self.data_dir is None:  # never started (or stopped, its folder removed): a plain start
+            return self.start()
         self._close_admin()
         self._shutdown_thread(clean=True)
         self._start_thread()

@@ -107,10 +107,15 @@ class Rule:
 class FaultPlan:
     """A :class:`broker.hooks.RequestHook`: injected faults and recorded requests."""
 
-    def __init__(self, record: bool = True, max_recorded: int = 100_000) -> None:
+    def __init__(self, record: bool = True, max_recorded: int = 100_000, max_recorded_bytes: int = 64 << 20) -> None:
         self.record = record
         self._rules: list[Rule] = []
-        self._recorded: deque[RecordedRequest] = deque(maxlen=max_recorded)
+        # the newest requests, bounded in count and in frame bytes (a long session of large
+        # Produce requests keeps its last 64 MiB, not all of them)
+        self._recorded: deque[RecordedRequest] = deque()
+        self._recorded_bytes = 0
+        self.max_recorded = max_recorded
+        self.max_recorded_bytes = max_recorded_bytes
         self._lock = threading.Lock()
 
     # --- the hook ------------------------------------------------------------------------
@@ -120,10 +125,15 @@ class FaultPlan:
         if self.record:
             topics = call.topics()
             ctx = call.ctx
-            self._recorded.append(RecordedRequest(
-                call.api_key, call.api_version, ctx.header.correlation_id, ctx.header.client_id,
-                (ctx.client_host, ctx.client_port), ctx.principal, ctx.listener_name, frozenset(topics),
-                time.monotonic(), bytes(call.frame)))
+            rec = RecordedRequest(call.api_key, call.api_version, ctx.header.correlation_id, ctx.header.client_id,
+                                  (ctx.client_host, ctx.client_port), ctx.principal, ctx.listener_name,
+                                  frozenset(topics), time.monotonic(), bytes(call.frame))
+            with self._lock:
+                self._recorded.append(rec)
+                self._recorded_bytes += len(rec.frame)
+                while self._recorded and (len(self._recorded) > self.max_recorded
+                                          or self._recorded_bytes > self.max_recorded_bytes):
+                    self._recorded_bytes -= len(self._recorded.popleft().frame)
         if not rules:
             return None
         key = call.api_key
@@ -169,9 +179,13 @@ class FaultPlan:
     # --- recorded requests ---------------------------------------------------------------
     def requests(self, api: str | int | None = None, topic: str | None = None) -> list[RecordedRequest]:
         key = None if api is None else api_key(api)
-        return [r for r in list(self._recorded)
+        with self._lock:
+            recorded = list(self._recorded)
+        return [r for r in recorded
                 if (key is None or r.api_key == key) and (topic is None or topic in r.topics)]
 
     def clear_requests(self) -> None:
-        self._recorded.clear()
+        with self._lock:
+            self._recorded.clear()
+            self._recorded_bytes = 0
 

@@ -150,3 +150,20 @@ def test_kill_then_restart_keeps_acknowledged_records():
         assert [r.value for r in k.records(topic)] == [b"0", b"1", b"2", b"3", b"4"]
         k.restart()  # a clean stop and start keeps them too
         assert len(k.records(topic)) == 5
+
+
+def test_recorded_requests_are_bounded_in_bytes(kafka, topic):
+    kafka.clear_requests()
+    kafka.faults.max_recorded_bytes = 20_000
+    try:
+        p = KafkaProducer(bootstrap_servers=kafka.bootstrap_servers, linger_ms=0)
+        for i in range(10):
+            p.send(topic, value=bytes([i]) * 5000).get(timeout=30)
+        p.close()
+        produces = kafka.requests(api="Produce", topic=topic)
+        assert sum(len(r.frame) for r in kafka.requests()) <= 20_000
+        assert 1 <= len(produces) < 10  # the oldest went
+        last = produces[-1].request.topic_data[0].partition_data[0].records
+        assert bytes([9]) * 100 in bytes(last)  # the newest stays
+    finally:
+        kafka.faults.max_recorded_bytes = 64 << 20
