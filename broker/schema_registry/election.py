@@ -114,6 +114,14 @@ class PrimaryElection:
             if primary != was:
                 log.info("Schema registry: the primary is %s", primary)
 
+    def _rebalancing(self) -> None:
+        self.generation += 1
+        if self.primary_url is not None:
+            log.info("Schema registry: group %s is rebalancing; writes wait for the election", GROUP)
+        self.primary_url = None
+        self._known.clear()
+        self._primary_ready.clear()
+
     async def _become_primary(self, generation: int) -> None:
         while generation == self.generation:
             try:
@@ -132,11 +140,24 @@ class PrimaryElection:
 
     async def start(self) -> None:
         from aiokafka import AIOKafkaConsumer  # noqa: PLC0415
+        from aiokafka.abc import ConsumerRebalanceListener  # noqa: PLC0415
+
+        election = self
+
+        class Rebalance(ConsumerRebalanceListener):
+            # A rebalance is starting: until the group names a primary again this node takes no
+            # write, so a node that dropped out of the group never writes beside a new primary.
+            def on_partitions_revoked(self, revoked: Any) -> None:
+                election._rebalancing()
+
+            def on_partitions_assigned(self, assigned: Any) -> None:
+                pass
 
         self._consumer = AIOKafkaConsumer(
-            self.store.topic, bootstrap_servers=self.bootstrap, group_id=GROUP, enable_auto_commit=False,
+            bootstrap_servers=self.bootstrap, group_id=GROUP, enable_auto_commit=False,
             partition_assignment_strategy=(self._assignor(),), session_timeout_ms=10000,
             heartbeat_interval_ms=1000, client_id=f"samsa-schema-registry-election-{self.url}", **self.options)
+        self._consumer.subscribe([self.store.topic], listener=Rebalance())
         await self._consumer.start()
         self._task = asyncio.get_running_loop().create_task(self._poll())
 

@@ -1,7 +1,8 @@
 """The Schema Registry on a 3-broker cluster (real ZooKeeper): one primary elected through the
 ``schema-registry`` consumer group takes the writes, the others forward them and serve reads
 from their own replay of ``_schemas``; with the primary's broker SIGKILLed, another registry is
-elected and ids stay unique; the killed broker's registry catches up when it comes back.
+elected and ids stay unique, and confluent-kafka's Avro serializer and deserializer work through
+the survivors; the killed broker's registry catches up when it comes back.
 """
 
 from __future__ import annotations
@@ -10,7 +11,10 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from confluent_kafka import Consumer, Producer
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
 
 from tests.support.net import free_port, wait_until
 from tests.support.schema_registry import RegistryHttp
@@ -75,8 +79,30 @@ def test_primary_election_forwarding_and_failover(cluster_factory: Callable[...,
     status, doc = survivors[1].post("/subjects/cl-d-value/versions", {"schema": _schema(4)})
     assert status == 200 and doc["id"] not in (first, second, third)
 
+    # confluent-kafka's serializer through a survivor that is not necessarily primary, a consumer
+    # deserializing through the other survivor
+    alive = ",".join(cluster[i].bootstrap for i in others)
+    ser = AvroSerializer(SchemaRegistryClient({"url": survivors[0].url}), _schema(5))
+    ctx = SerializationContext("cl-orders", MessageField.VALUE)
+    p = Producer({"bootstrap.servers": alive, "acks": "all"})
+    p.produce("cl-orders", value=ser({"f": 42}, ctx))
+    assert p.flush(60) == 0
+    de = AvroDeserializer(SchemaRegistryClient({"url": survivors[1].url}))
+    c = Consumer({"bootstrap.servers": alive, "group.id": "cl-orders-reader", "auto.offset.reset": "earliest"})
+    c.subscribe(["cl-orders"])
+    got = []
+    try:
+        for _ in range(300):
+            m = c.poll(0.2)
+            if m is not None and m.error() is None:
+                got.append(de(m.value(), ctx))
+                break
+    finally:
+        c.close()
+    assert got == [{"f": 42}]
+
     # the old primary comes back and replays everything written meanwhile
     cluster.restart(primary)
     regs[primary].wait_ready(90)
     assert wait_until(lambda: _agree([regs[primary]], "cl-c-value", {"id": third, "version": 1}), 60)
-    assert sorted(regs[primary].get("/subjects")[1]) == ["cl-a-value", "cl-b-value", "cl-c-value", "cl-d-value"]
+    assert sorted(regs[primary].get("/subjects")[1]) == ["cl-a-value", "cl-b-value", "cl-c-value", "cl-d-value", "cl-orders-value"]
