@@ -1,7 +1,11 @@
 """``samsa demo`` as a new user runs it: a virtualenv's console script, nothing activated.
 
-The venv sees the machine's site-packages (pyspark, pyarrow, kafka-python: ``--system-site-packages``
-saves a download) and has this checkout installed in it (editable, no dependencies). Its
+The venv sees the site-packages of the interpreter running the tests (pyspark, pyarrow,
+kafka-python: no download) and has this checkout installed in it (editable, no dependencies, no
+build isolation: setuptools and wheel come from the test extra). ``--system-site-packages`` would
+not do: from inside a virtualenv it shows the *base* interpreter's packages, not the virtualenv's
+(issue 30: "invalid command 'bdist_wheel'", or kafka-python missing), so a ``.pth`` file adds
+this interpreter's own site directories instead, inside a virtualenv or outside one. Its
 ``samsa`` is run by its path, with a PATH whose first ``python3`` is a bare venv that lacks
 pyspark, pyarrow and this package: Spark must start its Python workers with the demo's own
 interpreter, not that one (issue 13: ``ModuleNotFoundError: No module named 'spark'``). The
@@ -13,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+import site
 import subprocess
 import sys
 import time
@@ -36,8 +41,9 @@ def venvs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     pytest.importorskip("pyspark")
     base = tmp_path_factory.mktemp("venvs")
     pkg, bare = base / "pkg", base / "bare"
-    _run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(pkg)])
-    # pip comes from the system site-packages; it installs into the venv it runs in.
+    _run([sys.executable, "-m", "venv", "--without-pip", str(pkg)])
+    _see_this_interpreters_packages(pkg)
+    # pip comes from this interpreter's site-packages; it installs into the venv it runs in.
     _run([str(pkg / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
           "--disable-pip-version-check", "-e", str(ROOT)])
     _run([sys.executable, "-m", "venv", "--without-pip", str(bare)])
@@ -48,6 +54,18 @@ def venvs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
                                cwd=base, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
         assert probe.returncode != 0, f"the bare python3 can import {mod}"
     return pkg, bare
+
+
+def _see_this_interpreters_packages(venv: Path) -> None:
+    """Make ``venv`` see the site directories this interpreter sees, after its own (a ``.pth``
+    file's ``import`` line runs ``site.addsitedir``, which also runs their ``.pth`` files)."""
+    dirs = list(site.getsitepackages())
+    if site.ENABLE_USER_SITE:
+        dirs.append(site.getusersitepackages())
+    dirs = [d for d in dict.fromkeys(dirs) if os.path.isdir(d)]
+    purelib = _run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
+    (Path(purelib.stdout.strip()) / "_samsa_test_outer_site.pth").write_text(
+        "import site; " + "; ".join(f"site.addsitedir({d!r})" for d in dirs) + "\n")
 
 
 def _demo_env(bare: Path, tmpdir: Path) -> dict[str, str]:
