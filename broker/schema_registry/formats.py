@@ -132,10 +132,24 @@ def _parse_avro(text: str, deps: list[Dependency], normalize: bool) -> ParsedSch
     stored = _compact(doc)
     # Same schema = the same parsed form: whitespace and the order of JSON properties do not
     # count, names are fully qualified. Field order and defaults do count, as in Avro.
-    fingerprint = _compact(parsed, sort=True)
+    fingerprint = _compact(_avro_canonical(parsed), sort=True)
     if normalize:
         stored = _compact(parsed)
     return ParsedSchema(AVRO, stored, fingerprint, parsed, named=named)
+
+
+_AVRO_PRIMITIVES = frozenset(("null", "boolean", "int", "long", "float", "double", "bytes", "string"))
+
+
+def _avro_canonical(doc: Any) -> Any:
+    """``{"type": "string"}`` is the schema ``"string"`` (Avro's parsing canonical form does the same)."""
+    if isinstance(doc, list):
+        return [_avro_canonical(d) for d in doc]
+    if isinstance(doc, dict):
+        if set(doc) == {"type"} and doc["type"] in _AVRO_PRIMITIVES:
+            return doc["type"]
+        return {k: _avro_canonical(v) if k in ("type", "items", "values", "fields") else v for k, v in doc.items()}
+    return doc
 
 
 def _avro_structure(doc: Any, depth: int = 0) -> None:

@@ -242,3 +242,16 @@ def test_deep_nesting_is_an_invalid_schema_not_a_crash() -> None:
         with pytest.raises(RegistryError) as e:
             formats.parse(schema_type, deep)
         assert e.value.error_code == 42201
+
+
+def test_same_schema_whatever_the_spelling() -> None:
+    """Fingerprints decide "same schema" (same id, lookup hit): whitespace, property order and
+    {"type": "int"} for "int" do not count; a field's type does."""
+    same = ['{"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}]}',
+            '{"fields": [{"type": {"type": "int"}, "name": "a"}], "name": "R", "type": "record"}',
+            '{\n  "type": "record",\n  "name": "R",\n  "fields": [ {"name": "a", "type": "int"} ]\n}']
+    assert len({formats.parse("AVRO", s).fingerprint for s in same}) == 1
+    assert formats.parse("AVRO", '"string"').fingerprint == formats.parse("AVRO", '{"type": "string"}').fingerprint
+    assert formats.parse("AVRO", same[0]).fingerprint != formats.parse("AVRO", same[0].replace("int", "long")).fingerprint
+    assert formats.parse("JSON", '{"type": "object", "title": "T"}').fingerprint == \
+        formats.parse("JSON", '{"title": "T", "type": "object"}').fingerprint
