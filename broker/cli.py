@@ -75,17 +75,29 @@ def add_schema_registry_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--replication-factor", type=int, default=3, help="of _schemas when it is created (default 3)")
     p.add_argument("--no-leader-eligibility", action="store_true", help="never become the primary")
     p.add_argument("--max-request-bytes", type=int, default=1048576)
+    p.add_argument("--command-config", metavar="FILE",
+                   help="Kafka client properties for the registry's own connection: security.protocol, "
+                        "sasl.mechanism, sasl.jaas.config, ssl.truststore.location (a PEM CA file)")
     p.add_argument("--log-level", default="INFO")
 
 
 def run_schema_registry(args: argparse.Namespace) -> int:
     """``samsa schema-registry``: the broker's registry as its own process, over the Kafka protocol."""
     from .schema_registry import SchemaRegistry, parse_listener  # noqa: PLC0415
+    from .schema_registry.store import client_options  # noqa: PLC0415
 
     logging.basicConfig(level=args.log_level.upper(), format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
     try:
         _scheme, host, port = parse_listener(args.listener)
-    except ValueError as e:
+        props: dict[str, str] = {}
+        if args.command_config:
+            for line in Path(args.command_config).read_text().replace("\\\n", "").splitlines():
+                line = line.strip()
+                if line and line[0] not in "#!" and "=" in line:
+                    k, v = line.split("=", 1)
+                    props[k.strip()] = v.strip()
+        options = client_options(props)
+    except (ValueError, OSError) as e:
         print(f"samsa: {e}", file=sys.stderr)
         return 2
 
@@ -94,7 +106,7 @@ def run_schema_registry(args: argparse.Namespace) -> int:
 
         sr = SchemaRegistry(host, port, args.bootstrap_server, max_body=args.max_request_bytes,
                             advertised_url=args.advertised_listener, eligible=not args.no_leader_eligibility,
-                            replication_factor=args.replication_factor)
+                            replication_factor=args.replication_factor, client_options=options)
         await sr.start()
         logging.getLogger("samsa.schema_registry").info(
             "Schema registry listening on %s, storing schemas in _schemas at %s", sr.advertised_url,

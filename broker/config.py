@@ -116,6 +116,10 @@ BROKER_DEFAULTS: dict[str, tuple[type, object]] = {
     "schema.registry.advertised.listener": (str, ""),
     "schema.registry.leader.eligibility": (bool, True),
     "schema.registry.topic.replication.factor": (int, 3),
+    "schema.registry.kafkastore.security.protocol": (str, "PLAINTEXT"),
+    "schema.registry.kafkastore.sasl.mechanism": (str, "PLAIN"),
+    "schema.registry.kafkastore.sasl.jaas.config": (str, ""),
+    "schema.registry.kafkastore.ssl.truststore.location": (str, ""),
     # Authorization and quotas (issue 10, broker/security)
     "authorizer.class.name": (str, ""),
     "super.users": (str, ""),

@@ -307,7 +307,10 @@ def _broker_defs() -> dict[str, ConfigDef]:
                    "console.metrics.urls", "replica.page.cache.retain.bytes", "schema.registry.listeners",
                    "schema.registry.bootstrap.servers", "schema.registry.max.request.bytes",
                    "schema.registry.advertised.listener", "schema.registry.leader.eligibility",
-                   "schema.registry.topic.replication.factor", "console.schema.registry.url"}
+                   "schema.registry.topic.replication.factor", "console.schema.registry.url",
+                   "schema.registry.kafkastore.security.protocol", "schema.registry.kafkastore.sasl.mechanism",
+                   "schema.registry.kafkastore.sasl.jaas.config",
+                   "schema.registry.kafkastore.ssl.truststore.location"}
     types = {bool: T.BOOLEAN, int: T.LONG, str: T.STRING}
     out: dict[str, ConfigDef] = {}
     for name, (typ, default) in BROKER_DEFAULTS.items():

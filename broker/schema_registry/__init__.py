@@ -7,7 +7,10 @@ caps a request body (413 above it); ``schema.registry.advertised.listener`` is t
 registries forward writes to (default: the listener); ``schema.registry.leader.eligibility=false``
 keeps a node from being elected primary (:mod:`.election`);
 ``schema.registry.topic.replication.factor`` (default 3, as Confluent's
-``kafkastore.topic.replication.factor``) is ``_schemas``' replication factor in a cluster. ``samsa schema-registry --bootstrap-server HOST:PORT`` runs
+``kafkastore.topic.replication.factor``) is ``_schemas``' replication factor in a cluster;
+``schema.registry.kafkastore.security.protocol``, ``.sasl.mechanism``, ``.sasl.jaas.config`` and
+``.ssl.truststore.location`` are how the registry's own Kafka client connects (Confluent's
+``kafkastore.*``; default PLAINTEXT), for brokers whose listeners all need SASL or TLS. ``samsa schema-registry --bootstrap-server HOST:PORT`` runs
 the same registry as its own process against any Kafka cluster, as Karapace does.
 
 Theory of operation: this module is a broker component (``start(broker)``/``stop(broker)``,
@@ -134,8 +137,16 @@ async def start(broker: Any) -> None:
             log.error("Schema registry not started: %s needs a TLS listener's keystore (ssl.keystore.location)", spec)
             return
     from .security import RegistrySecurity  # noqa: PLC0415
+    from .store import client_options  # noqa: PLC0415
 
     security = RegistrySecurity.from_broker(broker)
+    prefix = "schema.registry.kafkastore."
+    try:
+        options = client_options({k[len(prefix):]: str(v) for k, v in broker.config.props.items()
+                                  if k.startswith(prefix) and v not in (None, "")})
+    except ValueError as e:
+        log.error("Schema registry not started: %s%s", prefix, e)
+        return
     bootstrap = str(broker.config.get("schema.registry.bootstrap.servers") or "").strip()
     if not bootstrap:
         adv = broker.advertised
@@ -148,7 +159,8 @@ async def start(broker: Any) -> None:
     sr = SchemaRegistry(host, port, bootstrap, max_body=max_body, advertised_url=advertised,
                         eligible=bool(broker.config.get("schema.registry.leader.eligibility")),
                         replication_factor=int(broker.config.get("schema.registry.topic.replication.factor"))
-                        if broker.cluster is not None else 1, ssl_context=ssl_context, security=security)
+                        if broker.cluster is not None else 1, ssl_context=ssl_context, security=security,
+                        client_options=options)
     try:
         await sr.start(broker.started)
     except OSError as e:

@@ -188,3 +188,42 @@ class KafkaStore:
 
 def encode_json(doc: Any) -> bytes:
     return json.dumps(doc, separators=(",", ":")).encode()
+
+
+def client_options(props: dict[str, str]) -> dict[str, Any]:
+    """Kafka client properties (Confluent's ``kafkastore.*`` names without the prefix) -> aiokafka's.
+
+    ``security.protocol`` (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), ``sasl.mechanism`` (PLAIN,
+    SCRAM-SHA-256, SCRAM-SHA-512), ``sasl.jaas.config`` (its username and password) and
+    ``ssl.truststore.location`` / ``ssl.ca.location`` (a PEM CA file). Raises ValueError for a value
+    the registry cannot use, naming it.
+    """
+    out: dict[str, Any] = {}
+    protocol = (props.get("security.protocol") or "PLAINTEXT").strip().upper()
+    if protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
+        raise ValueError(f"security.protocol {protocol!r} is not PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL")
+    out["security_protocol"] = protocol
+    if protocol.startswith("SASL"):
+        from broker.security.jaas import parse_jaas  # noqa: PLC0415
+
+        mechanism = (props.get("sasl.mechanism") or "PLAIN").strip().upper()
+        if mechanism not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
+            raise ValueError(f"sasl.mechanism {mechanism!r} is not PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
+        jaas = props.get("sasl.jaas.config") or ""
+        try:
+            opts = parse_jaas(jaas).options if jaas else {}
+        except Exception as e:
+            raise ValueError(f"sasl.jaas.config: {e}") from None
+        if "username" not in opts or "password" not in opts:
+            raise ValueError("sasl.jaas.config needs username=\"...\" password=\"...\"")
+        out.update(sasl_mechanism=mechanism, sasl_plain_username=opts["username"],
+                   sasl_plain_password=opts["password"])
+    if protocol.endswith("SSL"):
+        import ssl  # noqa: PLC0415
+
+        cafile = props.get("ssl.truststore.location") or props.get("ssl.ca.location") or None
+        ctx = ssl.create_default_context(cafile=cafile)
+        if props.get("ssl.endpoint.identification.algorithm", "https") == "":
+            ctx.check_hostname = False
+        out["ssl_context"] = ctx
+    return out

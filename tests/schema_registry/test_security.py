@@ -97,3 +97,54 @@ def test_https_basic_auth_and_subject_acls(broker_factory: Any, tmp_path: Path) 
         raise AssertionError("a wrong password was accepted")
     except Exception as e:  # SchemaRegistryError
         assert getattr(e, "http_status_code", None) == 401
+
+
+def test_standalone_registry_over_sasl_reads_the_same_schemas(broker_factory: Any, tmp_path: Path) -> None:
+    """``samsa schema-registry --command-config`` connects with SCRAM over SASL_PLAINTEXT and
+    serves what the broker's own registry wrote to _schemas."""
+    pki = make_pki(tmp_path / "pki")
+    port = free_port()
+    sb = start_secure_broker(broker_factory, pki, **{"schema.registry.listeners": f"http://127.0.0.1:{port}"})
+    scram_user(sb.addr(sb.plaintext), "reg", "reg-pw", "SCRAM-SHA-256")
+
+    def call(p: int, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        conn = http.client.HTTPConnection("127.0.0.1", p, timeout=60)
+        headers = {"Content-Type": "application/vnd.schemaregistry.v1+json",
+                   "Authorization": "Basic " + base64.b64encode(b"reg:reg-pw").decode()}
+        try:
+            conn.request(method, path, body=json.dumps(body).encode() if body is not None else None, headers=headers)
+            resp = conn.getresponse()
+            data = resp.read()
+            return resp.status, json.loads(data) if data else None
+        finally:
+            conn.close()
+
+    assert wait_until(lambda: _ok(lambda: call(port, "GET", "/config")[0] == 200), 60)
+    assert call(port, "POST", "/subjects/sasl-value/versions", {"schema": SCHEMA})[0] == 200
+    props = tmp_path / "client.properties"
+    props.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"
+                     "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+                     'username="reg" password="reg-pw";\n')
+    port2 = free_port()
+    log = open(tmp_path / "standalone.log", "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "broker.cli", "schema-registry", "--bootstrap-server",
+                             sb.addr(sb.sasl_plaintext), "--listener", f"http://127.0.0.1:{port2}",
+                             "--replication-factor", "1", "--command-config", str(props)],
+                            cwd=str(REPO_ROOT), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        assert wait_until(lambda: _ok(lambda: call(port2, "GET", "/subjects")[1] == ["sasl-value"]), 60), \
+            (tmp_path / "standalone.log").read_text()[-3000:]
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def _ok(fn: Any) -> bool:
+    try:
+        return bool(fn())
+    except OSError:
+        return False
