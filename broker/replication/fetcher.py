@@ -21,7 +21,8 @@ each batch's CRC is checked and its records are never walked, as Kafka's ``appen
 
 Errors that mean "the leadership moved" (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, ...) make
 the partition wait for the controller's next LeaderAndIsr; connection failures back off for
-``replica.fetch.backoff.ms``.
+``replica.fetch.backoff.ms``, and so does a partition whose fetched data cannot be appended here
+(KAFKA_STORAGE_ERROR: a full disk), alone, while the fetcher's other partitions go on.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
+import time
 from typing import TYPE_CHECKING, Any
 
 from kafka.protocol.consumer import OffsetForLeaderEpochRequest
@@ -87,6 +89,7 @@ class ReplicaFetcher:
         # partitions whose fetch offset is beyond the leader's log end (an unclean election left
         # us longer): ask for the end of the leader's *current* epoch, i.e. its log end offset
         self.beyond_leader_end: set[TopicPartition] = set()
+        self.delayed_until: dict[TopicPartition, float] = {}   # partitions backing off after a failed append
         self.client: BrokerClient | None = None
         self.task: asyncio.Task[None] | None = None
         self.wakeup = asyncio.Event()
@@ -120,6 +123,17 @@ class ReplicaFetcher:
         self.partitions.pop(tp, None)
         self.needs_truncation.discard(tp)
         self.beyond_leader_end.discard(tp)
+        self.delayed_until.pop(tp, None)
+
+    def _delayed(self, tp: TopicPartition, now: float) -> bool:
+        """Whether tp sits out its backoff after a failed append (Kafka's delayed PartitionFetchState)."""
+        until = self.delayed_until.get(tp)
+        if until is None:
+            return False
+        if now >= until:
+            del self.delayed_until[tp]
+            return False
+        return True
 
     def _connect(self) -> BrokerClient | None:
         info = self.broker.metadata_cache.brokers.get(self.leader_id) if self.broker.metadata_cache else None
@@ -160,7 +174,10 @@ class ReplicaFetcher:
     async def _truncate(self, client: BrokerClient) -> None:
         """KIP-101: truncate each newly followed partition to where our latest epoch ends on the leader."""
         R = OffsetForLeaderEpochRequest
-        tps = [tp for tp in self.needs_truncation if tp in self.partitions]
+        now = time.monotonic()
+        tps = [tp for tp in self.needs_truncation if tp in self.partitions and not self._delayed(tp, now)]
+        if not tps:
+            return
         by_topic: dict[str, list[Any]] = {}
         for tp in tps:
             part = self.partitions[tp]
@@ -199,7 +216,9 @@ class ReplicaFetcher:
                 self.needs_truncation.discard(tp)
 
     async def _fetch_once(self, client: BrokerClient) -> None:
-        ready = [(tp, p) for tp, p in self.partitions.items() if tp not in self.needs_truncation]
+        now = time.monotonic()
+        ready = [(tp, p) for tp, p in self.partitions.items()
+                 if tp not in self.needs_truncation and not self._delayed(tp, now)]
         if not ready:
             await asyncio.sleep(self.backoff / 4)
             return
@@ -240,9 +259,11 @@ class ReplicaFetcher:
                         if n and self.broker.metrics is not None:  # BrokerTopicMetrics.ReplicationBytesIn
                             self.broker.metrics.topic_stats.replicated_in(tp.topic, n)
                     except KafkaError as e:
-                        log.warning("[Partition %s broker=%d] Cannot append fetched data: %s; re-truncating",
-                                    tp, self.broker.broker_id, e)
+                        log.warning("[Partition %s broker=%d] Cannot append fetched data: %s; re-truncating "
+                                    "in %.1f s", tp, self.broker.broker_id, e, self.backoff)
                         self.needs_truncation.add(tp)
+                        # a full or failing disk fails every retry alike: sit out replica.fetch.backoff.ms
+                        self.delayed_until[tp] = time.monotonic() + self.backoff
                 elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
                     self._handle_out_of_range(tp, part, p)
                 elif code in _LEADERSHIP_MOVED:

@@ -9,12 +9,14 @@ history is valid, 1 when the checker found an anomaly, 2 when the rig cannot run
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
 
 from .nemesis import KINDS
 from .net import cleanup_stale
+from .rig import ZK_SESSION_TIMEOUT_MS
 from .runner import DEFAULT_NEMESES, Options, analyse, run, unavailable_reason
 
 
@@ -39,7 +41,9 @@ def main(argv: list[str] | None = None) -> int:
         print("removed:", ", ".join(cleanup_stale(owner_alive=False)) or "nothing")
         return 0
     if a.check is not None:
-        res, _ = analyse(a.check, {"rechecked": str(a.check)}, None)
+        prev = a.check / "result.json"
+        meta = json.loads(prev.read_text()).get("meta", {}) if prev.exists() else {}
+        res, _ = analyse(a.check, {**meta, "rechecked": True}, ZK_SESSION_TIMEOUT_MS / 1000 + 5)
         print((a.check / "verdict.txt").read_text(), end="")
         return 0 if res.valid else 1
     reason = unavailable_reason()

@@ -30,7 +30,7 @@ class History:
         self._lock = threading.Lock()
         self._ops: list[Op] = []
         self._t0 = time.monotonic()
-        self._file = open(path, "w") if path is not None else None  # noqa: SIM115 - closed in close()
+        self._file = open(path, "w", buffering=1) if path is not None else None  # noqa: SIM115 - closed in close()
 
     def now(self) -> float:
         return time.monotonic() - self._t0

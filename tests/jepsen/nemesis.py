@@ -15,10 +15,14 @@ cut from its followers (or from ZooKeeper) dangerous: it still takes writes.
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+from tests.support.rawclient import RawClient, build_batch
 
 from .history import History
 from .rig import Rig
@@ -185,9 +189,84 @@ class ZooKeeperRestart(Nemesis):
         return {}
 
 
+def fill_disk(path: Path) -> int:
+    """Create ``path`` and grow it until its filesystem has not a byte left; return its size."""
+    st = os.statvfs(path.parent)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)   # unbuffered: nothing left to flush
+    try:
+        try:
+            os.posix_fallocate(fd, 0, max(st.f_bavail * st.f_frsize, 1))
+        except OSError:
+            pass
+        chunk = b"\0" * (1 << 16)
+        try:
+            while True:   # whatever fallocate left (or could not reserve)
+                os.write(fd, chunk)
+        except OSError:
+            pass
+    finally:
+        os.close(fd)
+    return path.stat().st_size
+
+
+class DiskFull(Nemesis):
+    """One broker's log dir (a small tmpfs, ``Rig(disk_mb=...)``) filled to the last byte.
+
+    The broker must stop writing there and answer KAFKA_STORAGE_ERROR for the partitions in it
+    (Kafka takes the directory offline until a restart) without crashing or corrupting the log.
+    The heal frees the space and, if the directory went offline, restarts the broker, which must
+    come back with its log intact. ``stop`` reports whether the process survived the full disk.
+    """
+
+    name = "disk-full"
+    FILLER = ".jepsen-filler"
+
+    def start(self) -> dict[str, Any]:
+        if not self.rig.disk_mb:
+            raise RuntimeError("disk-full needs the rig's log dirs on small filesystems (Rig(disk_mb=...))")
+        self.i = self.rng.randrange(self.rig.size)
+        b = self.rig.brokers[self.i]
+        self.log_mark = len(b.log_text())
+        self.path = b.data_dir / self.FILLER
+        fill_disk(self.path)
+        probe = self._probe(b)
+        st = os.statvfs(b.data_dir)
+        return {"broker": f"n{self.i}", "filled_bytes": self.path.stat().st_size,
+                "free_bytes_left": st.f_bavail * st.f_frsize, **probe}
+
+    def _probe(self, b: Any) -> dict[str, Any]:
+        """One acks=all produce (a null-valued record, which readers skip) to a partition the full
+        broker leads: what a client is told. Kafka's answer is KAFKA_STORAGE_ERROR (56)."""
+        try:
+            leaders = self.rig.leaders(TOPIC)
+            mine = sorted(p for p, (ldr, _r, _i) in leaders.items() if ldr == self.i)
+            if not mine:
+                return {"probe": "the broker leads no partition of the topic"}
+            with RawClient(b.host, b.port, timeout=15.0) as c:
+                # a 16 KiB key: more than the free part of the segment's last page, so the write needs new space
+                code, _off = c.produce(TOPIC, mine[0], build_batch([(b"disk-full-probe" * 1100, None, [])]))
+            return {"probe_partition": mine[0], "probe_error_code": code}
+        except Exception as e:  # noqa: BLE001 - the probe is evidence, not the fault
+            return {"probe": f"failed: {e!r}"[:200]}
+
+    def stop(self) -> dict[str, Any]:
+        b = self.rig.brokers[self.i]
+        try:
+            self.path.unlink()
+        except FileNotFoundError:
+            pass
+        survived = b.is_running()
+        went_offline = "is offline" in b.log_text()[self.log_mark:]
+        if not survived or went_offline:
+            b.kill()
+            b.start(90.0)
+        return {"broker": f"n{self.i}", "survived": survived, "dir_went_offline": went_offline,
+                "restarted": not survived or went_offline}
+
+
 KINDS: dict[str, Callable[[Rig, random.Random], Nemesis]] = {
     cls.name: cls for cls in (IsolateBroker, IsolateController, CutLeader, CutZooKeeper, MajoritySplit,
-                              BridgePartition, SlowNet, Pause, Kill, ZooKeeperRestart)
+                              BridgePartition, SlowNet, Pause, Kill, ZooKeeperRestart, DiskFull)
 }
 
 

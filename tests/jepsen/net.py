@@ -18,7 +18,8 @@ Faults live inside the hosts' own namespaces, so the root namespace's firewall i
   iptables ``statistic`` random drop (loss) stand in, and :meth:`Network.slow` says which.
 
 Stale namespaces of runs whose process is gone are removed (with every process still inside
-them) by :func:`cleanup_stale`, which every run calls first.
+them), and their small log-dir filesystems (tmpfs mounts whose source is ``samsa-jepsen-<pid>``)
+unmounted, by :func:`cleanup_stale`, which every run calls first.
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ def kill_namespace(ns: str) -> None:
 
 
 def cleanup_stale(owner_alive: bool = True) -> list[str]:
-    """Remove namespaces and bridges this rig made for runs whose process has exited; return their names.
+    """Remove namespaces, bridges and mounts this rig made for runs whose process has exited; return them.
 
     With ``owner_alive=False`` even a live owner's leftovers go (the operator's ``--cleanup``).
     """
@@ -108,6 +109,20 @@ def cleanup_stale(owner_alive: bool = True) -> list[str]:
             continue
         kill_namespace(ns)
         removed.append(ns)
+    try:
+        mounts = open("/proc/mounts").read().splitlines()
+    except OSError:
+        mounts = []
+    for line in mounts:
+        parts = line.split()
+        m = re.match(re.escape(NS_PREFIX) + r"(\d+)$", parts[0]) if len(parts) > 2 else None
+        if not m:
+            continue
+        pid = int(m.group(1))
+        if owner_alive and pid != os.getpid() and _pid_alive(pid):
+            continue
+        run(["umount", "-l", parts[1]], check=False)
+        removed.append(parts[1])
     links = run(["ip", "-o", "link", "show", "type", "bridge"], check=False).stdout
     for m in re.finditer(r"^\d+: (sj(\d+)b)[:@]", links, re.M):
         pid = int(m.group(2))

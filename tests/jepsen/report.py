@@ -119,7 +119,7 @@ def write_report(out: Path, history: list[Op], result: Result, meta: dict[str, A
     s = result.summary()
     verdict = "VALID" if result.valid else "INVALID"
     color = "#2a7" if result.valid else "#d33"
-    rec_rows = "".join(
+    rec_rows = "".join(  # recovery_s None: unmeasured
         f"<tr><td>{r['heal_time']:.1f}</td><td>{html.escape(str(r['kind']))}</td><td>{r['recovery_s']}</td>"
         f"<td>{r['slowest_partition']}</td><td>{r['no_write_after'] or ''}</td></tr>" for r in result.recoveries)
     doc = f"""<!doctype html><html><head><meta charset="utf-8"><title>Samsa Jepsen run</title>

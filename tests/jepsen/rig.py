@@ -28,7 +28,7 @@ from tests.support.brokers import SamsaBroker
 from tests.support.rawclient import RawClient
 from tests.support.zookeeper import TEST_TICK_TIME_MS
 
-from .net import Network, wait_for
+from .net import NS_PREFIX, Network, run, wait_for
 
 BROKER_PORT = 9092
 ZK_PORT = 2181
@@ -77,9 +77,12 @@ class NsBroker(SamsaBroker):
 class Rig:
     """ZooKeeper + ``size`` brokers in namespaces. Broker i is host ``n<i>`` with ``broker.id`` i."""
 
-    def __init__(self, base_dir: Path, size: int = 3, overrides: Mapping[str, object] | None = None) -> None:
+    def __init__(self, base_dir: Path, size: int = 3, overrides: Mapping[str, object] | None = None,
+                 disk_mb: int | None = None) -> None:
         self.base_dir = Path(base_dir)
         self.size = size
+        self.disk_mb = disk_mb
+        self.mounts: list[Path] = []
         self.net = Network(["zk", *[f"n{i}" for i in range(size)]])
         self.zookeeper = NsZooKeeper(self.net, "zk", self.base_dir / "zk-data", self.base_dir / "zk.log")
         props = dict(DURABLE_OVERRIDES)
@@ -98,6 +101,9 @@ class Rig:
         self.base_dir.mkdir(parents=True, exist_ok=True)
         self.net.create()
         try:
+            if self.disk_mb:
+                for b in self.brokers:
+                    self._mount_small_fs(b.data_dir)
             self.zookeeper.start(timeout)
             self._create_chroot()
             for b in self.brokers:   # one at a time: two cores, and the first becomes controller calmly
@@ -130,6 +136,20 @@ class Rig:
         except Exception:  # noqa: BLE001
             pass
         self.net.close()
+        for m in self.mounts:
+            run(["umount", "-l", str(m)], check=False)
+        self.mounts.clear()
+
+    def _mount_small_fs(self, path: Path) -> None:
+        """A tmpfs of ``disk_mb`` MiB as this log dir, so the disk-full nemesis can fill it in an instant.
+
+        Mounted in the root mount namespace before the broker starts, so the broker (in the mount
+        namespace ``ip netns exec`` makes, a slave of this one) sees it; the source name carries our
+        pid so a dead run's mounts are found and unmounted by ``cleanup_stale``.
+        """
+        path.mkdir(parents=True, exist_ok=True)
+        run(["mount", "-t", "tmpfs", "-o", f"size={self.disk_mb}m", f"{NS_PREFIX}{self.net.pid}", str(path)])
+        self.mounts.append(path)
 
     def __enter__(self) -> Rig:
         return self.start()

@@ -28,7 +28,7 @@ from .report import write_report
 from .rig import ZK_SESSION_TIMEOUT_MS, Rig
 
 DEFAULT_NEMESES = ["partition-one", "partition-controller", "partition-leader", "partition-zk",
-                   "partition-majority", "partition-bridge", "slow-net", "pause", "kill", "zk-restart"]
+                   "partition-majority", "partition-bridge", "slow-net", "pause", "kill", "zk-restart", "disk-full"]
 
 
 @dataclass
@@ -46,6 +46,7 @@ class Options:
     readers: bool = True
     groups: tuple[str, ...] = ("classic", "consumer")
     group_members: int = 2
+    disk_mb: int = 256               # the log dirs' tmpfs size when disk-full is among the nemeses
 
 
 def unavailable_reason() -> str | None:
@@ -57,7 +58,7 @@ def run(opts: Options) -> tuple[Result, dict[str, Any]]:
     out.mkdir(parents=True, exist_ok=True)
     cleanup_stale()
     rng = random.Random(opts.seed)
-    rig = Rig(out / "cluster", opts.brokers)
+    rig = Rig(out / "cluster", opts.brokers, disk_mb=opts.disk_mb if "disk-full" in opts.nemeses else None)
     hist = History(out / "history.jsonl")
     stop_clients = threading.Event()
     stop_nemesis = threading.Event()
@@ -104,6 +105,8 @@ def run(opts: Options) -> tuple[Result, dict[str, Any]]:
         meta["final_read_committed_reached_end"] = wl.final_read(hist, rig.bootstrap, opts.partitions,
                                                                  "read_committed")
         meta["nemeses_run"] = schedule.done
+        meta["disk_full_crashes"] = sum(1 for op in hist.ops() if op["process"] == "nemesis" and op["f"] == "stop"
+                                        and isinstance(op["value"], dict) and op["value"].get("survived") is False)
         meta["nemesis_error"] = repr(schedule.error) if schedule.error else None
         meta["client_crashes"] = sum(c.errors for c in clients)
         meta["broker_tracebacks"] = {b.netns_host: len(re.findall(r"^Traceback", b.log_text(), re.M))
