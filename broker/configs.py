@@ -21,20 +21,29 @@ and pushed into the running :class:`~broker.config.BrokerConfig` (its ``props`` 
 values), after which every topic's LogConfig is rebuilt, so a new ``log.retention.ms``
 default applies to topics without an override at once, as in Kafka.
 
+Which broker configs may change dynamically is Kafka 4.x's list (DynamicBrokerConfig.
+AllDynamicConfigs: ``KAFKA_DYNAMIC_BROKER_CONFIGS`` below, merged into the one broker table):
+the listener and security configs only per broker (not at the cluster default), the listener
+configs also as ``listener.name.<listener>.<config>``, validated as the base config; unknown
+names and static configs are refused. Configs whose mechanism Samsa lacks (Kerberos, tiered
+storage, thread pools) are stored and described all the same (the README lists them).
+
 Validation follows Kafka's ConfigDef: a type (Not a number of type LONG), a range (Value
-must be at least -1), or a set of strings (String must be one of: compact, delete). Every
-failure is an :class:`InvalidConfigError` (INVALID_CONFIG) carrying Kafka's message.
+must be at least -1, Value must be no more than 1.0), or a set of strings (String must be one
+of: compact, delete). Every failure is an :class:`InvalidConfigError` (INVALID_CONFIG) carrying
+Kafka's message.
 
 This module owns no sockets; handlers in ``broker/apis`` call it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
@@ -95,6 +104,8 @@ class ConfigDef:
     synonyms: tuple[tuple[str, int], ...] = ()
     sensitive: bool = False
     dynamic: bool = True  # for broker configs: may be altered without a restart
+    per_broker: bool = False  # a dynamic broker config that only a broker id may set, not the cluster default
+    listener: bool = False  # may also be set per listener as listener.name.<listener>.<name>
     extra_check: Callable[[str], str | None] | None = None
 
     def parse(self, raw: str | None) -> str:
@@ -144,14 +155,14 @@ class ConfigDef:
         return value
 
     def _range(self, n: float, bad: Callable[[str], InvalidConfigError]) -> None:
+        """Kafka's ConfigDef.Range.ensureValid, bounds printed as Java prints them (a DOUBLE's as 1.0)."""
+        def shown(x: float) -> str:
+            return str(float(x)) if self.type is ConfigType.DOUBLE else _num(x)
+
         if self.at_least is not None and n < self.at_least:
-            if self.at_most is not None:
-                raise bad(f"Value must be in the range [{_num(self.at_least)}, {_num(self.at_most)}]")
-            raise bad(f"Value must be at least {_num(self.at_least)}")
+            raise bad(f"Value must be at least {shown(self.at_least)}")
         if self.at_most is not None and n > self.at_most:
-            if self.at_least is not None:
-                raise bad(f"Value must be in the range [{_num(self.at_least)}, {_num(self.at_most)}]")
-            raise bad(f"Value must be no more than {_num(self.at_most)}")
+            raise bad(f"Value must be no more than {shown(self.at_most)}")
 
 
 def _num(x: float) -> str:
@@ -295,6 +306,175 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in [
 ]}
 
 
+def _dynamic_def(name: str, typ: ConfigType, default: str | None, doc: str, *, at_least: float | None = None,
+                 at_most: float | None = None, one_of: tuple[str, ...] | None = None, per_broker: bool = False,
+                 listener: bool = False) -> ConfigDef:
+    return ConfigDef(name, typ, default, doc, at_least, at_most, one_of, sensitive=typ is ConfigType.PASSWORD,
+                     per_broker=per_broker, listener=listener)
+
+
+_LISTENER_MAP = "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"
+_JMX = "org.apache.kafka.common.metrics.JmxReporter"
+_PRINCIPAL_BUILDER = "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder"
+
+
+def _listener(name: str, typ: ConfigType, default: str | None, doc: str, **kw: Any) -> ConfigDef:
+    """DynamicListenerConfig's configs: per broker, and per listener with the listener prefix."""
+    return _dynamic_def(name, typ, default, doc, per_broker=True, listener=True, **kw)
+
+
+# Kafka 4.x's dynamic broker configs (DynamicBrokerConfig.AllDynamicConfigs: DynamicListenerConfig,
+# SslConfigs.RECONFIGURABLE_CONFIGS, LogCleaner, DynamicThreadPool, SocketServer, the producer
+# state manager, remote log and replication configs, metric.reporters, config.providers; the log
+# configs are the topic configs' broker synonyms above). Types, defaults and validators are
+# KafkaConfig's. Which of them change what Samsa does is in the README ("Dynamic broker configs").
+KAFKA_DYNAMIC_BROKER_CONFIGS: tuple[ConfigDef, ...] = (
+    _listener("listeners", T.STRING, "PLAINTEXT://:9092", "Comma-separated list of URIs to listen on."),
+    _listener("listener.security.protocol.map", T.STRING, _LISTENER_MAP,
+              "Map between listener names and security protocols."),
+    _listener("principal.builder.class", T.CLASS, _PRINCIPAL_BUILDER,
+              "The fully qualified name of a class that implements the KafkaPrincipalBuilder interface."),
+    _listener("ssl.protocol", T.STRING, "TLSv1.3", "The SSL protocol used to generate the SSLContext."),
+    _listener("ssl.provider", T.STRING, None, "The name of the security provider used for SSL connections."),
+    _listener("ssl.cipher.suites", T.LIST, "", "A list of cipher suites."),
+    _listener("ssl.enabled.protocols", T.LIST, "TLSv1.2,TLSv1.3", "The list of protocols enabled for SSL."),
+    _listener("ssl.keystore.type", T.STRING, "JKS", "The file format of the key store file."),
+    _listener("ssl.keystore.location", T.STRING, None, "The location of the key store file."),
+    _listener("ssl.keystore.password", T.PASSWORD, None, "The store password for the key store file."),
+    _listener("ssl.key.password", T.PASSWORD, None, "The password of the private key in the key store file."),
+    _listener("ssl.keystore.key", T.PASSWORD, None, "Private key in the format specified by 'ssl.keystore.type'."),
+    _listener("ssl.keystore.certificate.chain", T.PASSWORD, None,
+              "Certificate chain in the format specified by 'ssl.keystore.type'."),
+    _listener("ssl.truststore.type", T.STRING, "JKS", "The file format of the trust store file."),
+    _listener("ssl.truststore.location", T.STRING, None, "The location of the trust store file."),
+    _listener("ssl.truststore.password", T.PASSWORD, None, "The password for the trust store file."),
+    _listener("ssl.truststore.certificates", T.PASSWORD, None,
+              "Trusted certificates in the format specified by 'ssl.truststore.type'."),
+    _listener("ssl.keymanager.algorithm", T.STRING, "SunX509",
+              "The algorithm used by key manager factory for SSL connections."),
+    _listener("ssl.trustmanager.algorithm", T.STRING, "PKIX",
+              "The algorithm used by trust manager factory for SSL connections."),
+    _listener("ssl.endpoint.identification.algorithm", T.STRING, "https",
+              "The endpoint identification algorithm to validate server hostname using server certificate."),
+    _listener("ssl.secure.random.implementation", T.STRING, None,
+              "The SecureRandom PRNG implementation to use for SSL cryptography operations."),
+    _listener("ssl.client.auth", T.STRING, "none", "Whether the broker requests or requires client authentication.",
+              one_of=("required", "requested", "none")),
+    _listener("ssl.engine.factory.class", T.CLASS, None,
+              "The class of type org.apache.kafka.common.security.auth.SslEngineFactory."),
+    _listener("sasl.mechanism.inter.broker.protocol", T.STRING, "GSSAPI",
+              "SASL mechanism used for inter-broker communication."),
+    _listener("sasl.jaas.config", T.PASSWORD, None, "JAAS login context parameters for SASL connections."),
+    _listener("sasl.enabled.mechanisms", T.LIST, "GSSAPI", "The list of SASL mechanisms enabled in the server."),
+    _listener("sasl.kerberos.service.name", T.STRING, None, "The Kerberos principal name that Kafka runs as."),
+    _listener("sasl.kerberos.kinit.cmd", T.STRING, "/usr/bin/kinit", "Kerberos kinit command path."),
+    _listener("sasl.kerberos.ticket.renew.window.factor", T.DOUBLE, "0.8",
+              "Login thread will sleep until this fraction of the time to the ticket's expiry has been reached."),
+    _listener("sasl.kerberos.ticket.renew.jitter", T.DOUBLE, "0.05",
+              "Percentage of random jitter added to the renewal time."),
+    _listener("sasl.kerberos.min.time.before.relogin", T.LONG, "60000",
+              "Login thread sleep time between refresh attempts."),
+    _listener("sasl.kerberos.principal.to.local.rules", T.LIST, "DEFAULT",
+              "A list of rules for mapping from principal names to short names."),
+    _listener("sasl.login.refresh.window.factor", T.DOUBLE, "0.8",
+              "Login refresh thread sleeps until this fraction of the credential's lifetime has been reached.",
+              at_least=0.5, at_most=1.0),
+    _listener("sasl.login.refresh.window.jitter", T.DOUBLE, "0.05",
+              "The maximum amount of random jitter relative to the credential's lifetime.",
+              at_least=0.0, at_most=0.25),
+    _listener("sasl.login.refresh.min.period.seconds", T.SHORT, "60",
+              "The desired minimum time for the login refresh thread to wait before refreshing a credential.",
+              at_least=0, at_most=900),
+    _listener("sasl.login.refresh.buffer.seconds", T.SHORT, "300",
+              "The amount of buffer time before credential expiration to maintain when refreshing a credential.",
+              at_least=0, at_most=3600),
+    # per listener too, but also at the cluster-wide default (ClusterLevelListenerConfigs)
+    _dynamic_def("max.connections", T.INT, str(INT_MAX), "The maximum number of connections allowed in the broker.",
+                 at_least=0, listener=True),
+    _dynamic_def("max.connection.creation.rate", T.INT, str(INT_MAX),
+                 "The maximum connection creation rate allowed in the broker at any time.", at_least=0, listener=True),
+    _dynamic_def("num.network.threads", T.INT, "3", "The number of threads the server uses for network requests.",
+                 at_least=1, listener=True),
+    _dynamic_def("max.connections.per.ip", T.INT, str(INT_MAX),
+                 "The maximum number of connections allowed from each ip.", at_least=0),
+    _dynamic_def("max.connections.per.ip.overrides", T.STRING, "",
+                 "A comma-separated list of per-ip or hostname overrides to the default maximum number of "
+                 "connections."),
+    # DynamicThreadPool
+    _dynamic_def("num.io.threads", T.INT, "8", "The number of threads the server uses for processing requests.",
+                 at_least=1),
+    _dynamic_def("num.replica.fetchers", T.INT, "1", "Number of fetcher threads used to replicate records from each "
+                 "source broker."),
+    _dynamic_def("num.recovery.threads.per.data.dir", T.INT, "2",
+                 "The number of threads per data directory used for log recovery at startup and flushing at shutdown.",
+                 at_least=1),
+    _dynamic_def("background.threads", T.INT, "10", "The number of threads to use for various background tasks.",
+                 at_least=1),
+    # LogCleaner (with message.max.bytes, log.cleaner.threads/dedupe.buffer.size/backoff.ms above)
+    _dynamic_def("log.cleaner.dedupe.buffer.load.factor", T.DOUBLE, "0.9",
+                 "Log cleaner dedupe buffer load factor: the percentage full the dedupe buffer can become."),
+    _dynamic_def("log.cleaner.io.buffer.size", T.INT, "524288",
+                 "The total memory used for log cleaner I/O buffers across all cleaner threads.", at_least=0),
+    _dynamic_def("log.cleaner.io.max.bytes.per.second", T.DOUBLE, "1.7976931348623157E308",
+                 "The log cleaner will be throttled so that the sum of its read and write i/o will be less than this "
+                 "value on average."),
+    _dynamic_def("log.flush.scheduler.interval.ms", T.LONG, str(LONG_MAX),
+                 "The frequency in ms that the log flusher checks whether any log needs to be flushed to disk."),
+    # the producer state manager
+    _dynamic_def("producer.id.expiration.ms", T.INT, "86400000",
+                 "The time in ms that a topic partition leader will wait before expiring producer IDs.", at_least=1),
+    _dynamic_def("transaction.partition.verification.enable", T.BOOLEAN, "true",
+                 "Enable verification that checks that the partition has been added to the transaction before writing "
+                 "transactional records to the partition."),
+    # remote log (tiered storage) and replication
+    _dynamic_def("remote.log.index.file.cache.total.size.bytes", T.LONG, "1073741824",
+                 "The total size of the space allocated to store index files fetched from remote storage.", at_least=1),
+    _dynamic_def("remote.fetch.max.wait.ms", T.INT, "500",
+                 "The maximum amount of time the server will wait before answering a remote fetch request.",
+                 at_least=1),
+    _dynamic_def("remote.log.manager.copy.max.bytes.per.second", T.LONG, str(LONG_MAX),
+                 "The maximum number of bytes that can be copied from local storage to remote storage per second.",
+                 at_least=1),
+    _dynamic_def("remote.log.manager.fetch.max.bytes.per.second", T.LONG, str(LONG_MAX),
+                 "The maximum number of bytes that can be read from remote storage to local storage per second.",
+                 at_least=1),
+    _dynamic_def("remote.list.offsets.request.timeout.ms", T.LONG, "30000",
+                 "The maximum amount of time the server will wait for the remote list offsets request to complete.",
+                 at_least=1),
+    _dynamic_def("remote.log.manager.copier.thread.pool.size", T.INT, "10",
+                 "Size of the thread pool used in scheduling tasks to copy segments.", at_least=1),
+    _dynamic_def("remote.log.manager.expiration.thread.pool.size", T.INT, "10",
+                 "Size of the thread pool used in scheduling tasks to clean up the expired remote log segments.",
+                 at_least=1),
+    _dynamic_def("remote.log.manager.follower.thread.pool.size", T.INT, "2",
+                 "Size of the thread pool used in scheduling follower tasks to read the highest-uploaded "
+                 "remote offset.",
+                 at_least=1),
+    _dynamic_def("remote.log.reader.threads", T.INT, "10",
+                 "Size of the thread pool that is allocated for handling remote log reads.", at_least=1),
+    _dynamic_def("follower.fetch.last.tiered.offset.enable", T.BOOLEAN, "false",
+                 "If enabled, a follower starts replicating from the leader's last tiered offset (KIP-1023)."),
+    _dynamic_def("metric.reporters", T.LIST, _JMX, "A list of classes to use as metrics reporters."),
+    _dynamic_def("config.providers", T.LIST, "", "Comma-separated names of ConfigProvider classes."),
+)
+
+# listener.name.<listener>.<mechanism>.<config> (Kafka's ListenerMechanismConfigs)
+LISTENER_MECHANISM_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in (
+    _dynamic_def("sasl.jaas.config", T.PASSWORD, None, "JAAS login context parameters for SASL connections."),
+    _dynamic_def("sasl.login.callback.handler.class", T.CLASS, None, "The fully qualified name of a SASL login "
+                 "callback handler class."),
+    _dynamic_def("sasl.login.class", T.CLASS, None, "The fully qualified name of a class that implements the Login "
+                 "interface."),
+    _dynamic_def("sasl.server.callback.handler.class", T.CLASS, None, "The fully qualified name of a SASL server "
+                 "callback handler class."),
+    _dynamic_def("connections.max.reauth.ms", T.LONG, "0", "The maximum session lifetime of a SASL connection, after "
+                 "which it must re-authenticate (0: none)."),
+)}
+_LISTENER_PREFIX = re.compile(r"listener\.name\.([^.]+)\.(.+)")
+THREAD_POOL_CONFIGS = ("num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir",
+                       "background.threads")
+
+
 def _broker_defs() -> dict[str, ConfigDef]:
     """Broker configs: every property the broker reads, plus the topic defaults' synonyms."""
     from broker.config import BROKER_DEFAULTS
@@ -346,6 +526,12 @@ def _broker_defs() -> dict[str, ConfigDef]:
                                               at_least=0)
     out["log.cleaner.threads"] = ConfigDef("log.cleaner.threads", T.INT, "1",
                                            "The number of background threads to use for log cleaning.", at_least=0)
+    # Every config Kafka 4.x may change dynamically (DynamicBrokerConfig.AllDynamicConfigs), with
+    # KafkaConfig's type, default and validator; where Samsa's table above already has the name,
+    # Kafka's definition replaces it but Samsa's default stays (the value the broker really uses).
+    for d in KAFKA_DYNAMIC_BROKER_CONFIGS:
+        prior = out.get(d.name)
+        out[d.name] = d if prior is None else dataclasses.replace(d, default=prior.default)
     return out
 
 
@@ -380,20 +566,80 @@ def validate_topic_configs(configs: Mapping[str, str | None], broker_config: Bro
     return out
 
 
-def validate_broker_config(name: str, value: str | None) -> str:
+def _broker_config_defs(name: str) -> tuple[ConfigDef, ConfigDef] | None:
+    """(the definition ``name`` is described with, the one its value is checked with): the same for
+    a plain broker config; for ``listener.name.<listener>.<config>`` (or ``.<mechanism>.<config>``
+    for Kafka's listener mechanism configs such as ``sasl.jaas.config``) the listener config's,
+    under the prefixed name for describing and the base name for messages, as Kafka validates the
+    base config."""
     d = broker_configs().get(name)
-    if d is None:
+    if d is not None:
+        return d, d
+    m = _LISTENER_PREFIX.fullmatch(name)
+    if m is None:
+        return None
+    base = m.group(2)
+    bd = broker_configs().get(base)
+    if bd is not None and bd.listener:
+        return dataclasses.replace(bd, name=name), bd
+    mechanism, _, config = base.partition(".")
+    md = LISTENER_MECHANISM_CONFIGS.get(config)
+    if mechanism and md is not None:
+        return dataclasses.replace(md, name=name, per_broker=True), md
+    return None
+
+
+def broker_config_def(name: str) -> ConfigDef | None:
+    """The definition of a broker config name, listener-prefixed names included (None: unknown)."""
+    defs = _broker_config_defs(name)
+    return defs[0] if defs else None
+
+
+def validate_broker_config(name: str, value: str | None) -> str:
+    """One dynamic broker config: normalised value, or InvalidConfigError with Kafka's message."""
+    defs = _broker_config_defs(name)
+    if defs is None:
         from broker.security.tls import is_reconfigurable
 
         if is_reconfigurable(name) and value is not None:
             return value  # a listener's keystore/truststore (dynamic listener reconfiguration)
-        if value is not None and re.fullmatch(r"listener\.name\.[a-z0-9_.-]+?\.max\.connection(s|\.creation\.rate)",
-                                              name):
-            return value  # a listener's connection limits (broker/connection_quotas.py checks the number)
         raise InvalidConfigError(message=f"Unknown broker config name: {name}")
+    d, base = defs
     if not d.dynamic:
         raise InvalidConfigError(message=f"Cannot update these configs dynamically: [{name}]")
-    return d.parse(value)
+    return base.parse(value)
+
+
+def check_update_mode(names: Iterable[str], default_entity: bool) -> None:
+    """Kafka's DynamicBrokerConfig.validateConfigs: the listener and security configs (and every
+    listener-prefixed one but max.connections, max.connection.creation.rate, num.network.threads)
+    are per broker, refused at the cluster-wide default."""
+    if not default_entity:
+        return
+    per_broker = sorted(n for n in names if (d := broker_config_def(n)) is not None and d.per_broker)
+    if per_broker:
+        raise InvalidConfigError(message="Cannot update these configs at default cluster level, broker id must be "
+                                         f"specified: [{', '.join(per_broker)}]")
+
+
+def check_thread_pools(broker_config: BrokerConfig, new: Mapping[str, str]) -> None:
+    """Kafka's DynamicThreadPool.validateReconfiguration: a thread count changes by at most half
+    or double its current value at a time."""
+    for name in THREAD_POOL_CONFIGS:
+        if name not in new:
+            continue
+        value = int(new[name])
+        current = int(str(broker_config.props.get(name) or broker_configs()[name].default))
+        if value == current:
+            continue
+        failed = f"Dynamic thread count update validation failed for {name}={value}"
+        if value <= 0:
+            raise InvalidConfigError(message=f"{failed}, value should be at least 1")
+        if value < current / 2:
+            raise InvalidConfigError(message=f"{failed}, value should be at least half the current value {current}")
+        if value > current * 2:
+            raise InvalidConfigError(
+                message=f"{failed}, value should not be greater than double the current value {current}")
 
 
 # --- resolution ----------------------------------------------------------------------------

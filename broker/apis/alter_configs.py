@@ -74,6 +74,8 @@ def apply_resource(ctx: RequestContext, resource_type: int, name: str, new: dict
                              f"Unexpected broker id, expected {broker.broker_id} but received {name}")
         checked = {k: cfgs.validate_broker_config(k, v) for k, v in new.items()}
         check_password_configs(broker, checked, default_entity)
+        cfgs.check_update_mode(checked, default_entity)
+        cfgs.check_thread_pools(broker.config, checked)
         dyn = cfgs.DynamicBrokerConfigs.attach(broker)
         if broker.security is not None:  # a new keystore/truststore must load before it is accepted
             broker.security.validate_reconfiguration({**broker.config.props, **checked})

@@ -16,7 +16,9 @@ configs (``broker/group_configs.py``): the group's own value as DYNAMIC_GROUP_CO
 broker property it overrides, else the default; a group need not exist to have configs, as in
 Kafka. Another broker's id or an unsupported resource type (broker loggers, client metrics)
 answers INVALID_REQUEST, per resource, never failing the
-whole request. Sensitive values (none today) would be sent as null.
+whole request. Sensitive values (PASSWORD configs: ``sasl.jaas.config``, ``ssl.*.password`` ...) are
+sent as null. Listener-prefixed dynamic configs are listed with the listener config's type and,
+as synonyms, the prefixed name followed by the base config's chain.
 """
 
 from __future__ import annotations
@@ -120,8 +122,10 @@ async def handle_describe_configs(ctx: RequestContext, req: Any) -> Any:
 
 def _listener_overrides(broker: Any, keys: list[str] | None, default_entity: bool, Entry: Any, Synonym: Any,
                         v: int, synonyms: bool, docs: bool) -> list[Any]:
-    """Dynamic configs outside the broker's table (a listener's ``ssl.*`` keystore settings): shown
-    as set, passwords as sensitive with a null value (stored encrypted, password_encoder.py)."""
+    """Dynamic configs set under a listener prefix (``listener.name.<listener>.<config>``): shown as
+    set, typed as the listener config they override, passwords as sensitive with a null value
+    (stored encrypted, password_encoder.py). As in Kafka, the synonyms are the prefixed name, then
+    the base config's own chain."""
     dyn = cfgs.DynamicBrokerConfigs.attach(broker)
     layer = dyn.cluster_default if default_entity else {**dyn.cluster_default, **dyn.per_broker}
     out = []
@@ -130,10 +134,16 @@ def _listener_overrides(broker: Any, keys: list[str] | None, default_entity: boo
             continue
         src = cfgs.ConfigSource.DYNAMIC_BROKER_CONFIG if name in dyn.per_broker and not default_entity \
             else cfgs.ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
-        sensitive = cfgs.is_sensitive(name)
-        d = cfgs.ConfigDef(name, cfgs.ConfigType.PASSWORD if sensitive else cfgs.ConfigType.STRING, None,
-                           f"Listener config {name}.", sensitive=sensitive)
-        r = cfgs.Resolved(name, layer[name], src, ((name, layer[name], src),))
+        d = cfgs.broker_config_def(name)
+        if d is None:  # a keystore setting accepted before the listener table (broker/security/tls.py)
+            sensitive = cfgs.is_sensitive(name)
+            d = cfgs.ConfigDef(name, cfgs.ConfigType.PASSWORD if sensitive else cfgs.ConfigType.STRING, None,
+                               f"Listener config {name}.", sensitive=sensitive)
+        chain: tuple[tuple[str, str | None, cfgs.ConfigSource], ...] = ((name, layer[name], src),)
+        base = name.split(".", 3)[3] if name.startswith("listener.name.") else name
+        if not default_entity and base in cfgs.broker_configs():
+            chain += cfgs.resolve_broker_config(broker.config, base).synonyms
+        r = cfgs.Resolved(name, layer[name], src, chain)
         out.append(_entry(Entry, Synonym, v, d, r, read_only=False, synonyms=synonyms, docs=docs))
     return out
 

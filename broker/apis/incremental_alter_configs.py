@@ -45,9 +45,8 @@ OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
 
 
 def _def(resource_type: int, name: str) -> cfgs.ConfigDef:
-    table = cfgs.TOPIC_CONFIGS if resource_type == RESOURCE_TOPIC else \
-        GROUP_CONFIGS if resource_type == RESOURCE_GROUP else cfgs.broker_configs()
-    d = table.get(name)
+    d = cfgs.TOPIC_CONFIGS.get(name) if resource_type == RESOURCE_TOPIC else \
+        GROUP_CONFIGS.get(name) if resource_type == RESOURCE_GROUP else cfgs.broker_config_def(name)
     if d is None:
         kind = "topic" if resource_type == RESOURCE_TOPIC else "group" if resource_type == RESOURCE_GROUP \
             else "broker"
