@@ -239,7 +239,7 @@ class Registry:
         if not isinstance(level, str) or level.upper() not in compatibility.LEVELS:
             raise errors.invalid_compatibility_level(level)
         async with self._write_lock:
-            await self.store.write(state.config_key(subject), state.config_value(level.upper()))
+            await self.store.write(state.config_key(subject), state.config_value(level.upper(), subject))
         return level.upper()
 
     async def delete_config(self, subject: str | None) -> str:
@@ -263,7 +263,7 @@ class Registry:
                     raise errors.operation_not_permitted(
                         "Cannot import since found existing subjects" if subject is None
                         else f"Cannot import since found existing subject {subject}")
-            await self.store.write(state.mode_key(subject), state.mode_value(mode))
+            await self.store.write(state.mode_key(subject), state.mode_value(mode, subject))
         return mode
 
     async def delete_mode(self, subject: str) -> str:

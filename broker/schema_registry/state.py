@@ -1,24 +1,26 @@
 """The registry's state, rebuilt from the ``_schemas`` topic by :meth:`RegistryState.replay`.
 
-Records are Confluent's (and Karapace's) exactly: the key and value are compact JSON,
-keys with their properties in Confluent's order (``keytype``, ``subject``, ``version``,
-``magic``), so a ``_schemas`` topic can move between Samsa, Confluent's registry and Karapace.
+Records are Confluent's exactly as its registry (7.x-8.x) writes them: the key and value are
+compact JSON, properties in Confluent's order (keys ``keytype``, ``subject``, ``version``,
+``magic``), null and empty properties left out (Jackson's NON_EMPTY), so a ``_schemas`` topic
+can move between Samsa and Confluent's registry. Older forms are read too: Karapace's and
+older Confluent's global keys with ``"subject":null`` and values without ``schemaType`` (AVRO).
 
 =================  ===========================================================  =====================
 key                value                                                        meaning
 =================  ===========================================================  =====================
-SCHEMA             ``{"subject","version","id"[,"schemaType"][,"references"],   a version registered
+SCHEMA             ``{"subject","version","id","schemaType"[,"references"],     a version registered
                    "schema","deleted"}``                                        (or soft deleted)
 SCHEMA             null (tombstone)                                             version hard deleted
-CONFIG             ``{"compatibilityLevel": "BACKWARD"}`` / null                level set / removed
-MODE               ``{"mode": "READONLY"}`` / null                              mode set / removed
+CONFIG             ``{["subject",]"compatibilityLevel"}`` / null                level set / removed
+MODE               ``{["subject",]"mode"}`` / null                              mode set / removed
 DELETE_SUBJECT     ``{"subject", "version"}``                                   versions <= version
                                                                                 soft deleted
 NOOP               none                                                         a marker the writer
                                                                                 waits to read back
 =================  ===========================================================  =====================
 
-A CONFIG or MODE key whose ``subject`` is null is the global one.
+A CONFIG or MODE key without a ``subject`` (or with a null one) is the global one.
 
 Invariant: this state changes only in :meth:`replay`, called by the one reader task of the
 store in the topic's offset order, for records read back from the topic, on this node and every
@@ -49,11 +51,20 @@ def schema_key(subject: str, version: int) -> bytes:
 
 
 def config_key(subject: str | None) -> bytes:
-    return _compact({"keytype": CONFIG, "subject": subject, "magic": 0})
+    # Confluent leaves out what is null: the global config's key has no "subject"
+    doc: dict[str, Any] = {"keytype": CONFIG}
+    if subject is not None:
+        doc["subject"] = subject
+    doc["magic"] = 0
+    return _compact(doc)
 
 
 def mode_key(subject: str | None) -> bytes:
-    return _compact({"keytype": MODE, "subject": subject, "magic": 0})
+    doc: dict[str, Any] = {"keytype": MODE}
+    if subject is not None:
+        doc["subject"] = subject
+    doc["magic"] = 0
+    return _compact(doc)
 
 
 def delete_subject_key(subject: str) -> bytes:
@@ -66,9 +77,7 @@ def noop_key() -> bytes:
 
 def schema_value(subject: str, version: int, schema_id: int, schema_type: str, schema: str,
                  references: tuple[Reference, ...], deleted: bool) -> bytes:
-    doc: dict[str, Any] = {"subject": subject, "version": version, "id": schema_id}
-    if schema_type != "AVRO":
-        doc["schemaType"] = schema_type
+    doc: dict[str, Any] = {"subject": subject, "version": version, "id": schema_id, "schemaType": schema_type}
     if references:
         doc["references"] = [r.to_json() for r in references]
     doc["schema"] = schema
@@ -76,12 +85,13 @@ def schema_value(subject: str, version: int, schema_id: int, schema_type: str, s
     return _compact(doc)
 
 
-def config_value(level: str) -> bytes:
-    return _compact({"compatibilityLevel": level})
+def config_value(level: str, subject: str | None = None) -> bytes:
+    return _compact({"subject": subject, "compatibilityLevel": level} if subject is not None
+                    else {"compatibilityLevel": level})
 
 
-def mode_value(mode: str) -> bytes:
-    return _compact({"mode": mode})
+def mode_value(mode: str, subject: str | None = None) -> bytes:
+    return _compact({"subject": subject, "mode": mode} if subject is not None else {"mode": mode})
 
 
 def delete_subject_value(subject: str, version: int) -> bytes:

@@ -155,22 +155,44 @@ def _schemas_records(bootstrap: str) -> list[tuple[bytes, bytes | None]]:
 
 
 def test_schemas_topic_holds_confluents_exact_records(registry: tuple[BrokerProcess, RegistryHttp]) -> None:
+    """The bytes Confluent's registry (7.x-8.x, Jackson with NON_EMPTY and its property orders)
+    writes for the same operations: SchemaKey/SchemaValue, ConfigKey/ConfigValue, ModeKey/
+    ModeValue, DeleteSubjectKey/DeleteSubjectValue, and tombstones for permanent deletes."""
     b, reg = registry
     assert reg.put("/config", {"compatibility": "FULL"})[0] == 200
     assert reg.put("/config", {"compatibility": "BACKWARD"})[0] == 200
-    records = dict(_schemas_records(b.bootstrap))
-    # keys: compact JSON, properties in Confluent's order, magic last
+    assert reg.put("/config/serde-avro-value", {"compatibility": "FORWARD"})[0] == 200
+    assert reg.put("/mode/serde-json-value", {"mode": "READONLY"})[0] == 200
+    assert reg.delete("/mode/serde-json-value")[0] == 200
+    plain = json.dumps({"type": "enum", "name": "Gone", "symbols": ["A"]})
+    assert reg.post("/subjects/gone-value/versions", {"schema": plain})[0] == 200
+    gone_id = reg.get("/subjects/gone-value/versions/1")[1]["id"]
+    assert reg.delete("/subjects/gone-value")[0] == 200
+    assert reg.delete("/subjects/gone-value?permanent=true")[0] == 200
+    log = _schemas_records(b.bootstrap)
+    records = dict(log)
     avro_key = b'{"keytype":"SCHEMA","subject":"serde-avro-value","version":1,"magic":1}'
-    assert avro_key in records
-    avro_value = json.loads(records[avro_key])
-    assert list(avro_value) == ["subject", "version", "id", "schema", "deleted"]
-    assert avro_value["schema"] == json.dumps(json.loads(AVRO_SCHEMA), separators=(",", ":"))
-    assert records[avro_key] == json.dumps(avro_value, separators=(",", ":")).encode()
+    compact_avro = json.dumps(json.loads(AVRO_SCHEMA), separators=(",", ":"))
+    avro_id = reg.get("/subjects/serde-avro-value/versions/1")[1]["id"]
+    assert records[avro_key] == (b'{"subject":"serde-avro-value","version":1,"id":%d,"schemaType":"AVRO","schema":'
+                                 % avro_id + json.dumps(compact_avro).encode() + b',"deleted":false}')
     proto_key = b'{"keytype":"SCHEMA","subject":"serde-proto-value","version":1,"magic":1}'
     proto_value = json.loads(records[proto_key])
     assert list(proto_value) == ["subject", "version", "id", "schemaType", "references", "schema", "deleted"]
     assert proto_value["references"] == [{"name": "ex/common.proto", "subject": "ex/common.proto", "version": 1}]
-    assert records[b'{"keytype":"CONFIG","subject":null,"magic":0}'] == b'{"compatibilityLevel":"BACKWARD"}'
+    assert records[proto_key] == json.dumps(proto_value, separators=(",", ":")).encode()
+    # the global config's key has no subject; a subject's config value names its subject
+    assert records[b'{"keytype":"CONFIG","magic":0}'] == b'{"compatibilityLevel":"BACKWARD"}'
+    assert records[b'{"keytype":"CONFIG","subject":"serde-avro-value","magic":0}'] == \
+        b'{"subject":"serde-avro-value","compatibilityLevel":"FORWARD"}'
+    mode_key = b'{"keytype":"MODE","subject":"serde-json-value","magic":0}'
+    assert (mode_key, b'{"subject":"serde-json-value","mode":"READONLY"}') in log
+    assert log[-1] == (b'{"keytype":"SCHEMA","subject":"gone-value","version":1,"magic":1}', None)
+    assert (b'{"keytype":"DELETE_SUBJECT","subject":"gone-value","magic":0}',
+            b'{"subject":"gone-value","version":1}') in log
+    assert (mode_key, None) in log
+    assert gone_id >= 1
+    assert reg.delete("/config/serde-avro-value")[0] == 200
 
 
 def test_restart_replays_schemas_including_records_confluent_wrote(
