@@ -1,4 +1,4 @@
-"""Confluent's Schema Registry errors: an HTTP status plus the ``error_code`` and ``message``
+"""Confluent's Schema Registry errors (its ``rest/exceptions/Errors.java``): an HTTP status plus the ``error_code`` and ``message``
 the REST API puts in its JSON body (``{"error_code": 40401, "message": "Subject 'x' not found."}``).
 
 Every failure inside the registry is one of these; the HTTP layer turns it into the body, so a
@@ -59,7 +59,7 @@ def subject_mode_not_found(subject: str) -> RegistryError:
 
 
 def incompatible(subject: str, details: list[str]) -> RegistryError:
-    return RegistryError(409, 409, f"Schema being registered is incompatible with an earlier schema for subject "
+    return RegistryError(409, 40901, f"Schema being registered is incompatible with an earlier schema for subject "
                                    f"\"{subject}\", details: {details}")
 
 
@@ -88,6 +88,10 @@ def operation_not_permitted(message: str) -> RegistryError:
 def reference_exists(subject: str, version: int) -> RegistryError:
     return RegistryError(422, 42206, "One or more references exist to the schema "
                                      f"{{magic=1,keytype=SCHEMA,subject={subject},version={version}}}.")
+
+
+def invalid_subject(subject: str) -> RegistryError:
+    return RegistryError(422, 42208, f"The specified subject '{subject}' is not a valid.")
 
 
 def invalid_input(message: str) -> RegistryError:

@@ -129,12 +129,14 @@ class Registry:
     # --- writes -----------------------------------------------------------------------------
 
     async def register(self, subject: str, body: dict[str, Any], normalize: bool) -> dict[str, Any]:
+        if not valid_subject(subject):
+            raise errors.invalid_subject(subject)
         await self.store.wait_ready()
         schema = await self.parse_request(body, normalize)
         async with self._write_lock:
             mode = self.mode(subject)
             if mode in ("READONLY", "READONLY_OVERRIDE"):
-                raise errors.operation_not_permitted(f"Subject {subject} is in read-only mode")
+                raise errors.operation_not_permitted(f"Subject {subject} in context . is in read-only mode")
             want_id = body.get("id")
             want_version = body.get("version")
             existing = self._matching(subject, schema)
@@ -232,7 +234,7 @@ class Registry:
 
     def _check_writable(self, subject: str | None) -> None:
         if self.mode(subject) in ("READONLY", "READONLY_OVERRIDE"):
-            raise errors.operation_not_permitted(f"Subject {subject} is in read-only mode")
+            raise errors.operation_not_permitted(f"Subject {subject} in context . is in read-only mode")
 
     async def set_config(self, subject: str | None, level: Any) -> str:
         await self.store.wait_ready()
@@ -297,6 +299,12 @@ class Registry:
         if verbose:
             out["messages"] = problems
         return out
+
+
+def valid_subject(subject: str) -> bool:
+    """Confluent's QualifiedSubject.isValidSubject: no control characters, not a reserved name."""
+    return bool(subject) and subject not in ("__GLOBAL", "__EMPTY") and \
+        not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in subject)
 
 
 def parse_version(version: Any) -> int:

@@ -64,7 +64,7 @@ def test_schemas_cli_against_the_standalone_registry(standalone: tuple[BrokerPro
     out = samsa(reg, "check", "orders-value", "--schema-file", str(tmp_path / "v2.avsc"))
     assert out.returncode == 0 and out.stdout.startswith("compatible")
     out = samsa(reg, "register", "orders-value", "--schema", BAD)
-    assert out.returncode == 1 and "Error: 409:" in out.stderr
+    assert out.returncode == 1 and "Error: 40901:" in out.stderr
     assert samsa(reg, "register", "orders-value", "--schema-file", str(tmp_path / "v2.avsc")).returncode == 0
     out = samsa(reg, "list")
     assert out.returncode == 0 and "orders-value" in out.stdout and " 2 " in out.stdout

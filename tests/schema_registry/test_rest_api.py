@@ -88,7 +88,7 @@ def test_compatibility_is_enforced_and_checked(client: SchemaRegistryClient, htt
     assert client.test_compatibility("api-c-value", Schema(V2_SCHEMA, "AVRO")) is True
     with pytest.raises(SchemaRegistryError) as e:
         client.register_schema("api-c-value", Schema(V2_NO_DEFAULT, "AVRO"))
-    assert _err(e) == (409, 409)
+    assert _err(e) == (409, 40901)
     assert "incompatible with an earlier schema" in e.value.error_message
     status, doc = http.post("/compatibility/subjects/api-c-value/versions/latest?verbose=true",
                             {"schema": V2_NO_DEFAULT})
@@ -207,6 +207,8 @@ def test_bad_input_gets_confluent_codes_never_500(http: RegistryHttp) -> None:
         ({"schema": ""}, 422, 42201),
         ({"schema": V1_SCHEMA, "schemaType": "XML"}, 422, 422),
     ]
+    status, doc = http.post("/subjects/bad%01subject/versions", {"schema": V1_SCHEMA})
+    assert (status, doc["error_code"]) == (422, 42208)
     for body, status, code in bad:
         got_status, doc = http.post("/subjects/api-bad-value/versions", body)
         assert (got_status, doc["error_code"]) == (status, code), body
