@@ -15,6 +15,10 @@ controller's LeaderAndIsr makes each hosted partition a *leader* or a *follower*
   caught up for ``replica.lag.time.max.ms`` is dropped from the ISR, one that has caught up to
   the high watermark is added back; either change is written to ZooKeeper by the leader itself,
   conditional on the partition state's znode version (``isr_writer``), and only then applied.
+  The write runs off the event loop (a slow ZooKeeper never stalls requests); while it is in
+  flight the high watermark counts the union of the old and the proposed ISR (Kafka's
+  "maximal ISR"), so a replica being added cannot fall below a high watermark it never reached,
+  and no other ISR change starts.
 * acks=all produce requests wait ("delayed produce purgatory") until the high watermark passes
   their last offset; ``min.insync.replicas`` is checked before the append
   (NOT_ENOUGH_REPLICAS) and when the wait completes (NOT_ENOUGH_REPLICAS_AFTER_APPEND).
@@ -106,7 +110,8 @@ class Partition:
         # fetch, time of its last fetch); delayed produces: (required offset, future)
         self.followers: dict[int, FollowerState] = {}
         self._produce_waiters: list[tuple[int, DelayedProduce, Any]] = []
-        self.isr_writer: Callable[[Partition, list[int]], bool] | None = None
+        self.isr_writer: IsrWriter | None = None
+        self.pending_isr: list[int] | None = None  # an ISR change being written to ZooKeeper
         self.replica_lag_time_max_ms = 30000
         # replica.page.cache.retain.bytes: how much of the active segment's tail a follower keeps
         # in the page cache as it appends (LogSegment.drop_behind); -1 keeps it all, as Kafka does
@@ -208,7 +213,8 @@ class Partition:
         if not self.is_leader:
             return False
         new_hw = self.log.log_end_offset
-        for r in self.isr:
+        pending = self.pending_isr
+        for r in self.isr if pending is None else set(self.isr) | set(pending):  # the maximal ISR
             if r != self.local_broker_id:
                 f = self.followers.get(r)
                 new_hw = min(new_hw, f.log_end_offset if f else self.high_watermark)
@@ -318,20 +324,36 @@ class Partition:
                              f"{lagging}")
 
     def _change_isr(self, new_isr: list[int], reason: str) -> None:
-        if self.isr_writer is None:
+        """Propose ``new_isr`` to ZooKeeper (one change in flight at a time); it applies once the
+        conditional write succeeded, unless a LeaderAndIsr changed the partition meanwhile."""
+        if self.isr_writer is None or self.pending_isr is not None:
             return
         old = self.isr
-        if not self.isr_writer(self, new_isr):
-            return
-        log.info("[Partition %s broker=%d] ISR updated from %s to %s (%s)", self.tp, self.local_broker_id,
-                 ",".join(map(str, old)), ",".join(map(str, new_isr)), reason)
-        if len(new_isr) < len(old):
-            self.isr_changes.shrinks += 1
-        elif len(new_isr) > len(old):
-            self.isr_changes.expands += 1
-        self.isr = list(new_isr)
-        if not self.maybe_increment_high_watermark():
-            self._complete_produces()
+        proposed = self.pending_isr = list(new_isr)
+        token = (self.leader_epoch, self.zk_version)
+        log.info("[Partition %s broker=%d] %s ISR from %s to %s (%s)", self.tp, self.local_broker_id,
+                 "Shrinking" if len(new_isr) < len(old) else "Expanding", ",".join(map(str, old)),
+                 ",".join(map(str, new_isr)), reason)
+
+        def written(zk_version: int | None) -> None:
+            if self.pending_isr is not proposed or (self.leader_epoch, self.zk_version) != token:
+                return  # the controller's LeaderAndIsr came in between: its state is authoritative
+            self.pending_isr = None
+            if zk_version is None or not self.is_leader:
+                self.maybe_increment_high_watermark()  # the maximal ISR is the ISR again
+                return
+            self.zk_version = zk_version
+            log.info("[Partition %s broker=%d] ISR updated to %s and zkVersion updated to %d", self.tp,
+                     self.local_broker_id, ",".join(map(str, proposed)), zk_version)
+            if len(proposed) < len(self.isr):
+                self.isr_changes.shrinks += 1
+            elif len(proposed) > len(self.isr):
+                self.isr_changes.expands += 1
+            self.isr = proposed
+            if not self.maybe_increment_high_watermark():
+                self._complete_produces()
+
+        self.isr_writer(self, proposed, written)
 
     # --- role changes (LeaderAndIsr) ------------------------------------------------------------
     def make_leader(self, leader_epoch: int, isr: list[int], replicas: list[int], zk_version: int,
@@ -341,6 +363,7 @@ class Partition:
         self.leader_id = self.local_broker_id
         self.replicas, self.isr = list(replicas), list(isr)
         self.zk_version, self.controller_epoch = zk_version, controller_epoch
+        self.pending_isr = None
         if leader_epoch != self.leader_epoch or not was_leader:
             self.log.leader_epoch_cache.assign(leader_epoch, self.log.log_end_offset)
             # a new leader gives every follower a fresh grace period before the ISR can shrink
@@ -359,6 +382,7 @@ class Partition:
         self.leader_epoch = leader_epoch
         self.replicas, self.isr = list(replicas), list(isr)
         self.zk_version, self.controller_epoch = zk_version, controller_epoch
+        self.pending_isr = None
         self.followers = {}
         self._fail_produces(KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
                                        f"Leadership of {self.tp} moved to broker {leader_id}"))
@@ -424,6 +448,10 @@ class FetchPartitionData(NamedTuple):
     records: Any
 
 
+# A leader's ISR change: write (partition, proposed ISR) to ZooKeeper off the event loop, then call
+# back on the loop with the partition state's new znode version, or None if the write failed.
+IsrWriter = Callable[["Partition", list[int], Callable[[int | None], None]], None]
+
 # KIP-890: (topic, partition, batch headers) -> the transaction coordinator's verdict
 TransactionVerifier = Callable[[str, int, list[Any]], Awaitable[ErrorCode]]
 
@@ -443,7 +471,7 @@ class ReplicaManager:
         self.cluster_mode = bool(str(config.get("zookeeper.connect") or "").strip())
         self.controller_epoch = 0
         self.fetcher_manager: Any = None
-        self.isr_writer: Callable[[Partition, list[int]], bool] | None = None
+        self.isr_writer: IsrWriter | None = None
         self.isr_changes = IsrChangeCounts()
         self.leadership_listeners: list[Callable[[TopicPartition, bool, int], None]] = []
         # JBOD (broker/log_dirs.py): partitions whose log dir is offline, and moves in progress

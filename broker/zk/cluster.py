@@ -23,6 +23,7 @@ import asyncio
 import base64
 import logging
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from kafka.protocol.api_message import ApiMessage
@@ -164,37 +165,50 @@ class ZkCluster:
             except Exception:
                 log.exception("ISR shrink check failed")
 
-    def write_isr(self, part: Any, new_isr: list[int]) -> bool:
+    def write_isr(self, part: Any, new_isr: list[int], done: Callable[[int | None], None]) -> None:
         """A leader's own ISR change: conditional on the znode version it last saw, then an
-        ``/isr_change_notification`` so the controller propagates it."""
+        ``/isr_change_notification`` so the controller propagates it. The write runs on a worker
+        thread (a slow or unreachable ZooKeeper never stalls the event loop); ``done`` is called
+        back on the loop with the new znode version, or None when the write failed."""
         if not self.zk.connected:
-            return False
+            done(None)
+            return
         state = zd.LeaderAndIsr(part.leader_id, part.leader_epoch, tuple(new_isr), part.controller_epoch,
                                 part.zk_version)
-        try:
-            new = self.zk.update_partition_state(part.tp.topic, part.tp.partition, state)
-        except BadVersionError:
-            log.info("[Partition %s] Cached zkVersion %d not equal to that in ZooKeeper; skipping the ISR update",
-                     part.tp, part.zk_version)
-            return False
-        except Exception as e:
-            log.warning("[Partition %s] ISR update failed: %s", part.tp, e)
-            return False
-        part.zk_version = new.zk_version
-        self._isr_changes_pending.add((part.tp.topic, part.tp.partition))
-        if self._isr_flush is None:
-            self._isr_flush = asyncio.get_running_loop().call_later(ISR_CHANGE_PROPAGATION_S,
-                                                                   self._propagate_isr_changes)
-        return True
+        tp = part.tp
+        loop = asyncio.get_running_loop()
+        fut = loop.run_in_executor(None, self.zk.update_partition_state, tp.topic, tp.partition, state)
+
+        def finished(f: asyncio.Future[zd.LeaderAndIsr]) -> None:
+            try:
+                new = f.result()
+            except BadVersionError:
+                log.info("[Partition %s] Cached zkVersion %d not equal to that in ZooKeeper; skipping the ISR "
+                         "update", tp, state.zk_version)
+                done(None)
+                return
+            except Exception as e:
+                log.warning("[Partition %s] ISR update failed: %s", tp, e)
+                done(None)
+                return
+            self._isr_changes_pending.add((tp.topic, tp.partition))
+            if self._isr_flush is None:
+                self._isr_flush = loop.call_later(ISR_CHANGE_PROPAGATION_S, self._propagate_isr_changes)
+            done(new.zk_version)
+
+        fut.add_done_callback(finished)
 
     def _propagate_isr_changes(self) -> None:
         """One ``/isr_change_notification`` znode for every ISR this broker changed in the last
         moment (Kafka's ReplicaManager.maybePropagateIsrChanges): a broker that rejoins expands
-        hundreds of ISRs at once, and one notification each would flood the controller."""
+        hundreds of ISRs at once, and one notification each would flood the controller. Written
+        on a worker thread, as every ZooKeeper write of a running broker."""
         self._isr_flush = None
         changed, self._isr_changes_pending = sorted(self._isr_changes_pending), set()
-        if not changed:
-            return
+        if changed:
+            asyncio.get_running_loop().run_in_executor(None, self._notify_isr_change, changed)
+
+    def _notify_isr_change(self, changed: list[tuple[str, int]]) -> None:
         try:
             self.zk.notify_isr_change(changed)
         except Exception as e:
@@ -348,7 +362,10 @@ class ZkCluster:
             t.cancel()
         if self._isr_flush is not None:  # a clean stop still tells the controller what changed
             self._isr_flush.cancel()
-            self._propagate_isr_changes()
+            self._isr_flush = None
+            changed, self._isr_changes_pending = sorted(self._isr_changes_pending), set()
+            if changed:
+                await asyncio.to_thread(self._notify_isr_change, changed)
         for c in self._clients.values():
             c.close()
         await self.fetchers.shutdown()

@@ -246,3 +246,38 @@ def test_whole_cluster_restart_keeps_everything(cluster_factory: Callable[..., S
     cluster.wait_for_brokers(3)
     wait_full_isr(cluster, topic, 3, timeout=90)
     assert_all_acked_present(w, read_all(cluster.bootstrap, topic, 3))
+
+
+def test_isr_change_with_zookeeper_hung_does_not_stall_the_leader(
+        cluster_factory: Callable[..., SamsaCluster]) -> None:
+    """A leader's ISR write goes to ZooKeeper off the event loop: with ZooKeeper hung (SIGSTOP,
+    sockets open, so the write neither succeeds nor fails until the session's read timeout, 20 s
+    here) the leader still answers produce requests while its ISR shrink is in flight."""
+    cluster = cluster_factory(3, own_zookeeper=True, overrides={"zookeeper.session.timeout.ms": 30000,
+                                                                 "replica.lag.time.max.ms": 2000})
+    cluster.wait_for_brokers(3)
+    topic = f"zkh-{uuid.uuid4().hex[:6]}"
+    create_topic(cluster, topic, 1, 3)
+    p0 = wait_full_isr(cluster, topic, 3)[0]
+    leader = p0.leader
+    follower = next(r for r in p0.replicas if r != leader)
+    lb = cluster.brokers[leader]
+    producer = Producer({"bootstrap.servers": lb.bootstrap, "acks": "1", "linger.ms": 0, "logger": quiet,
+                         "message.timeout.ms": 60000})
+    producer.produce(topic, b"before")
+    assert producer.flush(30) == 0
+    cluster.zookeeper.pause()
+    try:
+        cluster.pause(follower)
+        wait_for(lambda: f"[Partition {topic}-0 broker={leader}] Shrinking ISR" in lb.log_text(), 30,
+                 "the leader to start shrinking the ISR")
+        acked: list[Any] = []
+        producer.produce(topic, b"during", on_delivery=lambda err, m: acked.append(err))
+        deadline = time.monotonic() + 10  # half the hung write's read timeout
+        while not acked and time.monotonic() < deadline:
+            producer.poll(0.1)
+        assert acked == [None], "the leader did not answer a produce while its ISR write to ZooKeeper hung"
+    finally:
+        cluster.zookeeper.resume()
+        cluster.resume(follower)
+    wait_full_isr(cluster, topic, 3, timeout=90)
