@@ -837,11 +837,16 @@ class ReplicaManager:
         part.truncate_fully_and_start_at(offset)
 
     async def append_internal(self, topic: str, partition: int, records: ValidatedRecords,
-                              timeout: float = 30.0) -> AppendInfo:
+                              timeout: float = 30.0,
+                              on_appended: Callable[[int], None] | None = None) -> AppendInfo:
         """A coordinator's write to its internal topic, answered once every in-sync replica has it
-        (Kafka's coordinators append with acks=all)."""
+        (Kafka's coordinators append with acks=all). ``on_appended(last offset)`` is called as
+        soon as the records are in the local log, before waiting: the coordinator applies them
+        there, once (groupcoord/runtime.py), never again when replication completes."""
         part = self.get_partition(topic, partition)
         info = part.append(records, required_acks=-1)
+        if on_appended is not None:
+            on_appended(info.last_offset)
         if part.high_watermark <= info.last_offset:
             await part.wait_for_replication(info.last_offset + 1, timeout)
         return info

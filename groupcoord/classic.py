@@ -7,7 +7,10 @@ A JoinGroup or SyncGroup that must wait (for the other members, for the leader's
 parks an ``asyncio.Future`` on the member; the state change that completes the rebalance
 resolves every parked future. A GroupMetadata record is written when a generation's assignment
 is persisted (the leader's SyncGroup), when a rebalance leaves the group Empty, and when a
-static member is replaced; :meth:`ClassicGroupManager.replay_group_metadata` applies it.
+static member is replaced. It persists what the in-memory group already is, so it is not
+applied when written (as Kafka's classic groups); :meth:`ClassicGroupManager.replay_group_metadata`
+applies it when the partition is loaded. A write's outcome is acted on only if the group is
+still at the generation it wrote.
 Membership that is not yet durable (a rebalance in flight, parked requests, heartbeats) lives
 only in memory, as in Kafka: after a restart, a loaded group with members is Stable at its last
 persisted generation and its members either keep heartbeating or expire.
@@ -566,8 +569,9 @@ class ClassicGroupManager(CoordinatorShard):
                 self._complete_sync(m, SyncGroupResult(error))
             self._maybe_prepare_rebalance(group, "error storing the group assignment")
             return
-        # replay() of the record just written has set each member's assignment.
+        # The generation's assignment is durable: hand it out (Kafka's setAndPropagateAssignment).
         for m in group.members.values():
+            m.assignment = assignment.get(m.member_id, b"")
             self._complete_sync(m, SyncGroupResult(ErrorCode.NONE, m.assignment,
                                                    group.protocol_type, group.protocol_name))
             self._schedule_heartbeat(group, m)
@@ -668,7 +672,10 @@ class ClassicGroupManager(CoordinatorShard):
         return group_metadata_record(group.group_id, value)
 
     async def _store_group(self, group: GroupMetadata, assignment: Mapping[str, bytes]) -> None:
-        await self._write(group.group_id, [self._group_record(group, assignment)])
+        # The in-memory group is the truth; the record only makes it durable, so it is not
+        # replayed (Kafka's classic groups write with replayRecords=false). The caller acts on
+        # the outcome only if the group is still at the generation it wrote.
+        await self._write(group.group_id, [self._group_record(group, assignment)], replay=False)
 
     async def _store_group_logged(self, group: GroupMetadata, assignment: Mapping[str, bytes]) -> None:
         try:
@@ -677,23 +684,12 @@ class ClassicGroupManager(CoordinatorShard):
             log.warning("storing metadata of group %s failed: %s", group.group_id, e)
 
     def replay_group_metadata(self, group_id: str, gv: GroupMetadataValue) -> None:
-        """GroupMetadata semantics: while the partition loads, each record rebuilds the group (the
-        last one wins; committed offsets, which are separate records, are kept). Live, a record
-        for the in-memory group's generation carries that generation's persisted assignment, which
-        is what SyncGroup then hands out; a record for another generation, or for a group not in
-        memory, rebuilds the group as at load time."""
-        group = self.groups.get(group_id)
-        loading = self._partition(group_id) in self._loading
-        if loading or group is None or group.generation_id != gv.generation \
-                or group.is_in(GroupState.DEAD):
-            self._rebuild_group(group_id, gv, group)
-        else:
-            # Live: the record describes the in-memory group at the time it was written; what
-            # it adds is the persisted assignment of this generation.
-            for mr in gv.members:
-                m = group.members.get(mr.member_id)
-                if m is not None:
-                    m.assignment = mr.assignment
+        """A GroupMetadata record rebuilds the group (the last one wins; committed offsets, which
+        are separate records, are kept). Replayed when a partition loads, and when a record that
+        creates a classic group is written (a consumer group converted back, KIP-848); the
+        classic protocol's own GroupMetadata writes are never replayed (see ``_store_group``),
+        so a record can never take a live group back to an older generation."""
+        self._rebuild_group(group_id, gv, self.groups.get(group_id))
 
     def _member_from_record(self, mr: MemberMetadataRecord, gv: GroupMetadataValue) -> MemberMetadata:
         protocols = [(gv.protocol, mr.subscription)] if gv.protocol is not None else []

@@ -13,8 +13,11 @@ this module adds the lifecycle (load/unload of ``__consumer_offsets`` partitions
 ``replay()`` dispatch by record type, and DescribeGroups/ListGroups/DeleteGroups.
 
 Durable facts are records in ``__consumer_offsets`` (see :mod:`groupcoord.records`). Every
-change is written first and then applied by :meth:`GroupCoordinator.replay`, the same method
-that rebuilds the state when the coordinator starts and reads its partitions back.
+change is applied by :meth:`GroupCoordinator.replay` -- the same method that rebuilds the state
+when a partition is loaded -- once, at the moment its records enter the leader's log, and never
+again when they are committed (:mod:`groupcoord.runtime`): a record replayed after the group
+moved on would overwrite newer state. Committed offsets become visible to OffsetFetch when the
+high watermark passes them.
 
 The coordinator never raises for a client error: every method returns Kafka error codes for the
 handler to put in its response. It never touches sockets.
@@ -163,6 +166,7 @@ class GroupCoordinator(ClassicGroupManager, ConsumerGroupMigration, ShareGroupMa
         their members are sent to the new coordinator (NOT_COORDINATOR)."""
         self._owned.discard(partition)
         self._loading.discard(partition)
+        self.runtime.unload(partition)
         for gid in [g for g in self.groups if self._partition(g) == partition]:
             self._unload_group(self.groups.pop(gid))
         for gid in [g for g in self.consumer_groups if self._partition(g) == partition]:
@@ -313,7 +317,8 @@ class GroupCoordinator(ClassicGroupManager, ConsumerGroupMigration, ShareGroupMa
     # ==========================================================================================
 
     def replay(self, key: bytes, value: bytes | None, *, producer_id: int = -1) -> None:
-        """Apply one ``__consumer_offsets`` record: the single path for live updates and loading.
+        """Apply one ``__consumer_offsets`` record: the single path for live updates (called by
+        the write path when the record enters the log, once) and for loading.
 
         A record of a transactional batch (``producer_id`` >= 0) is an offset that stays pending
         until :meth:`complete_transaction` sees the transaction's marker.

@@ -5,7 +5,9 @@ or expires); TxnOffsetCommit writes them in a transactional batch that stays pen
 transaction's marker (:meth:`OffsetMetadataManager.complete_transaction`). Offsets belong to a
 group of either type: a classic group validates member id and generation, a consumer group
 (KIP-848) member id and member epoch. :meth:`OffsetMetadataManager.replay_offset_commit` is the
-one path that applies an offset record, live and at load.
+one path that applies an offset record: when it is written (once) and at load. A group's offsets
+are a :class:`~groupcoord.runtime.TimelineDict`: OffsetFetch sees an offset only once the high
+watermark of ``__consumer_offsets`` has passed its record, as in Kafka.
 
 Retention (``offsets.retention.minutes``, KIP-211) runs every
 ``offsets.retention.check.interval.ms``.
@@ -33,6 +35,7 @@ from .records import (
     group_metadata_record,
     offset_commit_record,
 )
+from .runtime import TimelineDict, committed_view
 from .shard import UNKNOWN_MEMBER_ID, CoordinatorShard, TopicPartition, _map_store_error
 from .state import GroupState
 
@@ -139,13 +142,14 @@ class OffsetMetadataManager(CoordinatorShard):
                                               allow_admin=False)
                 if code:
                     return code, {}
-            return ErrorCode.NONE, _read_offsets(cgroup.offsets, cgroup.pending_txn_offsets,
-                                                 partitions, require_stable)
+            return ErrorCode.NONE, _read_offsets(committed_view(cgroup.offsets),
+                                                 cgroup.pending_txn_offsets, partitions,
+                                                 require_stable)
         group = self.groups.get(group_id)
         if group is None or group.is_in(GroupState.DEAD):
             return ErrorCode.NONE, {tp: PartitionOffset() for tp in partitions or []}
-        return ErrorCode.NONE, _read_offsets(group.offsets, group.pending_txn_offsets,
-                                             partitions, require_stable)
+        return ErrorCode.NONE, _read_offsets(committed_view(group.offsets),
+                                             group.pending_txn_offsets, partitions, require_stable)
 
     async def txn_commit_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
                                  member_id: str, generation_id: int,
@@ -207,9 +211,15 @@ class OffsetMetadataManager(CoordinatorShard):
                 return {tp: (code if c == ErrorCode.NONE else c) for tp, c in results.items()}
         return results
 
-    def complete_transaction(self, offsets_partition: int, producer_id: int, commit: bool) -> None:
-        """The marker of ``producer_id``'s transaction reached ``offsets_partition`` (live, or
-        while loading): publish its pending offsets on COMMIT, drop them on ABORT."""
+    def complete_transaction(self, offsets_partition: int, producer_id: int, commit: bool,
+                             offset: int | None = None) -> None:
+        """The marker of ``producer_id``'s transaction reached ``offsets_partition`` (live: at
+        log ``offset``, just appended, see :meth:`transaction_marker_committed`; or while
+        loading): publish its pending offsets on COMMIT, drop them on ABORT."""
+        if offset is not None:
+            self.runtime.apply_at(offsets_partition, offset, lambda: self.complete_transaction(
+                offsets_partition, producer_id, commit))
+            return
         self._seq += 1
         holders: list[GroupMetadata | ConsumerGroup] = [*self.groups.values(),
                                                         *self.consumer_groups.values()]
@@ -219,10 +229,25 @@ class OffsetMetadataManager(CoordinatorShard):
             pending = group.pending_txn_offsets.pop(producer_id, None)
             if not pending or not commit:
                 continue
+            offsets = self._offsets_of(group)
             for tp, om in pending.items():
-                current = group.offsets.get(tp)
+                current = offsets.get(tp)
                 if current is None or current.seq < om.seq:
-                    group.offsets[tp] = om
+                    offsets[tp] = om
+
+    def transaction_marker_committed(self, offsets_partition: int, offset: int) -> None:
+        """The high watermark passed the marker at ``offset``: its offsets are visible."""
+        self.runtime.committed(offsets_partition, offset)
+
+    def _offsets_of(self, group: GroupMetadata | ConsumerGroup,
+                    ) -> TimelineDict[TopicPartition, OffsetAndMetadata]:
+        """The group's offsets as a timeline over its partition's committed offset."""
+        reg = self.runtime.registry(self._partition(group.group_id))
+        offsets = group.offsets
+        if not isinstance(offsets, TimelineDict) or offsets.registry is not reg:
+            offsets = TimelineDict(reg, dict(offsets))
+            group.offsets = offsets
+        return offsets
 
     async def delete_offsets(self, group_id: str, partitions: list[TopicPartition],
                              ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
@@ -358,7 +383,7 @@ class OffsetMetadataManager(CoordinatorShard):
         tp = (k.topic, k.partition)
         if value is None:
             if group is not None:
-                group.offsets.pop(tp, None)
+                self._offsets_of(group).pop(tp, None)
             return
         v = OffsetCommitValue.decode(value)
         if group is None:
@@ -369,7 +394,7 @@ class OffsetMetadataManager(CoordinatorShard):
         if producer_id >= 0:
             group.pending_txn_offsets.setdefault(producer_id, {})[tp] = om
         else:
-            group.offsets[tp] = om
+            self._offsets_of(group)[tp] = om
 
 
 def _read_offsets(offsets: Mapping[TopicPartition, OffsetAndMetadata],

@@ -23,6 +23,7 @@ from protocol.records import validate_batches
 
 from .coordinator import GroupConfig, GroupCoordinator
 from .records import OFFSETS_TOPIC, Record
+from .runtime import OnAppended
 from .storage import StoredRecord, build_batch, iter_batch_records
 
 log = logging.getLogger("samsa.groups")
@@ -35,9 +36,10 @@ class BrokerOffsetsStorage:
         self.broker = broker
 
     async def append(self, partition: int, records: list[Record], *, producer_id: int = -1,
-                     producer_epoch: int = -1) -> int:
+                     producer_epoch: int = -1, on_appended: OnAppended | None = None) -> int:
         batch = build_batch(records, producer_id=producer_id, producer_epoch=producer_epoch)
-        info = await self.broker.replica_manager.append_internal(OFFSETS_TOPIC, partition, validate_batches(batch))
+        info = await self.broker.replica_manager.append_internal(
+            OFFSETS_TOPIC, partition, validate_batches(batch), on_appended=on_appended)
         return int(getattr(info, "first_offset", -1))
 
     def read_all(self, partition: int) -> Iterator[StoredRecord]:

@@ -6,7 +6,8 @@ partition (``GroupCoordinatorShard``) and managers that own one kind of state ea
 offsets). Samsa keeps the same seams, on one event loop:
 
 * :class:`CoordinatorShard` (here) -- config, clock, storage, the group maps, ownership of
-  partitions (``_validate``), and the one write path (``_write``: append, then ``replay``);
+  partitions (``_validate``), and the one write path (``_write``: append and apply at once,
+  through :class:`groupcoord.runtime.CoordinatorRuntime`; never replayed again when committed);
 * :class:`groupcoord.classic.ClassicGroupManager` -- JoinGroup/SyncGroup/Heartbeat/LeaveGroup;
 * :class:`groupcoord.consumer.manager.ConsumerGroupManager` -- KIP-848 consumer groups;
 * :class:`groupcoord.offsets.OffsetMetadataManager` -- OffsetCommit/OffsetFetch/TxnOffsetCommit,
@@ -15,7 +16,7 @@ offsets). Samsa keeps the same seams, on one event loop:
   partitions), ``replay()`` dispatch by record type, and the APIs that span group types
   (DescribeGroups, ListGroups, DeleteGroups).
 
-Invariant: state changes only in ``replay()`` (for durable facts) or in a manager's own methods
+Invariant: state changes only in ``replay()`` (for durable facts: at write time or at load) or in a manager's own methods
 (for in-memory membership), always on the event loop thread, so no locks are needed.
 """
 
@@ -31,6 +32,7 @@ from protocol.errors import ErrorCode, KafkaError
 from .config import GroupConfig
 from .group import GroupMetadata, MemberMetadata
 from .records import Record, partition_for
+from .runtime import CoordinatorRuntime, OnAppended
 from .storage import OffsetsStorage
 from .timer import AsyncioScheduler, Scheduler
 
@@ -80,6 +82,7 @@ class CoordinatorShard:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._retention_timer: Any = None
         self._seq = 0  # records replayed so far: their log order
+        self.runtime = CoordinatorRuntime()
         self.active = False
 
     # ==========================================================================================
@@ -156,11 +159,24 @@ class CoordinatorShard:
 
 
     async def _write(self, group_id: str, records: list[Record], *, producer_id: int = -1,
-                     producer_epoch: int = -1) -> None:
-        if producer_id >= 0:
-            await self.storage.append(self._partition(group_id), records, producer_id=producer_id,
-                                      producer_epoch=producer_epoch)
-        else:
-            await self.storage.append(self._partition(group_id), records)
-        for key, value in records:
-            self.replay(key, value, producer_id=producer_id)
+                     producer_epoch: int = -1, replay: bool = True) -> None:
+        """Append ``records`` to the group's partition and apply them to the state as soon as
+        they are in the leader's log, once; return when they are committed (see
+        :mod:`groupcoord.runtime`). ``replay=False``: the in-memory state already is what the
+        records say (a classic group's GroupMetadata), they only make it durable."""
+        partition = self._partition(group_id)
+        if partition not in self._owned:
+            raise KafkaError(ErrorCode.NOT_COORDINATOR,
+                             f"this broker no longer coordinates __consumer_offsets-{partition}")
+
+        def apply() -> None:
+            for key, value in records:
+                self.replay(key, value, producer_id=producer_id)
+
+        def append(on_appended: OnAppended) -> Awaitable[int]:
+            if producer_id >= 0:
+                return self.storage.append(partition, records, producer_id=producer_id,
+                                           producer_epoch=producer_epoch, on_appended=on_appended)
+            return self.storage.append(partition, records, on_appended=on_appended)
+
+        await self.runtime.write(partition, append, apply if replay else None)

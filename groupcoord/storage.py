@@ -3,9 +3,11 @@
 
 The coordinator knows nothing about segments or record batches: it hands a list of
 ``(key, value)`` pairs (value ``None`` is a tombstone) to :meth:`OffsetsStorage.append`, which
-must write them atomically as one batch and return the base offset, or raise a
-:class:`protocol.errors.KafkaError` whose code the coordinator maps as Kafka does (e.g.
-NOT_LEADER_OR_FOLLOWER -> NOT_COORDINATOR). On start-up it reads each partition back from the
+must write them atomically as one batch, call ``on_appended(last offset)`` synchronously as
+soon as the batch is in the leader's log (the coordinator applies the records there, see
+:mod:`groupcoord.runtime`), and return the base offset once the batch is committed (acks=all),
+or raise a :class:`protocol.errors.KafkaError` whose code the coordinator maps as Kafka does
+(e.g. NOT_LEADER_OR_FOLLOWER -> NOT_COORDINATOR). On start-up it reads each partition back from the
 beginning with :meth:`OffsetsStorage.read_all` and replays every record.
 
 :class:`MemoryOffsetsStorage` is the in-memory implementation used by the state-machine tests;
@@ -14,6 +16,7 @@ beginning with :meth:`OffsetsStorage.read_all` and replays every record.
 
 from __future__ import annotations
 
+import asyncio
 import struct
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
@@ -21,6 +24,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from .records import Record
+from .runtime import OnAppended
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,9 +49,11 @@ StoredRecord = Record | TxnRecord | TxnMarker
 
 class OffsetsStorage(Protocol):
     async def append(self, partition: int, records: list[Record], *, producer_id: int = -1,
-                     producer_epoch: int = -1) -> int:
-        """Append ``records`` as one batch to ``partition``; return the batch's base offset.
-        With ``producer_id`` >= 0 the batch is transactional (TxnOffsetCommit)."""
+                     producer_epoch: int = -1, on_appended: OnAppended | None = None) -> int:
+        """Append ``records`` as one batch to ``partition``; call ``on_appended(last offset)``
+        right after the local append, then wait until the batch is committed; return the
+        batch's base offset. With ``producer_id`` >= 0 the batch is transactional
+        (TxnOffsetCommit)."""
         ...
 
     def read_all(self, partition: int) -> Iterable[StoredRecord]:
@@ -58,15 +64,20 @@ class OffsetsStorage(Protocol):
 
 
 class MemoryOffsetsStorage:
-    """A list per partition. ``fail_with`` makes the next appends raise (to test error paths)."""
+    """A list per partition. ``fail_with`` makes the next appends raise (to test error paths).
+
+    ``commit_gate``: an append made while it is an unset :class:`asyncio.Event` is in the log
+    but not committed -- as if the followers had not fetched it yet -- until the test sets that
+    event (later appends wait on the gate current when they are made)."""
 
     def __init__(self) -> None:
         self.partitions: dict[int, list[StoredRecord]] = {}
         self.fail_with: Exception | None = None
         self.appends = 0
+        self.commit_gate: asyncio.Event | None = None
 
     async def append(self, partition: int, records: list[Record], *, producer_id: int = -1,
-                     producer_epoch: int = -1) -> int:
+                     producer_epoch: int = -1, on_appended: OnAppended | None = None) -> int:
         if self.fail_with is not None:
             raise self.fail_with
         log = self.partitions.setdefault(partition, [])
@@ -76,6 +87,11 @@ class MemoryOffsetsStorage:
         else:
             log.extend(records)
         self.appends += 1
+        gate = self.commit_gate
+        if on_appended is not None:
+            on_appended(len(log) - 1)
+        if gate is not None:
+            await gate.wait()
         return base
 
     def write_marker(self, partition: int, producer_id: int, commit: bool) -> None:
@@ -131,7 +147,9 @@ def iter_batch_records(data: bytes) -> Iterator[StoredRecord]:
 class BatchOffsetsStorage:
     """Adapts a log of v2 record batches to :class:`OffsetsStorage`.
 
-    ``append_batch(partition, batch_bytes) -> base_offset`` appends one batch;
+    ``append_batch(partition, batch_bytes) -> base_offset`` appends one batch (and returns once
+    it is committed: the records are applied then, so this adapter suits logs whose appends
+    cannot interleave with other writes);
     ``read_batches(partition) -> Iterable[bytes]`` yields the raw batches (any chunking of whole
     batches) from the log start.
     """
@@ -142,9 +160,12 @@ class BatchOffsetsStorage:
         self._read_batches = read_batches
 
     async def append(self, partition: int, records: list[Record], *, producer_id: int = -1,
-                     producer_epoch: int = -1) -> int:
-        return await self._append_batch(partition, build_batch(
+                     producer_epoch: int = -1, on_appended: OnAppended | None = None) -> int:
+        base = await self._append_batch(partition, build_batch(
             records, producer_id=producer_id, producer_epoch=producer_epoch))
+        if on_appended is not None:
+            on_appended(base + len(records) - 1)
+        return base
 
     def read_all(self, partition: int) -> Iterator[StoredRecord]:
         for chunk in self._read_batches(partition):

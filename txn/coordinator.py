@@ -8,11 +8,13 @@ here, on the broker's event loop (no locks). Every state change follows the same
 1. *validate*: check producer id / epoch / state; errors are raised as :class:`KafkaError`
    carrying Kafka's code (PRODUCER_FENCED, CONCURRENT_TRANSACTIONS, INVALID_TXN_STATE ...).
 2. *write*: encode the next metadata as a ``TransactionLogKey``/``TransactionLogValue`` record
-   and append it to the transactional id's partition of ``__transaction_state``. While the
-   write is in flight the live metadata carries ``pending_state``, so a concurrent request for
+   and append it to the transactional id's partition of ``__transaction_state``. Until the
+   record is replicated the metadata carries ``pending_state``, so a concurrent request for
    the same id gets CONCURRENT_TRANSACTIONS (retriable) instead of racing.
-3. *replay*: the written record is applied by :meth:`replay` -- the very function that rebuilds
-   the state from the log at start-up, so live and recovered state cannot drift apart.
+3. *replay*: the record is applied by :meth:`replay` -- the very function that rebuilds the
+   state from the log at start-up, so live and recovered state cannot drift apart -- once, as
+   it enters the leader's log (:mod:`groupcoord.runtime`), never again when its replication
+   completes: by then the id's partition may have been reloaded and moved on.
 
 EndTxn writes PrepareCommit/PrepareAbort; once that is durable the outcome is decided. Markers
 are then written to every partition of the transaction (retried until each partition accepts
@@ -49,6 +51,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from groupcoord.runtime import CoordinatorRuntime
 from protocol.errors import ErrorCode, KafkaError
 
 from . import transaction_log as tlog
@@ -62,6 +65,7 @@ from .metadata import (
     TransactionState,
     is_epoch_exhausted,
 )
+from .storage import Record as LogRecord
 from .storage import TransactionStorage
 
 log = logging.getLogger(__name__)
@@ -132,6 +136,7 @@ class TransactionCoordinator:
         self.config = config or TransactionConfig()
         self.clock = clock or (lambda: int(time.time() * 1000))
         self.transactions: dict[str, TransactionMetadata] = {}
+        self.runtime = CoordinatorRuntime()
         self.loaded = False
         self._completions: dict[str, asyncio.Task[None]] = {}
         self._background: list[asyncio.Task[None]] = []
@@ -179,16 +184,26 @@ class TransactionCoordinator:
         self.transactions[tid] = m
 
     async def _write(self, current: TransactionMetadata, nxt: TransactionMetadata) -> TransactionMetadata:
-        """Persist ``nxt`` (the next version of ``current``) and install it via replay()."""
+        """Persist ``nxt`` (the next version of ``current``), installed via replay() as the record
+        enters the log; return it once the record is replicated."""
         if current.pending_state is not None:
             raise KafkaError(ErrorCode.CONCURRENT_TRANSACTIONS)
         current.pending_state = nxt.state
         key = tlog.encode_key(nxt.transactional_id)
         value = tlog.encode_value(nxt)
+        installed: list[TransactionMetadata] = []
+
+        def apply() -> None:
+            self.replay(key, value)
+            m = self.transactions[nxt.transactional_id]
+            m.last_producer_epoch = nxt.last_producer_epoch
+            m.last_producer_id = nxt.last_producer_id
+            m.pending_state = nxt.state  # until replicated: other writers of this id wait
+            installed.append(m)
+
         try:
-            await self.storage.append(self.partition_for(nxt.transactional_id), [(key, value)])
+            await self._append(nxt.transactional_id, [(key, value)], apply)
         except KafkaError as e:
-            current.pending_state = None
             log.warning("Writing %s for transactional id %s failed: %s", nxt.state.wire_name,
                         nxt.transactional_id, e)
             # Kafka's appendTransactionToLog maps storage errors to retriable coordinator errors.
@@ -202,26 +217,28 @@ class TransactionCoordinator:
                           ErrorCode.INVALID_FETCH_SIZE):
                 raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, str(e)) from e
             raise
-        except BaseException:
+        finally:
+            # Not written: the old metadata stays. Written (even if its replication then failed):
+            # the record is in the log and applied, as Kafka's runtime leaves it.
             current.pending_state = None
-            raise
-        # The record is durable: the log is the truth, so it is applied whatever happened meanwhile
-        # (nothing can: pending_state keeps every other writer of this id out).
-        self.replay(key, value)
-        installed = self.transactions[nxt.transactional_id]
-        installed.last_producer_epoch = nxt.last_producer_epoch
-        installed.last_producer_id = nxt.last_producer_id
-        return installed
+            if installed:
+                installed[0].pending_state = None
+        return installed[0]
 
     async def _write_tombstone(self, current: TransactionMetadata) -> None:
         current.pending_state = TS.DEAD
         key = tlog.encode_key(current.transactional_id)
         try:
-            await self.storage.append(self.partition_for(current.transactional_id), [(key, None)])
-        except BaseException:
+            await self._append(current.transactional_id, [(key, None)], lambda: self.replay(key, None))
+        finally:
             current.pending_state = None
-            raise
-        self.replay(key, None)
+
+    async def _append(self, transactional_id: str, records: list[LogRecord],
+                      apply: Callable[[], None]) -> None:
+        partition = self.partition_for(transactional_id)
+        await self.runtime.write(
+            partition, lambda on_appended: self.storage.append(partition, records,
+                                                               on_appended=on_appended), apply)
 
     async def load(self) -> None:
         """Replay every partition of ``__transaction_state``; then resume unfinished commits/aborts."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from protocol.errors import ErrorCode, KafkaError
@@ -35,8 +35,9 @@ log = logging.getLogger("samsa.txn")
 async def write_marker(broker: Any, topic: str, partition: int, marker: TxnMarker) -> ErrorCode:
     """Append ``marker``'s control batch to ``topic-partition``; Kafka's error code as result.
 
-    On a ``__consumer_offsets`` partition the group coordinator is then told, so that the
-    transaction's offsets become visible (commit) or are dropped (abort) before we return. In a
+    On a ``__consumer_offsets`` partition the group coordinator applies the marker as soon as it
+    is in the log (publishing the transaction's offsets on commit, dropping them on abort), and
+    the offsets become visible to OffsetFetch once the marker is replicated. In a
     cluster a partition led by another broker gets the marker through WriteTxnMarkers to its
     leader (Kafka's TransactionMarkerChannelManager); here the append waits for the ISR.
     """
@@ -51,6 +52,9 @@ async def write_marker(broker: Any, topic: str, partition: int, marker: TxnMarke
         part = broker.replica_manager.get_partition(topic, partition)
         info = part.append(validate_batches(build_marker_batch(marker, partition_leader_epoch=part.leader_epoch)),
                            required_acks=-1)
+        if topic == CONSUMER_OFFSETS_TOPIC:
+            # Applied once, when written (groupcoord/runtime.py), never again when replicated.
+            _complete_offsets(broker, partition, marker, info.last_offset)
         if part.high_watermark <= info.last_offset:
             await part.wait_for_replication(info.last_offset + 1, 30.0)
     except KafkaError as e:
@@ -59,7 +63,9 @@ async def write_marker(broker: Any, topic: str, partition: int, marker: TxnMarke
                         "COMMIT" if marker.commit else "ABORT", marker.producer_id, topic, partition, e)
         return e.code
     if topic == CONSUMER_OFFSETS_TOPIC:
-        await _complete_offsets(broker, partition, marker)
+        gc = getattr(broker, "group_coordinator", None)
+        if gc is not None:
+            gc.transaction_marker_committed(partition, info.last_offset)
     return ErrorCode.NONE
 
 
@@ -79,14 +85,11 @@ async def _write_marker_remote(cluster: Any, leader: int, topic: str, partition:
     return ErrorCode(resp.markers[0].topics[0].partitions[0].error_code)
 
 
-async def _complete_offsets(broker: Any, partition: int, marker: TxnMarker) -> None:
+def _complete_offsets(broker: Any, partition: int, marker: TxnMarker, offset: int) -> None:
     gc = getattr(broker, "group_coordinator", None)
-    complete = getattr(gc, "complete_transaction", None)
-    if complete is not None:
+    if gc is not None:
         try:
-            r = complete(partition, marker.producer_id, marker.commit)
-            if hasattr(r, "__await__"):
-                await r
+            gc.complete_transaction(partition, marker.producer_id, marker.commit, offset)
         except Exception:
             log.exception("Group coordinator failed to complete transactional offsets of producer %d",
                           marker.producer_id)
@@ -202,9 +205,11 @@ class BrokerTransactionStorage:
     def __init__(self, broker: Any) -> None:
         self.broker = broker
 
-    async def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]]) -> None:
+    async def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], *,
+                     on_appended: Callable[[int], None] | None = None) -> None:
         rm = self.broker.replica_manager
-        await rm.append_internal(tlog.TRANSACTION_STATE_TOPIC, partition, validate_batches(build_batch(list(records))))
+        await rm.append_internal(tlog.TRANSACTION_STATE_TOPIC, partition,
+                                 validate_batches(build_batch(list(records))), on_appended=on_appended)
 
     def read(self, partition: int) -> Iterable[tuple[bytes, bytes | None]]:
         return list(self._read(partition))

@@ -2,9 +2,11 @@
 
 The coordinator owns no files. It needs exactly three things from the broker:
 
-* ``append(partition, records)``: make ``(key, value)`` records durable in partition
-  ``partition`` of ``__transaction_state`` (one batch; acks=all semantics: return only when
-  written). Raises :class:`protocol.errors.KafkaError` on failure.
+* ``append(partition, records, on_appended)``: make ``(key, value)`` records durable in
+  partition ``partition`` of ``__transaction_state`` (one batch), calling
+  ``on_appended(last offset)`` as soon as they are in the leader's log -- the coordinator
+  applies them there, once -- and returning when they are replicated (acks=all). Raises
+  :class:`protocol.errors.KafkaError` on failure.
 * ``read(partition)``: every ``(key, value)`` record of that partition, in offset order, for
   ``replay()`` at start-up.
 * ``write_marker(topic, partition, marker)``: append the control batch of ``marker``
@@ -19,9 +21,11 @@ binding lives in ``txn/plugin.py``.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
+from groupcoord.runtime import OnAppended
 from protocol.errors import ErrorCode, KafkaError
 
 from .markers import TxnMarker
@@ -30,7 +34,8 @@ Record = tuple[bytes, bytes | None]
 
 
 class TransactionStorage(Protocol):
-    async def append(self, partition: int, records: Sequence[Record]) -> None: ...
+    async def append(self, partition: int, records: Sequence[Record], *,
+                     on_appended: OnAppended | None = None) -> None: ...
 
     def read(self, partition: int) -> Iterable[Record]: ...
 
@@ -41,7 +46,8 @@ class MemoryTransactionStorage:
     """A list per partition; failures can be injected to test the coordinator's error paths.
 
     ``fail_appends``: the next N appends raise COORDINATOR_NOT_AVAILABLE (as a full disk or a
-    lost leadership would). ``marker_errors[(topic, p)]``: a list of codes returned by the
+    lost leadership would). ``commit_gate``: while it is an unset :class:`asyncio.Event`,
+    appended records wait for their replication until the test sets it. ``marker_errors[(topic, p)]``: a list of codes returned by the
     next marker writes to that partition, one per attempt.
     """
 
@@ -49,13 +55,20 @@ class MemoryTransactionStorage:
         self.partitions: dict[int, list[Record]] = {}
         self.markers: list[tuple[str, int, TxnMarker]] = []
         self.fail_appends = 0
+        self.commit_gate: asyncio.Event | None = None
         self.marker_errors: dict[tuple[str, int], list[ErrorCode]] = {}
 
-    async def append(self, partition: int, records: Sequence[Record]) -> None:
+    async def append(self, partition: int, records: Sequence[Record], *,
+                     on_appended: OnAppended | None = None) -> None:
         if self.fail_appends:
             self.fail_appends -= 1
             raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "injected append failure")
-        self.partitions.setdefault(partition, []).extend(records)
+        log = self.partitions.setdefault(partition, [])
+        log.extend(records)
+        if on_appended is not None:
+            on_appended(len(log) - 1)
+        if self.commit_gate is not None:
+            await self.commit_gate.wait()
 
     def read(self, partition: int) -> Iterable[Record]:
         return list(self.partitions.get(partition, []))

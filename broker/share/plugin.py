@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from groupcoord.records import Record
+from groupcoord.runtime import OnAppended
 from groupcoord.share.state import SHARE_STATE_TOPIC, ShareCoordinator
 from groupcoord.storage import build_batch, iter_batch_records
 from protocol.errors import KafkaError
@@ -44,10 +45,11 @@ class BrokerShareStateStorage:
         if await ensure_internal_topic(self.broker, SHARE_STATE_TOPIC) is None:
             raise KafkaError(_coordinator_not_available(), f"{SHARE_STATE_TOPIC} is not available")
 
-    async def append(self, partition: int, records: list[Record]) -> int:
+    async def append(self, partition: int, records: list[Record], *,
+                     on_appended: OnAppended | None = None) -> int:
         batch = build_batch(records)
         info = await self.broker.replica_manager.append_internal(
-            SHARE_STATE_TOPIC, partition, validate_batches(batch))
+            SHARE_STATE_TOPIC, partition, validate_batches(batch), on_appended=on_appended)
         return int(getattr(info, "first_offset", -1))
 
     def read_all(self, partition: int) -> Iterator[Record]:

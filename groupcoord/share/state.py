@@ -17,7 +17,8 @@ Values are flexible version-0 structs (``ShareSnapshotValue`` / ``ShareUpdateVal
 :mod:`protocol.kip932`) preceded by their int16 version; a ``None`` value deletes the state.
 :meth:`ShareCoordinator.replay` applies a snapshot by replacing the state and an update by
 laying its batches over it (cutting what they overlap) and dropping batches below the start
-offset -- the same method for live writes and for loading the topic on start. After
+offset -- the same method for live writes (applied once, as the record enters the leader's log,
+never again when it is replicated: :mod:`groupcoord.runtime`) and for loading the topic. After
 ``share.coordinator.snapshot.update.records.per.snapshot`` updates the writer writes a snapshot
 instead, so loading never replays an unbounded chain.
 
@@ -38,6 +39,7 @@ from typing import Any, Protocol
 from protocol import kafka_uuid, kip932
 
 from ..records import Record, _Reader, _Writer, java_abs, java_string_hashcode
+from ..runtime import CoordinatorRuntime, OnAppended
 
 log = logging.getLogger("groupcoord.share.state")
 
@@ -137,13 +139,16 @@ def overlay(base: list[StateBatch], changes: list[StateBatch], start_offset: int
 
 class ShareStateStorage(Protocol):
     async def ensure(self) -> None: ...  # the topic exists (created on first need)
-    async def append(self, partition: int, records: list[Record]) -> int: ...
+    # Calls on_appended(last offset) once the records are in the leader's log, returns once
+    # they are replicated.
+    async def append(self, partition: int, records: list[Record], *,
+                     on_appended: OnAppended | None = None) -> int: ...
     def read_all(self, partition: int) -> Iterator[Record]: ...
 
 
 class ShareCoordinator:
-    """Owner of ``__share_group_state``: every write goes through :meth:`write`, then
-    :meth:`replay`; loading replays the same records."""
+    """Owner of ``__share_group_state``: every write goes through :meth:`write`, applied by
+    :meth:`replay` as it is appended; loading replays the same records."""
 
     def __init__(self, storage: ShareStateStorage, num_partitions: int = 50,
                  updates_per_snapshot: int = 500) -> None:
@@ -153,6 +158,7 @@ class ShareCoordinator:
         self.states: dict[SharePartitionKey, ShareState] = {}
         self._loaded: set[int] = set()
         self._locks: dict[int, asyncio.Lock] = {}
+        self.runtime = CoordinatorRuntime()
 
     def partition_for(self, key: SharePartitionKey) -> int:
         text = f"{key[0]}:{kafka_uuid.to_string(key[1])}:{key[2]}"
@@ -178,6 +184,7 @@ class ShareCoordinator:
     def unload(self, partition: int) -> None:
         """Another broker leads ``partition`` now: forget its states (they are replayed there)."""
         self._loaded.discard(partition)
+        self.runtime.unload(partition)
         for key in [k for k in self.states if self.partition_for(k) == partition]:
             del self.states[key]
 
@@ -219,10 +226,14 @@ class ShareCoordinator:
 
     async def _append(self, key: SharePartitionKey, records: list[Record]) -> None:
         p = self.partition_for(key)
-        async with self._locks.setdefault(p, asyncio.Lock()):
-            await self.storage.append(p, records)
+        def apply() -> None:
             for k, v in records:
                 self.replay(k, v)
+
+        async with self._locks.setdefault(p, asyncio.Lock()):
+            await self.runtime.write(
+                p, lambda on_appended: self.storage.append(p, records, on_appended=on_appended),
+                apply)
 
     # --- replay -----------------------------------------------------------------------------------------
 

@@ -139,8 +139,8 @@ class _Storage:
     async def ensure(self) -> None:
         pass
 
-    async def append(self, partition: int, records: list[Any]) -> int:
-        return await self.mem.append(partition, records)
+    async def append(self, partition: int, records: list[Any], *, on_appended: Any = None) -> int:
+        return await self.mem.append(partition, records, on_appended=on_appended)
 
     def read_all(self, partition: int) -> Any:
         return self.mem.read_all(partition)

@@ -46,9 +46,9 @@ class GatedStorage(MemoryTransactionStorage):
         self.append_gate = asyncio.Event()
         self.append_gate.set()
 
-    async def append(self, partition: int, records: Sequence[Record]) -> None:
+    async def append(self, partition: int, records: Sequence[Record], *, on_appended: Any = None) -> None:
         await self.append_gate.wait()
-        await super().append(partition, records)
+        await super().append(partition, records, on_appended=on_appended)
 
     async def write_marker(self, topic: str, partition: int, marker: TxnMarker) -> ErrorCode:
         await self.marker_gate.wait()
