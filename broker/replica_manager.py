@@ -842,7 +842,7 @@ class ReplicaManager:
         """A coordinator's write to its internal topic, answered once every in-sync replica has it
         (Kafka's coordinators append with acks=all). ``on_appended(last offset)`` is called as
         soon as the records are in the local log, before waiting: the coordinator applies them
-        there, once (groupcoord/runtime.py), never again when replication completes."""
+        there, once (log/coordinator_runtime.py), never again when replication completes."""
         part = self.get_partition(topic, partition)
         info = part.append(records, required_acks=-1)
         if on_appended is not None:

@@ -15,7 +15,7 @@ this module adds the lifecycle (load/unload of ``__consumer_offsets`` partitions
 Durable facts are records in ``__consumer_offsets`` (see :mod:`groupcoord.records`). Every
 change is applied by :meth:`GroupCoordinator.replay` -- the same method that rebuilds the state
 when a partition is loaded -- once, at the moment its records enter the leader's log, and never
-again when they are committed (:mod:`groupcoord.runtime`): a record replayed after the group
+again when they are committed (:mod:`log.coordinator_runtime`): a record replayed after the group
 moved on would overwrite newer state. Committed offsets become visible to OffsetFetch when the
 high watermark passes them.
 

@@ -6,7 +6,7 @@ transaction's marker (:meth:`OffsetMetadataManager.complete_transaction`). Offse
 group of either type: a classic group validates member id and generation, a consumer group
 (KIP-848) member id and member epoch. :meth:`OffsetMetadataManager.replay_offset_commit` is the
 one path that applies an offset record: when it is written (once) and at load. A group's offsets
-are a :class:`~groupcoord.runtime.TimelineDict`: OffsetFetch sees an offset only once the high
+are a :class:`~log.coordinator_runtime.TimelineDict`: OffsetFetch sees an offset only once the high
 watermark of ``__consumer_offsets`` has passed its record, as in Kafka.
 
 Retention (``offsets.retention.minutes``, KIP-211) runs every
@@ -19,6 +19,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from log.coordinator_runtime import TimelineDict, committed_view
 from protocol.errors import ErrorCode
 
 from .consumer.group import ConsumerGroup
@@ -35,7 +36,6 @@ from .records import (
     group_metadata_record,
     offset_commit_record,
 )
-from .runtime import TimelineDict, committed_view
 from .shard import UNKNOWN_MEMBER_ID, CoordinatorShard, TopicPartition, _map_store_error
 from .state import GroupState
 

@@ -18,12 +18,12 @@ import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from log.coordinator_runtime import OnAppended
 from protocol.errors import KafkaError
 from protocol.records import validate_batches
 
 from .coordinator import GroupConfig, GroupCoordinator
 from .records import OFFSETS_TOPIC, Record
-from .runtime import OnAppended
 from .storage import StoredRecord, build_batch, iter_batch_records
 
 log = logging.getLogger("samsa.groups")

@@ -7,7 +7,7 @@ offsets). Samsa keeps the same seams, on one event loop:
 
 * :class:`CoordinatorShard` (here) -- config, clock, storage, the group maps, ownership of
   partitions (``_validate``), and the one write path (``_write``: append and apply at once,
-  through :class:`groupcoord.runtime.CoordinatorRuntime`; never replayed again when committed);
+  through :class:`log.coordinator_runtime.CoordinatorRuntime`; never replayed again when committed);
 * :class:`groupcoord.classic.ClassicGroupManager` -- JoinGroup/SyncGroup/Heartbeat/LeaveGroup;
 * :class:`groupcoord.consumer.manager.ConsumerGroupManager` -- KIP-848 consumer groups;
 * :class:`groupcoord.offsets.OffsetMetadataManager` -- OffsetCommit/OffsetFetch/TxnOffsetCommit,
@@ -27,12 +27,12 @@ import logging
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
+from log.coordinator_runtime import CoordinatorRuntime, OnAppended
 from protocol.errors import ErrorCode, KafkaError
 
 from .config import GroupConfig
 from .group import GroupMetadata, MemberMetadata
 from .records import Record, partition_for
-from .runtime import CoordinatorRuntime, OnAppended
 from .storage import OffsetsStorage
 from .timer import AsyncioScheduler, Scheduler
 
@@ -162,7 +162,7 @@ class CoordinatorShard:
                      producer_epoch: int = -1, replay: bool = True) -> None:
         """Append ``records`` to the group's partition and apply them to the state as soon as
         they are in the leader's log, once; return when they are committed (see
-        :mod:`groupcoord.runtime`). ``replay=False``: the in-memory state already is what the
+        :mod:`log.coordinator_runtime`). ``replay=False``: the in-memory state already is what the
         records say (a classic group's GroupMetadata), they only make it durable."""
         partition = self._partition(group_id)
         if partition not in self._owned:

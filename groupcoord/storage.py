@@ -5,7 +5,7 @@ The coordinator knows nothing about segments or record batches: it hands a list 
 ``(key, value)`` pairs (value ``None`` is a tombstone) to :meth:`OffsetsStorage.append`, which
 must write them atomically as one batch, call ``on_appended(last offset)`` synchronously as
 soon as the batch is in the leader's log (the coordinator applies the records there, see
-:mod:`groupcoord.runtime`), and return the base offset once the batch is committed (acks=all),
+:mod:`log.coordinator_runtime`), and return the base offset once the batch is committed (acks=all),
 or raise a :class:`protocol.errors.KafkaError` whose code the coordinator maps as Kafka does
 (e.g. NOT_LEADER_OR_FOLLOWER -> NOT_COORDINATOR). On start-up it reads each partition back from the
 beginning with :meth:`OffsetsStorage.read_all` and replays every record.
@@ -23,8 +23,9 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
+from log.coordinator_runtime import OnAppended
+
 from .records import Record
-from .runtime import OnAppended
 
 
 @dataclass(frozen=True, slots=True)

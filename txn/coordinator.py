@@ -13,7 +13,7 @@ here, on the broker's event loop (no locks). Every state change follows the same
    the same id gets CONCURRENT_TRANSACTIONS (retriable) instead of racing.
 3. *replay*: the record is applied by :meth:`replay` -- the very function that rebuilds the
    state from the log at start-up, so live and recovered state cannot drift apart -- once, as
-   it enters the leader's log (:mod:`groupcoord.runtime`), never again when its replication
+   it enters the leader's log (:mod:`log.coordinator_runtime`), never again when its replication
    completes: by then the id's partition may have been reloaded and moved on.
 
 EndTxn writes PrepareCommit/PrepareAbort; once that is durable the outcome is decided. Markers
@@ -51,7 +51,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from groupcoord.runtime import CoordinatorRuntime
+from log.coordinator_runtime import CoordinatorRuntime
 from protocol.errors import ErrorCode, KafkaError
 
 from . import transaction_log as tlog

@@ -53,7 +53,7 @@ async def write_marker(broker: Any, topic: str, partition: int, marker: TxnMarke
         info = part.append(validate_batches(build_marker_batch(marker, partition_leader_epoch=part.leader_epoch)),
                            required_acks=-1)
         if topic == CONSUMER_OFFSETS_TOPIC:
-            # Applied once, when written (groupcoord/runtime.py), never again when replicated.
+            # Applied once, when written (log/coordinator_runtime.py), never again when replicated.
             _complete_offsets(broker, partition, marker, info.last_offset)
         if part.high_watermark <= info.last_offset:
             await part.wait_for_replication(info.last_offset + 1, 30.0)

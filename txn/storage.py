@@ -25,7 +25,7 @@ import asyncio
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
-from groupcoord.runtime import OnAppended
+from log.coordinator_runtime import OnAppended
 from protocol.errors import ErrorCode, KafkaError
 
 from .markers import TxnMarker

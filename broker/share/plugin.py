@@ -22,9 +22,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from groupcoord.records import Record
-from groupcoord.runtime import OnAppended
 from groupcoord.share.state import SHARE_STATE_TOPIC, ShareCoordinator
 from groupcoord.storage import build_batch, iter_batch_records
+from log.coordinator_runtime import OnAppended
 from protocol.errors import KafkaError
 from protocol.records import validate_batches
 

@@ -18,7 +18,7 @@ Values are flexible version-0 structs (``ShareSnapshotValue`` / ``ShareUpdateVal
 :meth:`ShareCoordinator.replay` applies a snapshot by replacing the state and an update by
 laying its batches over it (cutting what they overlap) and dropping batches below the start
 offset -- the same method for live writes (applied once, as the record enters the leader's log,
-never again when it is replicated: :mod:`groupcoord.runtime`) and for loading the topic. After
+never again when it is replicated: :mod:`log.coordinator_runtime`) and for loading the topic. After
 ``share.coordinator.snapshot.update.records.per.snapshot`` updates the writer writes a snapshot
 instead, so loading never replays an unbounded chain.
 
@@ -36,10 +36,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from log.coordinator_runtime import CoordinatorRuntime, OnAppended
 from protocol import kafka_uuid, kip932
 
 from ..records import Record, _Reader, _Writer, java_abs, java_string_hashcode
-from ..runtime import CoordinatorRuntime, OnAppended
 
 log = logging.getLogger("groupcoord.share.state")
 

@@ -1,4 +1,4 @@
-"""The coordinators' write path (groupcoord/runtime.py): a record is applied once, when it is
+"""The coordinators' write path (log/coordinator_runtime.py): a record is applied once, when it is
 written, made visible to readers when it is committed, and never replayed after its replication
 completes -- the coordinator may have moved on by then (issue 30 item 2: a classic group's
 generation went backwards when a generation-1 record was replayed over generation 2).
@@ -15,8 +15,8 @@ import pytest
 
 from groupcoord.group import OffsetAndMetadata
 from groupcoord.records import partition_for
-from groupcoord.runtime import SnapshotRegistry, TimelineDict
 from groupcoord.state import GroupState
+from log.coordinator_runtime import SnapshotRegistry, TimelineDict
 from protocol.errors import KafkaError
 from tests.groupcoord.harness import E, Harness, async_test
 from txn.coordinator import TransactionConfig, TransactionCoordinator
