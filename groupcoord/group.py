@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import struct
 from collections import Counter
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,7 +99,7 @@ class GroupMetadata:
     pending_members: set[str] = field(default_factory=set)  # ids given by MEMBER_ID_REQUIRED
     pending_sync_members: set[str] = field(default_factory=set)
     supported_protocols: Counter[str] = field(default_factory=Counter)
-    offsets: dict[tuple[str, int], OffsetAndMetadata] = field(default_factory=dict)
+    offsets: MutableMapping[tuple[str, int], OffsetAndMetadata] = field(default_factory=dict)
     # TxnOffsetCommit offsets written but not yet committed, by producer id (KIP-98/447).
     pending_txn_offsets: dict[int, dict[tuple[str, int], OffsetAndMetadata]] = field(default_factory=dict)
     # Rebalance bookkeeping, owned by the coordinator.

@@ -86,7 +86,14 @@ class TimelineDict(MutableMapping[K, V], Generic[K, V]):
 
     def _record(self, key: K) -> None:
         epoch = self.registry.write_epoch
-        if epoch is None or epoch <= self.registry.committed_offset:
+        committed = self.registry.committed_offset
+        hist = self._history.get(key)
+        if hist:  # what is committed needs no history: it stays as long as writes are pending
+            while hist and hist[0][0] <= committed:
+                hist.pop(0)
+            if not hist:
+                del self._history[key]
+        if epoch is None or epoch <= committed:
             return
         hist = self._history.setdefault(key, [])
         if hist and hist[-1][0] == epoch:

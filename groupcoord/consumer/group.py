@@ -10,6 +10,7 @@ fields (everything but the timers and ``reported_owned``, which the manager keep
 from __future__ import annotations
 
 import uuid
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -130,7 +131,7 @@ class ConsumerGroup:
     subscription_metadata: dict[str, TopicMetadata] = field(default_factory=dict)
     target_assignment: dict[str, Assignment] = field(default_factory=dict)
     partition_epochs: dict[tuple[uuid.UUID, int], int] = field(default_factory=dict)
-    offsets: dict[tuple[str, int], OffsetAndMetadata] = field(default_factory=dict)
+    offsets: MutableMapping[tuple[str, int], OffsetAndMetadata] = field(default_factory=dict)
     pending_txn_offsets: dict[int, dict[tuple[str, int], OffsetAndMetadata]] = field(default_factory=dict)
     dead: bool = False
 
