@@ -19,6 +19,7 @@ from groupcoord.state import GroupState
 from log.coordinator_runtime import SnapshotRegistry, TimelineDict
 from protocol.errors import KafkaError
 from tests.groupcoord.harness import E, Harness, async_test
+from tests.groupcoord.test_consumer_groups import Harness as ConsumerHarness
 from txn.coordinator import TransactionConfig, TransactionCoordinator
 from txn.metadata import TransactionState
 from txn.storage import MemoryTransactionStorage
@@ -170,3 +171,30 @@ def test_timeline_dict_reads_at_the_committed_offset() -> None:
     assert d.committed_items() == {"a": 2, "b": 3}
     reg.commit(11)
     assert d.committed_items() == {"a": 4} and d.committed_get("a") == 4
+
+
+@async_test
+async def test_consumer_group_records_replicated_late_do_not_resurrect_a_member() -> None:
+    h = await ConsumerHarness().start()
+    part = partition_for("g", h.config.offsets_topic_num_partitions)
+    assert (await h.hb("m1")).error == E.NONE
+    held = asyncio.Event()
+    h.storage.commit_gate = held
+    join = asyncio.ensure_future(h.hb("m2"))  # m2's records wait for their replication
+    for _ in range(10):
+        await asyncio.sleep(0)
+    h.storage.commit_gate = None
+    assert not join.done() and "m2" in h.group().members
+    epoch = h.group().group_epoch
+
+    h.coord.unload_partition(part)  # leadership moves away and back: the load replays m2's join
+    await h.coord.on_election(part)
+    assert (await h.hb("m2", h.group().members["m2"].member_epoch)).error == E.NONE
+    assert (await h.hb("m2", -1)).error == E.NONE  # m2 leaves: the group epoch moves on
+    assert "m2" not in h.group().members and h.group().group_epoch == epoch + 1
+
+    held.set()  # the old write's replication completes late
+    await join
+    await asyncio.sleep(0)
+    g = h.group()
+    assert (sorted(g.members), g.group_epoch) == (["m1"], epoch + 1)
