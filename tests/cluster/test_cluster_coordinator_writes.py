@@ -137,8 +137,9 @@ def describe(cluster: SamsaCluster, group: str) -> tuple[str, list[str]]:
     return d["group_state"], sorted(m["member_id"] for m in d["members"])
 
 
-def _setup(cluster_factory: Any) -> tuple[SamsaCluster, str, str, int, int, int]:
-    cluster = cluster_factory(overrides=OVERRIDES)
+def _setup(cluster_factory: Any, overrides: dict[str, Any] | None = None,
+           ) -> tuple[SamsaCluster, str, str, int, int, int]:
+    cluster = cluster_factory(overrides=overrides or OVERRIDES)
     topic, group = unique("late-t"), unique("late-g")
     create_topic(cluster, topic, 1, 3)
     b = cluster[0]
@@ -223,3 +224,46 @@ def _log_bytes(cluster: SamsaCluster, broker: int, partition: int) -> int:
     the leader appends, before any follower has the records."""
     d = cluster[broker].data_dir / f"{OFFSETS}-{partition}"
     return sum(f.stat().st_size for f in d.glob("*.log"))
+
+
+TXN_OVERRIDES = {**OVERRIDES, "transaction.state.log.replication.factor": 1,
+                 "transaction.state.log.min.isr": 1}
+
+
+def test_transactional_offsets_are_fetched_only_once_their_marker_is_replicated(
+        cluster_factory: Any) -> None:
+    """A transaction's offsets are published when its COMMIT marker enters the group's
+    ``__consumer_offsets`` partition (applied once, at write time) and visible to OffsetFetch
+    only once the marker is replicated. ``__transaction_state`` has one replica here, so only the
+    marker's replication waits for the stopped follower."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    cluster, topic, group, coordinator, follower, p = _setup(cluster_factory, TXN_OVERRIDES)
+    b = cluster[coordinator]
+    with RawClient(b.host, b.port) as c:
+        tid = next(t for t in (unique("late-tx") for _ in range(50))
+                   if c.find_coordinator(t, key_type=1) != follower)
+    simple = Member(cluster, coordinator, group, topic)
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group})
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": tid})
+    try:
+        assert simple.commit(-1, 5) == 0
+        producer.init_transactions(60)
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction([TopicPartition(topic, 0, 10)],
+                                             consumer.consumer_group_metadata(), 60)
+        size = _log_bytes(cluster, coordinator, p)
+        cluster.pause(follower)
+        try:
+            simple.start(lambda: producer.commit_transaction(120))
+            wait_for(lambda: _log_bytes(cluster, coordinator, p) > size, 60,
+                     "the COMMIT marker to be appended")
+            assert fetch_offset(cluster, coordinator, group, topic) == 5
+        finally:
+            cluster.resume(follower)
+        simple.result(120)
+        wait_for(lambda: fetch_offset(cluster, coordinator, group, topic) == 10, 60,
+                 "the transaction's offset once its marker is replicated")
+    finally:
+        simple.close()
+        consumer.close()
