@@ -17,7 +17,9 @@ follows through :meth:`CoordinatorRuntime.write`:
   a failed append has nothing to revert. A record that reached the leader's log stays applied
   even if its replication then times out, as in Kafka: it is in the log and will be committed
   with the records after it, or the partition's leadership moves and the coordinator unloads
-  the partition (its state is rebuilt from the new leader's log).
+  the partition (its state is rebuilt from the new leader's log). The transaction coordinator
+  reverts such a transition (it holds other writers of the id off until then), as Kafka's
+  does, so that the client's retry writes it again.
 * **Visible to readers once committed.** What readers must not see before it is durable (a
   committed offset that OffsetFetch hands to another consumer) is kept in a
   :class:`TimelineDict`: writers see the latest value, readers ask for the value as of the

@@ -203,7 +203,15 @@ class TransactionCoordinator:
 
         try:
             await self._append(nxt.transactional_id, [(key, value)], apply)
-        except KafkaError as e:
+        except BaseException as e:
+            if installed and self.transactions.get(nxt.transactional_id) is installed[0]:
+                # Appended but not replicated: the transition is reverted, as Kafka's
+                # transaction coordinator leaves the metadata unchanged when its append fails,
+                # so the client's retry (e.g. EndTxn after COORDINATOR_NOT_AVAILABLE) writes it
+                # again. Nothing else wrote this id meanwhile: pending_state kept them out.
+                self.transactions[nxt.transactional_id] = current
+            if not isinstance(e, KafkaError):
+                raise
             log.warning("Writing %s for transactional id %s failed: %s", nxt.state.wire_name,
                         nxt.transactional_id, e)
             # Kafka's appendTransactionToLog maps storage errors to retriable coordinator errors.
@@ -218,8 +226,6 @@ class TransactionCoordinator:
                 raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, str(e)) from e
             raise
         finally:
-            # Not written: the old metadata stays. Written (even if its replication then failed):
-            # the record is in the log and applied, as Kafka's runtime leaves it.
             current.pending_state = None
             if installed:
                 installed[0].pending_state = None

@@ -47,7 +47,8 @@ class MemoryTransactionStorage:
 
     ``fail_appends``: the next N appends raise COORDINATOR_NOT_AVAILABLE (as a full disk or a
     lost leadership would). ``commit_gate``: while it is an unset :class:`asyncio.Event`,
-    appended records wait for their replication until the test sets it. ``marker_errors[(topic, p)]``: a list of codes returned by the
+    appended records wait for their replication until the test sets it. ``fail_replication``:
+    the next N appends reach the log but their replication times out (REQUEST_TIMED_OUT). ``marker_errors[(topic, p)]``: a list of codes returned by the
     next marker writes to that partition, one per attempt.
     """
 
@@ -56,6 +57,7 @@ class MemoryTransactionStorage:
         self.markers: list[tuple[str, int, TxnMarker]] = []
         self.fail_appends = 0
         self.commit_gate: asyncio.Event | None = None
+        self.fail_replication = 0
         self.marker_errors: dict[tuple[str, int], list[ErrorCode]] = {}
 
     async def append(self, partition: int, records: Sequence[Record], *,
@@ -69,6 +71,9 @@ class MemoryTransactionStorage:
             on_appended(len(log) - 1)
         if self.commit_gate is not None:
             await self.commit_gate.wait()
+        if self.fail_replication:
+            self.fail_replication -= 1
+            raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, "injected replication timeout")
 
     def read(self, partition: int) -> Iterable[Record]:
         return list(self.partitions.get(partition, []))

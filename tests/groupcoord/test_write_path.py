@@ -198,3 +198,22 @@ async def test_consumer_group_records_replicated_late_do_not_resurrect_a_member(
     await asyncio.sleep(0)
     g = h.group()
     assert (sorted(g.members), g.group_epoch) == (["m1"], epoch + 1)
+
+
+@async_test
+async def test_transaction_write_not_replicated_is_reverted_and_the_retry_writes_it() -> None:
+    storage = MemoryTransactionStorage()
+    coord = TransactionCoordinator(storage, _Ids(), TransactionConfig(num_partitions=1))
+    await coord.load()
+    r = await coord.init_producer_id("tx", 60_000)
+    await coord.add_partitions("tx", r.producer_id, r.producer_epoch, [("t", 0)])
+    storage.fail_replication = 1
+    with pytest.raises(KafkaError) as e:
+        await coord.end_txn("tx", r.producer_id, r.producer_epoch, True)
+    assert e.value.code is E.COORDINATOR_NOT_AVAILABLE
+    m = coord.transactions["tx"]
+    assert (m.state, m.pending_state) == (TransactionState.ONGOING, None)
+    await coord.end_txn("tx", r.producer_id, r.producer_epoch, True)  # the client's retry
+    await coord.wait_for_completions()
+    assert coord.transactions["tx"].state is TransactionState.COMPLETE_COMMIT
+    await coord.stop()
