@@ -7,7 +7,7 @@ Map of the package:
 * :mod:`txn.transaction_log` -- ``__transaction_state`` records, byte-exact with Kafka
   (TransactionLogKey v0, TransactionLogValue v0/v1) and the id -> partition hash; pure.
 * :mod:`txn.coordinator` -- ``TransactionCoordinator``: InitProducerId, AddPartitionsToTxn,
-  AddOffsetsToTxn, EndTxn, timeouts, expiration; writes records then replays them.
+  AddOffsetsToTxn, EndTxn, timeouts, expiration; applies each record as it is written (log.coordinator_runtime).
 * :mod:`txn.storage` -- the small storage interface the coordinator needs, plus an in-memory one.
 * :mod:`txn.plugin` -- that interface on the broker's partitions, started by the broker.
 * :mod:`txn.markers` -- EndTransactionMarker control batches and small v2 batches; pure.

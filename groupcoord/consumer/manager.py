@@ -15,9 +15,10 @@ A heartbeat is handled in three steps, as in Kafka's ``GroupMetadataManager``:
 3. Reconcile this member towards its target (:mod:`.reconciliation`): revoke first, then
    assign; a change writes a CurrentMemberAssignment record.
 
-The records are written to the group's ``__consumer_offsets`` partition and only then applied,
+The records are written to the group's ``__consumer_offsets`` partition and applied as they
+enter the leader's log (once; never again when they are replicated, :mod:`log.coordinator_runtime`)
 by :meth:`ConsumerGroupManager.replay_consumer_record` -- the same method that rebuilds every
-consumer group when a partition is loaded. The computation reads the group as it is and
+consumer group when a partition is loaded. The heartbeat is answered once they are replicated. The computation reads the group as it is and
 builds the records; it never mutates it. Heartbeats of one group are serialised (one lock per
 group), so each is computed against the state its predecessor left.
 

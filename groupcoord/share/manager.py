@@ -18,7 +18,8 @@ a heartbeat is Kafka's consumer-group heartbeat without reconciliation:
    assignment epoch (ShareGroupCurrentMemberAssignment record); the response carries its
    assignment when the epoch changed (or it joined).
 
-Records are written to the group's ``__consumer_offsets`` partition and applied by
+Records are written to the group's ``__consumer_offsets`` partition and applied as they enter
+the leader's log (once, :mod:`log.coordinator_runtime`) by
 :meth:`ShareGroupManager.replay_share_record`, the same path that loads them. Heartbeats of one
 group are serialised by a lock. A member that does not heartbeat within
 ``group.share.session.timeout.ms`` is removed like one that leaves (epoch -1); listeners
