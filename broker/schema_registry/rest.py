@@ -326,7 +326,8 @@ class RestApp:
         out = await self.registry.register(subject, body, _bool(req.query, "normalize"))
         if self.metrics is not None:
             self.metrics.registered()
-        return {"id": out["id"]}
+        # Confluent's RegisterSchemaResponse (its older registries answered {"id"} alone)
+        return {"id": out["id"], "version": out["version"], **self._schema_doc(out["id"], None)}
 
     async def lookup(self, req: Request, subject: str) -> Any:
         body = self._body(req)
