@@ -32,6 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hold", default="8,14", help="min,max seconds a fault lasts (default 8,14)")
     ap.add_argument("--quiet", default="4,8", help="min,max seconds between faults (default 4,8)")
     ap.add_argument("--recovery", type=float, default=20.0, help="seconds of workload after the last heal")
+    ap.add_argument("--acks", choices=("all", "1"), default="all",
+                    help="the senders' acks (1: Kafka allows losing acknowledged writes on a leader change)")
     ap.add_argument("--out", type=Path, default=None, help="output folder (default jepsen-<time>)")
     ap.add_argument("--check", type=Path, default=None, help="only re-check the history in this folder")
     ap.add_argument("--cleanup", action="store_true", help="remove every namespace and bridge runs left, and exit")
@@ -58,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     hold = tuple(float(x) for x in a.hold.split(","))
     quiet = tuple(float(x) for x in a.quiet.split(","))
     opts = Options(out=out, nemeses=kinds, time=a.time, brokers=a.brokers, partitions=a.partitions, seed=a.seed,
-                   hold=hold, quiet=quiet, recovery=a.recovery)  # type: ignore[arg-type]
+                   hold=hold, quiet=quiet, recovery=a.recovery, acks=a.acks)  # type: ignore[arg-type]
     print(f"seed {a.seed}; writing to {out}", flush=True)
     res, meta = run(opts)
     print((out / "verdict.txt").read_text(), end="")

@@ -264,9 +264,32 @@ class DiskFull(Nemesis):
                 "restarted": not survived or went_offline}
 
 
+class Combined(Nemesis):
+    """Two different kinds at once (say a leader cut from its followers while another broker is
+    paused), started in order and healed in reverse. Not disk-full: a broker killed while its disk
+    is full would be restarted onto the full disk."""
+
+    name = "combined"
+
+    def start(self) -> dict[str, Any]:
+        pool = sorted(k for k in KINDS if k not in (self.name, "disk-full"))
+        first, second = self.rng.sample(pool, 2)
+        self.parts = [KINDS[first](self.rig, self.rng), KINDS[second](self.rig, self.rng)]
+        done = []
+        for n in self.parts:
+            done.append({"kind": n.name, **n.start()})
+        return {"parts": done}
+
+    def stop(self) -> dict[str, Any]:
+        healed = []
+        for n in reversed(self.parts):
+            healed.append({"kind": n.name, **n.stop()})
+        return {"parts": healed}
+
+
 KINDS: dict[str, Callable[[Rig, random.Random], Nemesis]] = {
     cls.name: cls for cls in (IsolateBroker, IsolateController, CutLeader, CutZooKeeper, MajoritySplit,
-                              BridgePartition, SlowNet, Pause, Kill, ZooKeeperRestart, DiskFull)
+                              BridgePartition, SlowNet, Pause, Kill, ZooKeeperRestart, DiskFull, Combined)
 }
 
 

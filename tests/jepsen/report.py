@@ -126,9 +126,8 @@ def write_report(out: Path, history: list[Op], result: Result, meta: dict[str, A
 <style>body{{font-family:sans-serif;margin:2em}} pre{{background:#f6f6f6;padding:1em;overflow:auto}}
 table{{border-collapse:collapse}} td,th{{border:1px solid #ccc;padding:2px 8px}}</style></head><body>
 <h1>Samsa fault run: <span style="color:{color}">{verdict}</span></h1>
-<pre>{html.escape(json.dumps(meta, indent=2))}</pre>
-<h2>Counts</h2><pre>{html.escape(json.dumps(s["counts"], indent=2))}</pre>
 <h2>Anomalies</h2><pre>{html.escape(json.dumps(s["anomalies"], indent=2)) if s["anomalies"] else "none"}</pre>
+<p>{html.escape(", ".join(f"{k}={v}" for k, v in s["counts"].items()))}</p>
 <h2>Write latency</h2><p>circles: idempotent sends; squares: transactions; green ok, orange info (unknown), red fail.
 Shaded: nemesis active.</p>
 {latency_svg(history, intervals, kinds)}
@@ -138,6 +137,7 @@ Shaded: nemesis active.</p>
 longest span without any acknowledged write: {s["longest-write-gap"]}</p>
 <table><tr><th>heal at (s)</th><th>nemesis</th><th>recovery (s)</th><th>slowest partition</th>
 <th>no write after</th></tr>{rec_rows}</table>
+<details><summary>Run settings and notes</summary><pre>{html.escape(json.dumps(meta, indent=2))}</pre></details>
 </body></html>
 """
     path = out / "report.html"

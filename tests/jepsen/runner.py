@@ -28,7 +28,7 @@ from .report import write_report
 from .rig import ZK_SESSION_TIMEOUT_MS, Rig
 
 DEFAULT_NEMESES = ["partition-one", "partition-controller", "partition-leader", "partition-zk",
-                   "partition-majority", "partition-bridge", "slow-net", "pause", "kill", "zk-restart", "disk-full"]
+                   "partition-majority", "partition-bridge", "slow-net", "pause", "kill", "zk-restart", "disk-full", "combined"]
 
 
 @dataclass
@@ -47,6 +47,7 @@ class Options:
     groups: tuple[str, ...] = ("classic", "consumer")
     group_members: int = 2
     disk_mb: int = 256               # the log dirs' tmpfs size when disk-full is among the nemeses
+    acks: str = "all"                # "1": Kafka's contract allows losing acknowledged writes on a leader change
 
 
 def unavailable_reason() -> str | None:
@@ -77,7 +78,7 @@ def run(opts: Options) -> tuple[Result, dict[str, Any]]:
         common = (hist, rig.bootstrap, stop_clients, values)
         seeds = itertools.count(opts.seed * 1000)
         for p in range(opts.partitions):
-            clients.append(wl.Sender(*common, next(seeds), partition=p))
+            clients.append(wl.Sender(*common, next(seeds), partition=p, acks=opts.acks))
         for k in range(opts.transactors):
             clients.append(wl.Transactor(*common, next(seeds), partitions=opts.partitions, txn_id=f"jepsen-tx-{k}"))
         if opts.readers:
@@ -126,9 +127,12 @@ def run(opts: Options) -> tuple[Result, dict[str, Any]]:
     return analyse(out, meta, bound)
 
 
+ACKS1_ALLOWED = ("lost", "duplicate")   # Kafka's contract for acks=1 (no idempotence) on a leader change
+
+
 def analyse(out: Path, meta: dict[str, Any], bound: float | None) -> tuple[Result, dict[str, Any]]:
     history = load(out / "history.jsonl")
-    res = check(history, recovery_bound_s=bound)
+    res = check(history, recovery_bound_s=bound, allowed=ACKS1_ALLOWED if str(meta.get("acks")) == "1" else ())
     verdict = format_verdict(res)
     (out / "verdict.txt").write_text(verdict + "\n")
     (out / "result.json").write_text(json.dumps({"meta": meta, **res.summary()}, indent=2, default=str))

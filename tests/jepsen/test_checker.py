@@ -85,6 +85,16 @@ def test_lost_write_read_past() -> None:
     assert res.anomalies["lost"][0]["value"] == 2
 
 
+def test_allowed_anomalies_are_reported_but_valid() -> None:
+    h = H().send(0, 0, 1, 0).send(0, 0, 2, 1).send(0, 0, 3, 2).poll("c", [(0, 0, 1), (0, 2, 3)])
+    res = check(h.ops, allowed=("lost", "duplicate"))
+    assert res.valid and len(res.anomalies["lost"]) == 1
+    assert "allowed by this run's contract" in format_verdict(res)
+    # anything else still fails the run
+    h2 = H().send(0, 0, 1, 0).send(0, 0, 2, 1).poll("c", [(0, 1, 2), (0, 0, 1)])
+    assert not check(h2.ops, allowed=("lost", "duplicate")).valid
+
+
 def test_unread_write_not_read_past_is_not_lost() -> None:
     h = H().send(0, 0, 1, 0).send(0, 0, 2, 1).poll("c", [(0, 0, 1)])
     assert check(h.ops).valid

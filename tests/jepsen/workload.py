@@ -5,7 +5,7 @@ brokers through the bridge. Each value written is a unique integer (one counter 
 so a read names exactly which write it saw. A client does one operation at a time and logs it
 to the :class:`~tests.jepsen.history.History` as an invocation and a completion:
 
-* :class:`Sender`: an idempotent, ``acks=all`` producer writing its own partition, one value per
+* :class:`Sender`: an idempotent, ``acks=all`` producer (``acks=1``, not idempotent, on request) writing its own partition, one value per
   ``send`` (produce + flush: the delivery report is the completion). A delivery error is ``info``
   (the write may or may not have happened); a fatal producer error makes it a new process.
 * :class:`Transactor`: a transactional producer writing 2-3 partitions per ``txn``, committing most
@@ -87,13 +87,15 @@ class Client(threading.Thread):
 class Sender(Client):
     kind = "send"
 
-    def __init__(self, *args: Any, partition: int, **kw: Any) -> None:
-        self.partition = partition
+    def __init__(self, *args: Any, partition: int, acks: str = "all", **kw: Any) -> None:
+        self.partition, self.acks = partition, acks
         super().__init__(*args, **kw)
 
     def session(self) -> None:
-        producer = Producer({"bootstrap.servers": self.bootstrap, **COMMON, "enable.idempotence": True, "acks": "all",
-                             "linger.ms": 0, "message.timeout.ms": 10000, "request.timeout.ms": 5000})
+        # idempotence needs acks=all; an acks=1 run (what Kafka's contract allows to lose) goes without
+        producer = Producer({"bootstrap.servers": self.bootstrap, **COMMON, "enable.idempotence": self.acks == "all",
+                             "acks": self.acks, "linger.ms": 0, "message.timeout.ms": 10000,
+                             "request.timeout.ms": 5000})
         try:
             while not self.stop_event.is_set():
                 v = next(self.values)
