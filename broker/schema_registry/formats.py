@@ -191,8 +191,28 @@ def _parse_json(text: str, deps: list[Dependency], normalize: bool) -> ParsedSch
     for d in deps:
         if d.schema.schema_type != JSON:
             raise invalid_schema(f"reference {d.name} is a {d.schema.schema_type} schema, not JSON")
+    own_id = doc.get("$id") if isinstance(doc, dict) else None
+    for ref in _json_refs(doc):
+        base = ref.partition("#")[0]
+        if base and base != own_id and not any(d.name == base or d.name.endswith("/" + base)
+                                               or base.endswith("/" + d.name) for d in deps):
+            raise invalid_schema(f"{_short(text)}: $ref {ref!r} names no reference of this schema")
     stored = _compact(doc, sort=normalize)
     return ParsedSchema(JSON, stored, _compact(doc, sort=True), doc)
+
+
+def _json_refs(doc: Any) -> list[str]:
+    out: list[str] = []
+    stack = [doc]
+    while stack:
+        d = stack.pop()
+        if isinstance(d, dict):
+            if isinstance(d.get("$ref"), str):
+                out.append(d["$ref"])
+            stack.extend(d.values())
+        elif isinstance(d, list):
+            stack.extend(d)
+    return out
 
 
 def json_ref_target(schema: ParsedSchema, ref: str) -> Any:

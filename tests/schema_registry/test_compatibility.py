@@ -255,3 +255,19 @@ def test_same_schema_whatever_the_spelling() -> None:
     assert formats.parse("AVRO", same[0]).fingerprint != formats.parse("AVRO", same[0].replace("int", "long")).fingerprint
     assert formats.parse("JSON", '{"type": "object", "title": "T"}').fingerprint == \
         formats.parse("JSON", '{"title": "T", "type": "object"}').fingerprint
+
+
+def test_json_schema_references() -> None:
+    from broker.schema_registry.formats import Dependency, Reference
+
+    def with_address(street_type: str, version: int) -> formats.ParsedSchema:
+        addr = formats.parse("JSON", json.dumps({"type": "object", "properties": {"street": {"type": street_type}}}))
+        return formats.parse("JSON", json.dumps({"type": "object", "properties": {"home": {"$ref": "address.json"}}}),
+                             (Reference("address.json", "address", version),), [Dependency("address.json", addr)])
+
+    assert compatibility.check("BACKWARD", with_address("number", 2), [with_address("integer", 1)]) == []
+    assert compatibility.check("BACKWARD", with_address("integer", 2), [with_address("string", 1)])
+    # a $ref to a document that is not one of the schema's references is refused
+    with pytest.raises(RegistryError) as e:
+        formats.parse("JSON", json.dumps({"type": "object", "properties": {"home": {"$ref": "address.json"}}}))
+    assert e.value.error_code == 42201
