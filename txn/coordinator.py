@@ -267,8 +267,16 @@ class TransactionCoordinator:
     def load_partition(self, partition: int) -> None:
         """In a cluster: this broker became the leader of ``__transaction_state-<partition>``;
         replay it (its replica here is up to date with what was committed) and finish the
-        commits and aborts the previous coordinator left prepared."""
+        commits and aborts the previous coordinator left prepared.
+
+        A completion task still running here from an earlier tenure is cancelled first: the log
+        may have moved on (another coordinator finished that transaction, the producer began the
+        next), and the old task, its markers written for the old partitions, would otherwise
+        complete whatever transaction it finds now, without that one's markers."""
         for tid in [t for t in self.transactions if self.partition_for(t) == partition]:
+            stale = self._completions.pop(tid, None)
+            if stale is not None:
+                stale.cancel()
             del self.transactions[tid]
         for key, value in self.storage.read(partition):
             try:
