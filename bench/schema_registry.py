@@ -7,7 +7,9 @@ thread; no client-side cache, so every call reaches the registry):
 1. register: ``--schemas`` distinct Avro schemas, each a new subject (one ``_schemas``
    write read back per registration), by ``--workers`` threads;
 2. lookup: ``POST /subjects/{s}`` of registered schemas (parse + fingerprint + match);
-3. get by id: ``GET /schemas/ids/{id}`` (what a deserializer asks on a cache miss).
+3. get by id: ``GET /schemas/ids/{id}`` (what a deserializer asks on a cache miss);
+4. lookup at a fixed ``--rate`` (default 200/s): the latency distribution at that load, each
+   call timed from when it was due.
 
 Prints calls/s and latency p50, p99, p99.9 and max per phase, and the machine's load.
 
@@ -44,11 +46,14 @@ def schema(i: int) -> str:
 
 
 def run_phase(name: str, url: str, n: int, workers: int,
-              call: Callable[[http.client.HTTPConnection, int], None]) -> dict[str, float]:
+              call: Callable[[http.client.HTTPConnection, int], None], rate: float = 0.0) -> dict[str, float]:
+    """``n`` calls by ``workers`` threads: as fast as they go, or at a fixed ``rate`` per second,
+    each call's latency then measured from when it was due (no coordinated omission)."""
     u = urlparse(url)
     lat: list[float] = []
     lock = threading.Lock()
     counter = iter(range(n))
+    start = time.perf_counter() + 0.05
 
     def worker() -> None:
         conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
@@ -58,7 +63,14 @@ def run_phase(name: str, url: str, n: int, workers: int,
                 i = next(counter, None)
             if i is None:
                 break
-            t0 = time.perf_counter()
+            if rate > 0:
+                due = start + i / rate
+                delay = due - time.perf_counter()
+                if delay > 0:
+                    time.sleep(delay)
+                t0 = due
+            else:
+                t0 = time.perf_counter()
             call(conn, i)
             mine.append(time.perf_counter() - t0)
         conn.close()
@@ -79,7 +91,7 @@ def run_phase(name: str, url: str, n: int, workers: int,
 
     out = {"calls": len(lat), "per_s": len(lat) / elapsed, "p50_ms": pct(0.5), "p99_ms": pct(0.99),
            "p999_ms": pct(0.999), "max_ms": lat[-1] * 1000}
-    print(f"{name:10s} {out['calls']:6d} calls  {out['per_s']:8.1f}/s  p50 {out['p50_ms']:7.2f} ms  "
+    print(f"{name:14s} {out['calls']:6d} calls  {out['per_s']:8.1f}/s  p50 {out['p50_ms']:7.2f} ms  "
           f"p99 {out['p99_ms']:7.2f} ms  p99.9 {out['p999_ms']:7.2f} ms  max {out['max_ms']:7.2f} ms")
     return out
 
@@ -100,6 +112,8 @@ def main() -> int:
     ap.add_argument("--schemas", type=int, default=500)
     ap.add_argument("--lookups", type=int, default=2000)
     ap.add_argument("--workers", type=int, default=4)
+    ap.add_argument("--rate", type=float, default=200.0,
+                    help="calls/s of the fixed-rate lookup phase (latency at a fixed rate; 0 skips it)")
     ap.add_argument("--json", help="write the figures here")
     args = ap.parse_args()
     tmp = None
@@ -128,6 +142,9 @@ def main() -> int:
         results = {"register": run_phase("register", url, args.schemas, args.workers, register),
                    "lookup": run_phase("lookup", url, args.lookups, args.workers, lookup),
                    "get-by-id": run_phase("get-by-id", url, args.lookups, args.workers, by_id),
+                   **({f"lookup@{args.rate:g}/s": run_phase(f"lookup@{args.rate:g}/s", url, args.lookups,
+                                                             max(args.workers, 8), lookup, args.rate)}
+                      if args.rate > 0 else {}),
                    "load_average": list(os.getloadavg())}
         if args.json:
             Path(args.json).write_text(json.dumps(results, indent=2))
