@@ -94,6 +94,10 @@ def invalid_subject(subject: str) -> RegistryError:
     return RegistryError(422, 42208, f"The specified subject '{subject}' is not a valid.")
 
 
+def schema_too_large(message: str) -> RegistryError:
+    return RegistryError(422, 42209, message)
+
+
 def invalid_input(message: str) -> RegistryError:
     return RegistryError(422, 422, message)
 

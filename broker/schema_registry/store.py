@@ -27,7 +27,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from .errors import RegistryError, operation_timeout, store_error
+from .errors import RegistryError, operation_timeout, schema_too_large, store_error
 from .state import RegistryState
 
 log = logging.getLogger("samsa.schema_registry")
@@ -155,6 +155,9 @@ class KafkaStore:
         except RegistryError:
             raise
         except Exception as e:
+            if type(e).__name__ in ("MessageSizeTooLargeError", "RecordTooLargeError"):
+                raise schema_too_large(f"Schema too large: the {self.topic} record would be {len(value or b'')} "
+                                                "bytes, more than the topic's max.message.bytes") from None
             raise store_error(f"{type(e).__name__}: {e}") from None
         await self.wait_applied(md.offset)
         return int(md.offset)

@@ -34,7 +34,8 @@ V2_NO_DEFAULT = avro([{"name": "a", "type": "int"}, {"name": "b", "type": "strin
 @pytest.fixture(scope="module")
 def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BrokerProcess, RegistryHttp]]:
     b, reg = start_registry_broker(Path(tmp_path_factory.mktemp("sr-api")),
-                                   {"console.listener": f"http://127.0.0.1:{CONSOLE_PORT}"})
+                                   {"console.listener": f"http://127.0.0.1:{CONSOLE_PORT}",
+                                    "schema.registry.max.request.bytes": 4 << 20})
     try:
         yield b, reg
     finally:
@@ -237,8 +238,12 @@ def test_bad_input_gets_confluent_codes_never_500(http: RegistryHttp) -> None:
     assert (status, doc["error_code"]) == (406, 406)
     # oversized: refused before the body is read, and the registry keeps serving
     status, doc, _ = http.request("POST", "/subjects/api-bad-value/versions",
-                                  raw=b"{\"schema\": \"" + b"x" * (2 << 20) + b"\"}")
+                                  raw=b"{\"schema\": \"" + b"x" * (5 << 20) + b"\"}")
     assert (status, doc["error_code"]) == (413, 413)
+    # under the body limit but larger than a _schemas record may be: Confluent's 42209
+    big = json.dumps({"type": "object", "description": "d" * (2 << 20)})
+    status, doc = http.post("/subjects/api-bad-value/versions", {"schema": big, "schemaType": "JSON"})
+    assert (status, doc["error_code"]) == (422, 42209)
     assert http.get("/subjects")[0] == 200
     assert "api-bad-value" not in http.get("/subjects?deleted=true")[1]
 
