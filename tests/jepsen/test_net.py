@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -80,6 +79,7 @@ def test_close_removes_everything_and_stale_runs_are_cleaned() -> None:
     n = Network(["x"]).create()
     ns = n.hosts["x"].ns
     sleeper = subprocess.Popen([*n.prefix("x"), "sleep", "300"])
+    assert wait_for(lambda: str(sleeper.pid) in run(["ip", "netns", "pids", ns]).stdout.split(), 10.0)
     n.close()
     assert sleeper.wait(10) != 0
     assert ns not in run(["ip", "netns", "list"]).stdout
@@ -88,7 +88,7 @@ def test_close_removes_everything_and_stale_runs_are_cleaned() -> None:
     run(["ip", "netns", "add", dead])
     try:
         leftover = subprocess.Popen(["ip", "netns", "exec", dead, "sleep", "300"])
-        time.sleep(0.2)
+        assert wait_for(lambda: str(leftover.pid) in run(["ip", "netns", "pids", dead]).stdout.split(), 10.0)
         assert dead in cleanup_stale()
         assert leftover.wait(10) != 0
         import os
