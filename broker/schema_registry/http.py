@@ -102,7 +102,7 @@ class HttpServer:
                     req = await asyncio.wait_for(self._read(conn, reader), READ_TIMEOUT_S)
                 except _Reject as r:
                     await self._send(conn, writer, error_response(RegistryError(r.status, r.status, r.message)),
-                                     close=True)
+                                     close=True, head_only=r.head)
                     if r.status == 413:
                         await self._discard(reader)
                     return
@@ -187,7 +187,11 @@ class HttpServer:
                     raise _Reject(413, f"request body larger than {self.max_body} bytes")
             elif isinstance(event, h11.EndOfMessage):
                 assert req is not None
-                return _request(req, bytes(body))
+                try:
+                    return _request(req, bytes(body))
+                except _Reject as r:
+                    r.head = req.method == b"HEAD"  # the answer to a HEAD has no body
+                    raise
             elif isinstance(event, h11.ConnectionClosed):
                 return None
 
@@ -215,6 +219,7 @@ class _Reject(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status, self.message = status, message
+        self.head = False
 
 
 def _header(req: h11.Request, name: bytes) -> str | None:

@@ -126,8 +126,10 @@ class RestApp:
             m = "GET"
         n = len(s)
         r = self
-        if n == 0 and m == "GET":
-            return (r.root, "read", False), {}
+        if n == 0:
+            if m == "GET":
+                return (r.root, "read", False), {}
+            raise RegistryError(405, 405, "HTTP 405 Method Not Allowed")
         if n == 1 and s[0] == "metrics" and m == "GET" and self.metrics is not None:
             return (r.prometheus, "read", False), {}
         if s[0] == "schemas":

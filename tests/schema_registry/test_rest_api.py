@@ -15,6 +15,8 @@ import pytest
 from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from google.protobuf import descriptor_pb2
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.support.brokers import BrokerProcess
 from tests.support.net import free_port
@@ -311,3 +313,33 @@ def test_console_schemas_page(http: RegistryHttp) -> None:
     assert 'href="/schemas/api-console-value"' in page and ">Schemas<" in page
     subject_page = get("/schemas/api-console-value")
     assert f"id {latest['id']}" in subject_page and "&quot;default&quot;: &quot;x&quot;" in subject_page
+
+
+_SEGMENTS = ["subjects", "schemas", "ids", "versions", "config", "mode", "compatibility", "types", "schema",
+             "referencedby", "latest", "-1", "0", "1", "2", "99999999999", "abc", "fz-a-value", "%2F", "%00", "%ff",
+             "x" * 300, ""]
+_VALUES = st.none() | st.booleans() | st.integers(-3, 10**12) | st.text(max_size=30) | st.sampled_from(
+    [V1_SCHEMA, V2_SCHEMA, "{", "[]", '"string"', "AVRO", "JSON", "PROTOBUF", "BACKWARD", "IMPORT", "READONLY"])
+_BODIES = st.dictionaries(st.sampled_from(["schema", "schemaType", "references", "version", "id", "compatibility",
+                                           "mode", "normalize"]),
+                          _VALUES | st.lists(st.dictionaries(st.sampled_from(["name", "subject", "version"]), _VALUES,
+                                                             max_size=3), max_size=2), max_size=5)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(method=st.sampled_from(["GET", "POST", "PUT", "DELETE", "HEAD", "PATCH"]),
+       segments=st.lists(st.sampled_from(_SEGMENTS), max_size=5),
+       query=st.sampled_from(["", "?deleted=true", "?permanent=true", "?normalize=true", "?format=serialized",
+                              "?defaultToGlobal=true&verbose=x", "?force=true", "?deleted=%zz"]),
+       body=st.one_of(st.none(), _BODIES.map(lambda d: json.dumps(d).encode()),
+                      st.binary(max_size=64)),
+       ctype=st.sampled_from([V1, "application/json", "text/plain", "", "application/octet-stream"]))
+def test_fuzzed_requests_never_get_a_500(http: RegistryHttp, method: str, segments: list[str], query: str,
+                                         body: bytes | None, ctype: str) -> None:
+    """Runs last in this module: it may register, delete and reconfigure at random."""
+    path = "/" + "/".join(segments) + query
+    headers = {"Content-Type": ctype} if ctype else {}
+    status, doc, _ = http.request(method, path, raw=body if method in ("POST", "PUT") else None, headers=headers)
+    assert status < 500, (method, path, body, doc)
+    if status >= 400 and method != "HEAD":
+        assert isinstance(doc, dict) and isinstance(doc.get("error_code"), int) and doc.get("message"), doc
