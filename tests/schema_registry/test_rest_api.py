@@ -315,6 +315,38 @@ def test_console_schemas_page(http: RegistryHttp) -> None:
     assert f"id {latest['id']}" in subject_page and "&quot;default&quot;: &quot;x&quot;" in subject_page
 
 
+def test_concurrent_registrations_give_one_id_per_schema(http: RegistryHttp) -> None:
+    """8 clients at once register 10 distinct schemas, each under 4 subjects: every schema gets
+    exactly one id, distinct schemas distinct ids, and every subject exactly one version."""
+    import threading
+
+    schemas = [avro([{"name": f"c{i}", "type": "int"}], name=f"Conc{i}") for i in range(10)]
+    jobs = [(f"api-conc-{j}-{i}", schemas[i]) for i in range(10) for j in range(4)]
+    results: list[tuple[str, int, int]] = []
+    lock = threading.Lock()
+
+    def worker(k: int) -> None:
+        for subject, schema in jobs[k::8]:
+            status, doc = http.post(f"/subjects/{subject}/versions", {"schema": schema})
+            assert status == 200, doc
+            with lock:
+                results.append((subject, schemas.index(schema), doc["id"]))
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == len(jobs)
+    ids_by_schema = {}
+    for _subject, i, sid in results:
+        ids_by_schema.setdefault(i, set()).add(sid)
+    assert all(len(v) == 1 for v in ids_by_schema.values()), ids_by_schema
+    assert len({next(iter(v)) for v in ids_by_schema.values()}) == 10
+    for subject, _i, _sid in results:
+        assert http.get(f"/subjects/{subject}/versions")[1] == [1]
+
+
 _SEGMENTS = ["subjects", "schemas", "ids", "versions", "config", "mode", "compatibility", "types", "schema",
              "referencedby", "latest", "-1", "0", "1", "2", "99999999999", "abc", "fz-a-value", "%2F", "%00", "%ff",
              "x" * 300, ""]
