@@ -100,9 +100,12 @@ async def auto_create_topic(broker: Any, name: str) -> TopicInfo | None:
     any other with ``num.partitions``. KafkaError for an invalid name; None if not created yet.
 
     In a cluster another broker may have created the topic a moment ago, before this broker's
-    ZooKeeper watch told it: that is LEADER_NOT_AVAILABLE (retriable; the client asks again
-    and finds the topic), as Kafka's ``KafkaApis.createTopic`` answers on TopicExistsException,
-    never TOPIC_ALREADY_EXISTS, which clients take as fatal for a Metadata answer."""
+    ZooKeeper watch told it. Never TOPIC_ALREADY_EXISTS then (clients take it as fatal in a
+    Metadata answer; Kafka's ``KafkaApis.createTopic`` lets TopicExistsException go): the topic
+    is read from ZooKeeper now and listed like any other, its partitions LEADER_NOT_AVAILABLE
+    until the controller's UpdateMetadata arrives, or, if it is already gone again,
+    LEADER_NOT_AVAILABLE for the topic as Kafka answers. Both are retriable; a topic-level error
+    makes aiokafka's consumer start() fail when it asked the broker that lagged."""
     if name in INTERNAL_TOPIC_SPECS:
         return await ensure_internal_topic(broker, name)
     try:
@@ -110,7 +113,10 @@ async def auto_create_topic(broker: Any, name: str) -> TopicInfo | None:
     except KafkaError as e:
         if e.code != ErrorCode.TOPIC_ALREADY_EXISTS:
             raise
-        raise KafkaError(ErrorCode.LEADER_NOT_AVAILABLE, f"Topic {name} is being created") from None
+        info = broker.cluster.topics.refresh_topic(name) if broker.cluster is not None else None
+        if info is None:
+            raise KafkaError(ErrorCode.LEADER_NOT_AVAILABLE, f"Topic {name} is being created") from None
+        return info  # type: ignore[no-any-return]
 
 
 def internal_topic_request(broker: Any, name: str) -> tuple[int, dict[str, str]]:
