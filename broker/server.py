@@ -653,6 +653,11 @@ class Broker:
         log.info("Samsa broker %d shutting down", self.broker_id)
         if self.cluster is not None:
             await self.cluster.controlled_shutdown()
+        if self.schema_registry is not None:
+            # its Kafka clients talk to this broker: they leave the group while it still answers
+            from .schema_registry import stop as stop_schema_registry  # noqa: PLC0415
+
+            await stop_schema_registry(self)
         for a in self.acceptors:
             a.close()
         for conn in list(self.connections):

@@ -113,6 +113,10 @@ class SchemaRegistry:
     async def stop(self) -> None:
         if self._starter is not None:
             self._starter.cancel()
+            try:
+                await self._starter
+            except (asyncio.CancelledError, Exception):
+                pass
         await self.server.stop()
         if self.election is not None:
             await self.election.stop()

@@ -177,10 +177,9 @@ class PrimaryElection:
             if t is not None:
                 t.cancel()
         if self._consumer is not None:
-            try:
-                await self._consumer.stop()  # leaves the group: the others elect at once
-            except Exception:
-                pass
+            from .store import stop_client  # noqa: PLC0415
+
+            await stop_client(self._consumer)  # leaves the group: the others elect at once
 
     # --- used by the REST layer -------------------------------------------------------------
 

@@ -183,10 +183,19 @@ class KafkaStore:
                 pass
         for c in (self._consumer, self._producer):
             if c is not None:
-                try:
-                    await c.stop()
-                except Exception:
-                    pass
+                await stop_client(c)
+
+
+async def stop_client(client: Any, timeout_s: float = 10.0) -> None:
+    """Stop an aiokafka client without letting its shutdown fail ours: bounded in time, and
+    aiokafka may re-raise the CancelledError of its own fetch task while closing."""
+    try:
+        await asyncio.wait_for(client.stop(), timeout_s)
+    except (Exception, asyncio.CancelledError) as e:
+        current = asyncio.current_task()
+        if isinstance(e, asyncio.CancelledError) and current is not None and current.cancelling():
+            raise  # we are being cancelled ourselves
+        log.debug("Schema registry: stopping a Kafka client: %r", e)
 
 
 def encode_json(doc: Any) -> bytes:
