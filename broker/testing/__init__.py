@@ -8,10 +8,31 @@
 
 See :mod:`broker.testing.embedded` (the broker), :mod:`broker.testing.faults` (the rules and
 recorded requests) and :mod:`broker.testing.pytest_plugin` (fixtures).
+
+The names are imported on first use: pytest loads the plugin (``broker.testing.pytest_plugin``)
+in every session of every project where the package is installed, and that must not import
+the broker, the codec or the clients until a test asks for a fixture.
 """
 
-from ..hooks import Fault, HookedRequest
-from .embedded import SamsaBroker
-from .faults import FaultPlan, RecordedRequest, Rule
+from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..hooks import Fault, HookedRequest
+    from .embedded import SamsaBroker
+    from .faults import FaultPlan, RecordedRequest, Rule
+
+_WHERE = {"Fault": "..hooks", "HookedRequest": "..hooks", "SamsaBroker": ".embedded", "FaultPlan": ".faults",
+          "RecordedRequest": ".faults", "Rule": ".faults"}
 __all__ = ["Fault", "FaultPlan", "HookedRequest", "RecordedRequest", "Rule", "SamsaBroker"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib  # noqa: PLC0415
+
+    value = getattr(importlib.import_module(_WHERE[name], __name__), name)
+    globals()[name] = value
+    return value

@@ -93,3 +93,15 @@ def test_samsa_bootstrap_runs_against_an_external_broker(pytester: pytest.Pytest
 def test_plugin_is_registered_through_the_pytest11_entry_point() -> None:
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert meta["project"]["entry-points"]["pytest11"] == {"samsa": "broker.testing.pytest_plugin"}
+
+
+def test_loading_the_plugin_imports_no_broker_code() -> None:
+    """pytest loads the plugin in every session where the package is installed: it must stay light."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, broker.testing.pytest_plugin\n"
+             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('broker', 'protocol', 'kafka', 'log') and m != 'broker'))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "['broker.testing', 'broker.testing.pytest_plugin']"
