@@ -45,6 +45,19 @@ from .store import KafkaStore
 log = logging.getLogger("samsa.schema_registry")
 
 
+def forward_ssl_context(server_context: Any) -> Any:
+    """For forwarding to other registries over https: the system's CAs plus the ones the
+    broker's own listener trusts (its truststore), since the registries share the broker's keystore."""
+    if server_context is None:
+        return None
+    import ssl  # noqa: PLC0415
+
+    ctx = ssl.create_default_context()
+    for der in server_context.get_ca_certs(binary_form=True):
+        ctx.load_verify_locations(cadata=der)
+    return ctx
+
+
 def parse_listener(spec: str) -> tuple[str, str, int]:
     """``http://host:port`` (or https) -> (scheme, host, port); ValueError with a clear message otherwise."""
     u = urlparse(spec.strip())
@@ -86,7 +99,7 @@ class SchemaRegistry:
             host = self.server.host if self.server.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
             self.advertised_url = f"{self.scheme}://{host}:{self.server.port}"
         self.election = PrimaryElection(self.advertised_url, self.eligible, self.bootstrap, self.store,
-                                        self.client_options)
+                                        self.client_options, forward_ssl_context(self.server.ssl_context))
         self.app.forwarder = self.election
         self._starter = asyncio.get_running_loop().create_task(self._start_store(kafka_ready))
 

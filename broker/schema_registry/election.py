@@ -37,7 +37,8 @@ FORWARD_TIMEOUT_S = 30.0
 
 class PrimaryElection:
     def __init__(self, url: str, eligible: bool, bootstrap: str, store: Any,
-                 client_options: dict[str, Any] | None = None) -> None:
+                 client_options: dict[str, Any] | None = None, forward_ssl: Any = None) -> None:
+        self.forward_ssl = forward_ssl  # ssl.SSLContext trusting the other registries' certificates
         self.url = url.rstrip("/")
         self.eligible = eligible
         self.bootstrap = bootstrap
@@ -202,11 +203,12 @@ class PrimaryElection:
 
     async def forward(self, req: Any) -> tuple[int, bytes]:
         primary = await self.wait_primary(FORWARD_TIMEOUT_S)
-        return await forward(primary, req)
+        return await forward(primary, req, self.forward_ssl)
 
 
-async def forward(base_url: str, req: Any) -> tuple[int, bytes]:
-    """Send ``req`` (an http.Request) to ``base_url`` unchanged; (status, body) of the answer."""
+async def forward(base_url: str, req: Any, ssl_context: Any = None) -> tuple[int, bytes]:
+    """Send ``req`` (an http.Request) to ``base_url`` unchanged; (status, body) of the answer.
+    An https URL is verified with ``ssl_context`` (default: the system's trust store)."""
     u = urlparse(base_url)
     host, port = u.hostname or "127.0.0.1", u.port or (443 if u.scheme == "https" else 80)
     target = req.path + (("?" + req.query_string) if getattr(req, "query_string", "") else "")
@@ -220,7 +222,7 @@ async def forward(base_url: str, req: Any) -> tuple[int, bytes]:
         if u.scheme == "https":
             import ssl  # noqa: PLC0415
 
-            ssl_ctx = ssl.create_default_context()
+            ssl_ctx = ssl_context or ssl.create_default_context()
         reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port, ssl=ssl_ctx), FORWARD_TIMEOUT_S)
     except (OSError, TimeoutError) as e:
         raise forwarding_error(f"cannot connect to {base_url}: {e}") from None

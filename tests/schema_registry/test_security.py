@@ -8,6 +8,7 @@ test puts ACLs on (``secret``) is restricted.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import http.client
 import json
@@ -19,6 +20,9 @@ from typing import Any
 
 from confluent_kafka.schema_registry import SchemaRegistryClient
 
+from broker.schema_registry import forward_ssl_context
+from broker.schema_registry.election import forward
+from broker.schema_registry.http import Request
 from tests.support.brokers import REPO_ROOT
 from tests.support.net import free_port, wait_until
 from tests.support.security import make_pki, scram_user, start_secure_broker
@@ -85,6 +89,20 @@ def test_https_basic_auth_and_subject_acls(broker_factory: Any, tmp_path: Path) 
     # listings show each user only what it may read
     assert reg.call("GET", "/subjects", user="carol:carol-pw")[1] == ["open-value"]
     assert reg.call("GET", "/subjects", user="alice:alice-secret")[1] == ["open-value", "secret-value"]
+
+    # a write forwarded to a primary over https, trusted through the broker's truststore, with
+    # the user's credentials passed on (what a registry that is not primary does)
+    server_side = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_side.load_verify_locations(str(pki.ca))  # as the broker's listener loads its truststore
+    auth = {"authorization": "Basic " + base64.b64encode(b"carol:carol-pw").decode(),
+            "content-type": "application/vnd.schemaregistry.v1+json"}
+    req = Request("POST", "/subjects/forwarded-value/versions", ["subjects", "forwarded-value", "versions"], {},
+                  auth, json.dumps({"schema": SCHEMA}).encode())
+    status, body = asyncio.run(forward(f"https://127.0.0.1:{port}", req, forward_ssl_context(server_side)))
+    assert status == 200 and json.loads(body)["version"] == 1
+    req.path, req.segments = "/subjects/secret-value/versions", ["subjects", "secret-value", "versions"]
+    status, body = asyncio.run(forward(f"https://127.0.0.1:{port}", req, forward_ssl_context(server_side)))
+    assert (status, json.loads(body)["error_code"]) == (403, 40301)
 
     # confluent-kafka's client over https with basic auth
     client = SchemaRegistryClient({"url": f"https://127.0.0.1:{port}", "ssl.ca.location": str(pki.ca),
