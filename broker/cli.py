@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import signal
 import sys
 from pathlib import Path
 
@@ -102,8 +103,6 @@ def run_schema_registry(args: argparse.Namespace) -> int:
         return 2
 
     async def serve() -> None:
-        import signal  # noqa: PLC0415
-
         sr = SchemaRegistry(host, port, args.bootstrap_server, max_body=args.max_request_bytes,
                             advertised_url=args.advertised_listener, eligible=not args.no_leader_eligibility,
                             replication_factor=args.replication_factor, client_options=options)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import struct
 
 import crc32c as _crc32c
+from kafka import codec as kc
 
 from .records import (
     ATTR_COMPRESSION_MASK,
@@ -28,8 +29,6 @@ from .records import (
 
 
 def compress(codec: int, data: bytes) -> bytes:
-    from kafka import codec as kc  # noqa: PLC0415
-
     if codec == COMPRESSION_NONE:
         return data
     if codec == COMPRESSION_GZIP:

@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import crc32c as _crc32c
+from kafka import codec as kc
 
 from .errors import CorruptRecordError, ErrorCode, InvalidRecordError, KafkaError
 from .varint import read_varint
@@ -167,8 +168,6 @@ def set_log_append_time(buf: bytearray | memoryview, h: BatchHeader, timestamp: 
 
 def decompress(codec: int, data: bytes | memoryview) -> bytes:
     """Decompress a batch's records section as Kafka's producers write it."""
-    from kafka import codec as kc
-
     data = bytes(data)
     if codec == COMPRESSION_GZIP:
         return kc.gzip_decode(data)

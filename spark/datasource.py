@@ -46,6 +46,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from kafka import KafkaConsumer, KafkaProducer
+from kafka import TopicPartition as KTP
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
@@ -131,8 +133,6 @@ class KafkaOptions:
         (``kafka.security.protocol``, ``kafka.sasl.mechanism``, ``kafka.sasl.jaas.config``,
         ``kafka.ssl.truststore.location`` of type PEM, ``kafka.ssl.keystore.location`` ...), and
         are translated as the ``samsa`` tools translate ``--command-config``."""
-        from kafka import KafkaConsumer, KafkaProducer
-
         from broker.security.listeners import kafka_python_kwargs
 
         known = KafkaProducer.DEFAULT_CONFIG if role == "producer" else KafkaConsumer.DEFAULT_CONFIG
@@ -220,8 +220,6 @@ class OffsetReader:
         return sorted(out)
 
     def _tps(self, tps: Sequence[TopicPartition]) -> list[Any]:
-        from kafka import TopicPartition as KTP
-
         return [KTP(t, p) for t, p in tps]
 
     def earliest(self, tps: Sequence[TopicPartition]) -> PartitionOffsets:
@@ -240,7 +238,6 @@ class OffsetReader:
         """First offset with timestamp >= ts, or latest when none (the connector's rule)."""
         if not stamps:
             return {}
-        from kafka import TopicPartition as KTP
 
         res = self.consumer.offsets_for_times({KTP(t, p): int(ts) for (t, p), ts in stamps.items()})
         out: PartitionOffsets = {}
@@ -315,9 +312,6 @@ def fetch_chunks(opts: KafkaOptions, part: KafkaInputPartition) -> Iterator[list
     that is data loss: an error with failOnDataLoss=true, else reading resumes at the
     earliest available offset.
     """
-    from kafka import KafkaConsumer
-    from kafka import TopicPartition as KTP
-
     if part.until_offset <= part.from_offset:
         return
     config = opts.client_config("consumer")
@@ -559,8 +553,6 @@ def _to_bytes(value: Any) -> bytes | None:
 
 def write_rows(opts: KafkaOptions, rows: Iterator[Any]) -> KafkaCommitMessage:
     """Send each row as one record; flush and surface the first failure before returning."""
-    from kafka import KafkaProducer
-
     config = opts.client_config("producer")
     config.setdefault("client_id", "samsa-kafka-writer")
     config.setdefault("linger_ms", 5)

@@ -34,6 +34,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from kafka import KafkaConsumer, TopicPartition
+
 from . import generate, pipeline
 
 
@@ -80,8 +82,6 @@ class _ResultReader:
     """Follows the output topic from the beginning; keeps the last value per window key."""
 
     def __init__(self, bootstrap: str, topic: str) -> None:
-        from kafka import KafkaConsumer
-
         self.topic = topic
         self.consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
                                       auto_offset_reset="earliest")
@@ -89,8 +89,6 @@ class _ResultReader:
         self.assigned = False
 
     def poll(self) -> None:
-        from kafka import TopicPartition
-
         if not self.assigned:
             parts = self.consumer.partitions_for_topic(self.topic)
             if not parts:

@@ -30,6 +30,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from kafka import KafkaProducer
+from kafka.admin import KafkaAdminClient, NewTopic
+from kafka.errors import TopicAlreadyExistsError
+
 # Weighted so the top-paths output is stable and interesting: a few hot paths, a long tail.
 PATHS: list[tuple[str, int]] = [
     ("/", 30), ("/index.html", 12), ("/products", 18), ("/products/{id}", 25),
@@ -128,9 +132,6 @@ def encode(event: dict[str, Any]) -> tuple[bytes, bytes]:
 
 def ensure_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
     """Create `topic` with `partitions` partitions unless it exists already."""
-    from kafka.admin import KafkaAdminClient, NewTopic
-    from kafka.errors import TopicAlreadyExistsError
-
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="samsa-generate")
     try:
         admin.create_topics([NewTopic(topic, partitions, 1)])
@@ -169,8 +170,6 @@ def produce(
     caught up rather than lost. Every send is acknowledged by all in-sync replicas
     (acks=all) and the producer is flushed before returning: a returned count is on the broker.
     """
-    from kafka import KafkaProducer
-
     out = out or sys.stderr
     gen = generator or EventGenerator()
     producer = KafkaProducer(

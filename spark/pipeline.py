@@ -52,6 +52,7 @@ import sys
 import time
 from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
@@ -420,8 +421,6 @@ def config_from_args(args: argparse.Namespace) -> PipelineConfig:
 
 def read_client_properties(path: str) -> dict[str, str]:
     """A Kafka client.properties file (Java properties syntax, JAAS continuation lines included)."""
-    from pathlib import Path
-
     from broker.config import read_properties
 
     return read_properties(Path(path))

@@ -28,14 +28,31 @@ Invariant: every method returns plain JSON-able values; a Kafka error becomes
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
+import urllib.error
+import urllib.request
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 from urllib.parse import quote
+
+from kafka.admin import (
+    ACLFilter,
+    ACLOperation,
+    ACLPermissionType,
+    ACLResourcePatternType,
+    OffsetSpec,
+    OffsetTimestamp,
+    ResourcePatternFilter,
+    ResourceType,
+)
+from kafka.errors import KafkaError
+from kafka.protocol.admin import DescribeClientQuotasRequest, IncrementalAlterConfigsRequest
+from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from . import messages
 
@@ -99,8 +116,6 @@ class ClusterView:
         return await loop.run_in_executor(self._executor, self._guarded, fn, args)
 
     def _guarded(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
-        from kafka.errors import KafkaError  # noqa: PLC0415
-
         try:
             try:
                 return fn(*args)
@@ -212,9 +227,6 @@ class ClusterView:
         }
 
     def topics(self) -> list[dict[str, Any]]:
-        from kafka.admin import OffsetSpec  # noqa: PLC0415
-        from kafka.structs import TopicPartition  # noqa: PLC0415
-
         topics = self._topics()
         tps = [TopicPartition(t["name"], p["partition_index"]) for t in topics for p in t["partitions"]
                if p["leader_id"] >= 0]
@@ -237,9 +249,6 @@ class ClusterView:
         return out
 
     def topic(self, name: str) -> dict[str, Any]:
-        from kafka.admin import OffsetSpec  # noqa: PLC0415
-        from kafka.structs import TopicPartition  # noqa: PLC0415
-
         from broker.tools.configs import describe_configs  # noqa: PLC0415
 
         t = self._topics([name])[0]
@@ -267,9 +276,6 @@ class ClusterView:
 
     def browse(self, topic: str, partition: int, offset: int | None, timestamp: int | None,
                limit: int) -> dict[str, Any]:
-        from kafka.admin import OffsetSpec, OffsetTimestamp  # noqa: PLC0415
-        from kafka.structs import TopicPartition  # noqa: PLC0415
-
         t = self._topics([topic])[0]
         if partition not in {p["partition_index"] for p in t["partitions"]}:
             raise ConsoleError(f"topic {topic!r} has no partition {partition}", 404)
@@ -339,8 +345,6 @@ class ClusterView:
                 "producers": self._producers()}
 
     def _producers(self, max_partitions: int = 500) -> list[dict[str, Any]]:
-        from kafka.structs import TopicPartition  # noqa: PLC0415
-
         tps = [TopicPartition(t["name"], p["partition_index"]) for t in self._topics() if not t["is_internal"]
                for p in t["partitions"] if p["leader_id"] >= 0][:max_partitions]
         out: list[dict[str, Any]] = []
@@ -356,17 +360,6 @@ class ClusterView:
 
     def security(self) -> dict[str, Any]:
         """ACLs (DescribeAcls, every binding) and client quotas (DescribeClientQuotas, every entity)."""
-        from kafka.admin import (  # noqa: PLC0415
-            ACLFilter,
-            ACLOperation,
-            ACLPermissionType,
-            ACLResourcePatternType,
-            ResourcePatternFilter,
-            ResourceType,
-        )
-        from kafka.errors import KafkaError  # noqa: PLC0415
-        from kafka.protocol.admin import DescribeClientQuotasRequest  # noqa: PLC0415
-
         from broker.tools._common import send_request  # noqa: PLC0415
 
         acls: list[dict[str, Any]] | None = None
@@ -403,10 +396,6 @@ class ClusterView:
     # --- schema registry (Confluent's REST API, not the Kafka protocol) ----------------------
 
     def _registry_get(self, path: str) -> Any:
-        import json  # noqa: PLC0415
-        import urllib.error  # noqa: PLC0415
-        import urllib.request  # noqa: PLC0415
-
         req = urllib.request.Request(self.schema_registry_url + path,
                                      headers={"Accept": "application/vnd.schemaregistry.v1+json"})
         try:
@@ -455,8 +444,6 @@ class ClusterView:
 
     def _scrape(self) -> tuple[float, float] | None:
         """All-topics bytes in/out counters summed over the brokers' /metrics, or None if any fails."""
-        import urllib.request  # noqa: PLC0415
-
         from prometheus_client.parser import text_string_to_metric_families  # noqa: PLC0415
 
         if not self.metrics_urls:
@@ -481,9 +468,6 @@ class ClusterView:
 
     def sample(self) -> None:
         """One sample: end offsets, leader sizes and group offsets; appends rates to the history."""
-        from kafka.admin import OffsetSpec  # noqa: PLC0415
-        from kafka.structs import TopicPartition  # noqa: PLC0415
-
         now = time.time()
         topics = self._topics()
         leaders = {(t["name"], p["partition_index"]): p["leader_id"] for t in topics for p in t["partitions"]}
@@ -560,8 +544,6 @@ class ClusterView:
         return {"topic": name, "partitions": count}
 
     def alter_configs(self, name: str, set_: dict[str, str], delete: list[str]) -> dict[str, Any]:
-        from kafka.protocol.admin import IncrementalAlterConfigsRequest  # noqa: PLC0415
-
         from broker.tools._common import send_request  # noqa: PLC0415
 
         self._topics([name])
@@ -574,8 +556,6 @@ class ClusterView:
         return {"topic": name, "set": set_, "deleted": delete}
 
     def delete_records(self, name: str, partition: int, before: int) -> dict[str, Any]:
-        from kafka.structs import TopicPartition  # noqa: PLC0415
-
         tp = TopicPartition(name, partition)
         res = self.admin.delete_records({tp: before})
         r = res.get(tp) or {}
@@ -585,9 +565,6 @@ class ClusterView:
     def reset_offsets(self, group: str, topic: str, partitions: list[int] | None, to: str, value: int | None,
                       execute: bool) -> dict[str, Any]:
         """Plan (and with ``execute`` apply) new committed offsets, as kafka-consumer-groups.sh does."""
-        from kafka.admin import OffsetSpec, OffsetTimestamp  # noqa: PLC0415
-        from kafka.structs import OffsetAndMetadata, TopicPartition  # noqa: PLC0415
-
         from broker.tools.consumer_groups import describe_groups_raw  # noqa: PLC0415
 
         if to not in ("earliest", "latest", "offset", "timestamp", "shift"):

@@ -18,6 +18,9 @@ import json
 import time
 from typing import Any
 
+from kafka import KafkaConsumer
+from kafka.structs import TopicPartition
+
 MAX_FIELD_BYTES = 16 * 1024
 MAX_PAGE = 200
 FETCH_BYTES = 1024 * 1024
@@ -61,8 +64,6 @@ def render_record(rec: Any) -> dict[str, Any]:
 
 
 def new_consumer(bootstrap: list[str], request_timeout_ms: int) -> Any:
-    from kafka import KafkaConsumer  # noqa: PLC0415
-
     return KafkaConsumer(bootstrap_servers=bootstrap, client_id="samsa-console", group_id=None,
                          enable_auto_commit=False, max_poll_records=MAX_PAGE,
                          max_partition_fetch_bytes=FETCH_BYTES, fetch_max_bytes=FETCH_BYTES,
@@ -73,8 +74,6 @@ def new_consumer(bootstrap: list[str], request_timeout_ms: int) -> Any:
 def browse(consumer: Any, topic: str, partition: int, start: int, end: int, limit: int,
            deadline_s: float = 5.0) -> list[dict[str, Any]]:
     """Records ``start`` .. at most ``limit`` of them, stopping at ``end`` (exclusive) or the deadline."""
-    from kafka.structs import TopicPartition  # noqa: PLC0415
-
     tp = TopicPartition(topic, partition)
     out: list[dict[str, Any]] = []
     if start >= end or limit <= 0:

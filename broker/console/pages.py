@@ -21,7 +21,7 @@ from __future__ import annotations
 import calendar
 import json
 from collections.abc import Callable
-from datetime import UTC
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -111,8 +111,6 @@ def _query_int(query: dict[str, str], name: str, default: int | None, lo: int, h
 
 def parse_time_ms(text: str) -> int:
     """Milliseconds since the epoch, or an ISO date/time (UTC unless it says otherwise)."""
-    from datetime import datetime  # noqa: PLC0415
-
     text = text.strip()
     if text.isdigit():
         return int(text)

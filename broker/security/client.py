@@ -15,6 +15,13 @@ import ssl
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from kafka.protocol.sasl import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
+
 from . import SecurityConfigError
 from .jaas import parse_jaas
 from .listeners import ListenerConfig, inter_broker_listener
@@ -53,12 +60,6 @@ class InterBrokerSecurity:
         """SaslHandshake v1 then SaslAuthenticate v2 until the mechanism completes."""
         if self.mechanism is None:
             return
-        from kafka.protocol.sasl import (
-            SaslAuthenticateRequest,
-            SaslAuthenticateResponse,
-            SaslHandshakeRequest,
-            SaslHandshakeResponse,
-        )
 
         async def rt(request: Any, version: int, resp_cls: Any) -> Any:
             request.with_header(correlation_id=0, client_id=client_id)

@@ -21,6 +21,9 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TextIO
 
+from kafka.admin import KafkaAdminClient
+from kafka.errors import KafkaConnectionError, NodeNotReadyError
+
 from protocol import kafka_uuid
 
 CLIENT_ID = "samsa-cli"
@@ -120,8 +123,6 @@ def bootstrap_list(args: argparse.Namespace) -> list[str]:
 
 
 def admin_client(args: argparse.Namespace) -> Any:
-    from kafka.admin import KafkaAdminClient
-
     try:
         admin = KafkaAdminClient(bootstrap_servers=bootstrap_list(args), client_id=CLIENT_ID,
                                  request_timeout_ms=args.request_timeout_ms,
@@ -141,8 +142,6 @@ def _fail_over_any_node_requests(admin: Any) -> None:
     until its ZooKeeper session expires. Kafka's AdminClient retries on another node; so do we,
     once per broker. Requests to a given node (the controller, a coordinator) are unchanged.
     """
-    from kafka.errors import KafkaConnectionError, NodeNotReadyError
-
     manager = admin._manager
     send_to = manager.send
 
@@ -245,8 +244,6 @@ def parse_partition_list(spec: str) -> list[int]:
 
 def topic_matcher(pattern: str | None) -> Callable[[str], bool]:
     """Kafka's --topic accepts a regular expression (full match) except on --create."""
-    import re
-
     if pattern is None:
         return lambda name: True
     try:

@@ -17,7 +17,10 @@ resources (kafka-acls.sh asks for confirmation; this tool needs ``--force`` for 
 from __future__ import annotations
 
 import argparse
+import re
 from typing import Any
+
+import kafka.admin as ka
 
 from ._common import ToolError, add_bootstrap, add_output, admin_client, print_json, run
 
@@ -63,14 +66,10 @@ def _operation_name(value: str) -> str:
 
 
 def _kp() -> Any:
-    import kafka.admin as ka
-
     return ka
 
 
 def _op(name: str) -> Any:
-    import re
-
     return _kp().ACLOperation[re.sub(r"(?<!^)([A-Z])", r"_\1", name).upper()]
 
 

@@ -25,6 +25,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from kafka.protocol.admin import DescribeClientQuotasRequest as Req
+
 from ._common import ToolError, admin_client, error_name, parse_add_config, print_json, send_request
 
 ENTITY_TYPES = {"users": "user", "clients": "client-id", "ips": "ip"}
@@ -130,8 +132,6 @@ def _label(entity: list[tuple[str, str | None]]) -> str:
 
 
 def _describe(admin: Any, args: argparse.Namespace, entities: list[tuple[str, str | None, int]]) -> int:
-    from kafka.protocol.admin import DescribeClientQuotasRequest as Req
-
     req = Req(components=[Req.ComponentData(entity_type=t, match_type=m, match=n) for t, n, m in entities],
               strict=True)  # kafka-configs.sh: only entities of exactly these types
     resp = send_request(admin, req)

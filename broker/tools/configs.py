@@ -23,6 +23,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from kafka.errors import IncompatibleBrokerVersion
+from kafka.protocol.admin import AlterConfigsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest
+
 from . import client_quotas
 from ._common import (
     ToolError,
@@ -131,8 +134,6 @@ def _users(admin: Any, args: argparse.Namespace, name: str | None) -> int:
 def describe_configs(admin: Any, rtype: int, names: list[str], keys: list[str] | None = None,
                      ) -> list[dict[str, Any]]:
     """One DescribeConfigs per resource (brokers must be asked directly); plain dicts back."""
-    from kafka.protocol.admin import DescribeConfigsRequest
-
     out = []
     for name in names:
         req = DescribeConfigsRequest(resources=[(rtype, name, keys)], include_synonyms=True,
@@ -226,9 +227,6 @@ def _alter(admin: Any, args: argparse.Namespace, etype: str, name: str | None) -
         raise ToolError(f"config(s) both added and deleted: {', '.join(sorted(clash))}")
     rtype = RESOURCE_TYPES[etype]
     node = int(name) if rtype == 4 and name != "" else None
-    from kafka.errors import IncompatibleBrokerVersion
-    from kafka.protocol.admin import AlterConfigsRequest, IncrementalAlterConfigsRequest
-
     entries = [(k, OP_SET, v) for k, v in adds.items()] + [(k, OP_DELETE, None) for k in deletes]
     try:
         req = IncrementalAlterConfigsRequest(resources=[(rtype, name, entries)],

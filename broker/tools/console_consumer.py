@@ -20,6 +20,9 @@ import sys
 import time
 from typing import Any
 
+from kafka import KafkaConsumer
+from kafka.structs import OffsetAndMetadata, TopicPartition
+
 from ._common import (
     CLIENT_ID,
     ToolError,
@@ -127,9 +130,6 @@ def _consumer_config(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(args: argparse.Namespace) -> int | None:
-    from kafka import KafkaConsumer
-    from kafka.structs import TopicPartition
-
     if args.partition is None and args.offset is not None:
         raise ToolError("--offset needs --partition")
     if args.partition is not None and args.group:
@@ -145,8 +145,6 @@ def main(args: argparse.Namespace) -> int | None:
     last_commit = time.monotonic()
 
     def commit() -> None:
-        from kafka.structs import OffsetAndMetadata
-
         if args.group and printed:
             consumer.commit({tp: OffsetAndMetadata(o, "", -1) for tp, o in printed.items()})
     try:

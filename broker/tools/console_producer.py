@@ -19,8 +19,11 @@ every record to one partition) and ``--producer-property`` tune the KafkaProduce
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from typing import Any
+
+from kafka import KafkaProducer
 
 from ._common import (
     CLIENT_ID,
@@ -118,10 +121,6 @@ def _producer_config(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(args: argparse.Namespace) -> int | None:
-    import json
-
-    from kafka import KafkaProducer
-
     reader = LineReader(parse_properties(args.property))
     try:
         producer = KafkaProducer(**_producer_config(args))

@@ -29,6 +29,11 @@ from collections import defaultdict
 from datetime import datetime, timedelta
 from typing import Any
 
+from kafka.admin import OffsetSpec
+from kafka.errors import KafkaError
+from kafka.protocol.admin import DescribeGroupsRequest
+from kafka.structs import OffsetAndMetadata, TopicPartition
+
 from ._common import (
     ToolError,
     add_bootstrap,
@@ -153,8 +158,6 @@ def _assignment(member: dict[str, Any]) -> list[tuple[str, int]]:
 def describe_consumer_group_raw(admin: Any, group: str, coordinator: int) -> dict[str, Any] | None:
     """ConsumerGroupDescribe (KIP-848) in the shape :func:`describe_groups_raw` returns, or None
     when the group is not a consumer group (or the broker does not serve the API)."""
-    from kafka.errors import KafkaError
-
     from protocol.kip848 import ConsumerGroupDescribeRequest
 
     try:
@@ -179,8 +182,6 @@ def describe_consumer_group_raw(admin: Any, group: str, coordinator: int) -> dic
 def describe_share_group_raw(admin: Any, group: str, coordinator: int) -> dict[str, Any] | None:
     """ShareGroupDescribe (KIP-932) in the shape :func:`describe_groups_raw` returns, or None when
     the group is not a share group (or the broker does not serve the API)."""
-    from kafka.errors import KafkaError
-
     from protocol.kip932 import ShareGroupDescribeRequest
 
     try:
@@ -208,8 +209,6 @@ def describe_groups_raw(admin: Any, group: str) -> tuple[dict[str, Any], int]:
     DescribeGroups is sent raw (without authorized operations) rather than through
     ``KafkaAdminClient.describe_groups``, which fails on ACL bits it does not know.
     """
-    from kafka.protocol.admin import DescribeGroupsRequest
-
     coordinator = admin._manager.run(admin._find_coordinator_id, group)
     consumer = describe_consumer_group_raw(admin, group, coordinator)
     if consumer is not None:
@@ -234,8 +233,6 @@ def describe_groups_raw(admin: Any, group: str) -> tuple[dict[str, Any], int]:
 
 
 def describe_group(admin: Any, group: str) -> dict[str, Any]:
-    from kafka.admin import OffsetSpec
-
     desc, coordinator = describe_groups_raw(admin, group)
     members = []
     owner: dict[tuple[str, int], dict[str, Any]] = {}
@@ -257,7 +254,6 @@ def describe_group(admin: Any, group: str) -> dict[str, Any]:
         tps = {(tp.topic, tp.partition): oam.offset for tp, oam in committed.items()}
     for tp in owner:
         tps.setdefault(tp, None)
-    from kafka.structs import TopicPartition
 
     ends = admin.list_partition_offsets({TopicPartition(t, p): OffsetSpec.LATEST for t, p in tps}) if tps else {}
     offsets = []
@@ -350,9 +346,6 @@ def parse_datetime_ms(spec: str) -> int:
 
 
 def _reset(admin: Any, args: argparse.Namespace) -> int | None:
-    from kafka.admin import OffsetSpec
-    from kafka.structs import OffsetAndMetadata, TopicPartition
-
     scenario = next((s for s in RESET_SCENARIOS if getattr(args, s) not in (None, False)), None)
     if scenario is None:
         raise ToolError("--reset-offsets needs one of --to-earliest, --to-latest, --to-current, "
@@ -449,8 +442,6 @@ def _delete(admin: Any, args: argparse.Namespace) -> int | None:
 
 
 def _delete_offsets(admin: Any, args: argparse.Namespace) -> int | None:
-    from kafka.structs import TopicPartition
-
     if not args.group or len(args.group) != 1:
         raise ToolError("--delete-offsets needs exactly one --group")
     if not args.topic:

@@ -25,6 +25,7 @@ takes a comma-separated list of files or partition directories.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import struct
 import sys
@@ -161,8 +162,6 @@ def _decode_txn(key: bytes | None, value: bytes | None) -> tuple[Any, Any]:
 
 
 def _plain(obj: Any) -> Any:
-    import dataclasses
-
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
     if isinstance(obj, (list, tuple)):

@@ -14,6 +14,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from kafka.admin import OffsetSpec, OffsetTimestamp
+from kafka.protocol.consumer import IsolationLevel
+from kafka.structs import TopicPartition
+
 from ._common import (
     ToolError,
     add_bootstrap,
@@ -97,10 +101,6 @@ def _selection(args: argparse.Namespace, all_parts: dict[str, list[int]]) -> lis
 
 
 def main(args: argparse.Namespace) -> int | None:
-    from kafka.admin import OffsetSpec, OffsetTimestamp
-    from kafka.protocol.consumer import IsolationLevel
-    from kafka.structs import TopicPartition
-
     from ._common import list_topic_partitions
 
     when = parse_time(args.time)

@@ -18,8 +18,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from pathlib import Path
 from typing import Any
+
+from kafka.errors import IncompatibleBrokerVersion
+from kafka.protocol.admin import ElectLeadersRequest
 
 from ._common import (
     ToolError,
@@ -107,9 +111,6 @@ def controller_id(admin: Any) -> int | None:
 def elect_leaders(admin: Any, election_type: int, targets: list[tuple[str, int]] | None,
                   timeout_ms: int) -> list[dict[str, Any]]:
     """Send ElectLeaders to the controller; one result dict per partition in the answer."""
-    from kafka.errors import IncompatibleBrokerVersion
-    from kafka.protocol.admin import ElectLeadersRequest
-
     if targets is None:
         topic_partitions = None
     else:
@@ -118,7 +119,6 @@ def elect_leaders(admin: Any, election_type: int, targets: list[tuple[str, int]]
             by_topic.setdefault(t, []).append(p)
         topic_partitions = [ElectLeadersRequest.TopicPartitions(topic=t, partitions=ps) for t, ps in by_topic.items()]
     req = ElectLeadersRequest(election_type=election_type, topic_partitions=topic_partitions, timeout_ms=timeout_ms)
-    import time  # noqa: PLC0415
 
     deadline = time.monotonic() + timeout_ms / 1000
     while True:

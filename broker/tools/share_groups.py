@@ -16,6 +16,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from kafka.admin import OffsetSpec
+from kafka.structs import TopicPartition
+
 from ._common import (
     ToolError,
     add_bootstrap,
@@ -116,9 +119,6 @@ def describe_share_group(admin: Any, group: str) -> dict[str, Any]:
 
 def share_group_offsets(admin: Any, group: str) -> list[dict[str, Any]]:
     """Each share-partition's start offset (DescribeShareGroupOffsets) and lag to the log end."""
-    from kafka.admin import OffsetSpec
-    from kafka.structs import TopicPartition
-
     from protocol.kip932 import DescribeShareGroupOffsetsRequest as Req
 
     resp = send_request(admin, Req(groups=[Req.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=None)]),
@@ -179,9 +179,6 @@ def _topics(args: argparse.Namespace) -> list[tuple[str, list[int] | None]]:
 
 
 def _reset(admin: Any, args: argparse.Namespace) -> int | None:
-    from kafka.admin import OffsetSpec
-    from kafka.structs import TopicPartition
-
     from protocol.kip932 import AlterShareGroupOffsetsRequest as Req
 
     if not (args.to_earliest or args.to_latest or args.to_offset is not None):

@@ -17,6 +17,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from kafka.admin import ConfigResource
+
 from ._common import (
     ToolError,
     add_bootstrap,
@@ -138,7 +140,6 @@ def _topic_configs(admin: Any, names: list[str]) -> dict[str, dict[str, str | No
     """Non-default config values per topic (what kafka-topics prints under ``Configs:``)."""
     if not names:
         return {}
-    from kafka.admin import ConfigResource
 
     try:
         res = admin.describe_configs([ConfigResource("topic", n) for n in names], config_filter="modified")
@@ -151,7 +152,6 @@ def _min_isr(admin: Any, names: list[str]) -> dict[str, int]:
     """Each topic's effective min.insync.replicas (its override or the broker default)."""
     if not names:
         return {}
-    from kafka.admin import ConfigResource
 
     res = admin.describe_configs([ConfigResource("topic", n, ["min.insync.replicas"]) for n in names])
     out = {}

@@ -14,6 +14,8 @@ import argparse
 import os
 from typing import Any
 
+from kafka.protocol.admin import AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest
+
 from broker.security.scram import DEFAULT_ITERATIONS, MECHANISM_IDS, MECHANISM_NAMES, salted_password
 
 from ._common import ToolError, error_name, print_json, send_request
@@ -36,8 +38,6 @@ def _parse_scram_value(key: str, value: str) -> tuple[int, str]:
 
 
 def alter(admin: Any, args: argparse.Namespace, name: str, adds: dict[str, str], deletes: list[str]) -> int:
-    from kafka.protocol.admin import AlterUserScramCredentialsRequest
-
     for key in [*adds, *deletes]:
         if key not in MECHANISM_IDS:
             raise ToolError(f"Unsupported config for users: {key} (supported: {', '.join(MECHANISM_IDS)})")
@@ -62,8 +62,6 @@ def alter(admin: Any, args: argparse.Namespace, name: str, adds: dict[str, str],
 
 
 def describe(admin: Any, args: argparse.Namespace, name: str | None) -> int:
-    from kafka.protocol.admin import DescribeUserScramCredentialsRequest
-
     req = DescribeUserScramCredentialsRequest(users=None if name is None else [(name,)])
     resp = send_request(admin, req)
     results = [{"user": r.user, "error": error_name(r.error_code), "error_message": r.error_message,
