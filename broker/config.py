@@ -120,7 +120,7 @@ BROKER_DEFAULTS: dict[str, tuple[type, object]] = {
     "schema.registry.kafkastore.sasl.mechanism": (str, "PLAIN"),
     "schema.registry.kafkastore.sasl.jaas.config": (str, ""),
     "schema.registry.kafkastore.ssl.truststore.location": (str, ""),
-    # Authorization and quotas (issue 10, broker/security)
+    # Authorization and quotas (broker/security)
     "authorizer.class.name": (str, ""),
     "super.users": (str, ""),
     "allow.everyone.if.no.acl.found": (bool, False),

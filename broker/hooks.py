@@ -18,7 +18,8 @@ None`` test per request. The hook is called on the broker's event loop and must 
 it must not keep ``call.request`` beyond the call (a Produce's records are views of the read
 buffer): copy ``call.frame`` instead, as :class:`broker.testing.faults.FaultPlan` does.
 
-This module never reads the environment: faults are passed in (convention 17).
+This module never reads the environment: a test hands its faults to the broker it builds, so two
+brokers in one process can carry different faults and nothing leaks from one test to the next.
 """
 
 from __future__ import annotations

@@ -109,7 +109,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.write_ok = asyncio.Event()
         self.write_ok.set()
         self.peer: tuple[str, int] = ("?", 0)
-        # Who is on the other end (issue 10). Authentication (TLS/SASL) sets these before any
+        # Who is on the other end. Authentication (TLS/SASL) sets these before any
         # handler runs; an unauthenticated PLAINTEXT connection is Kafka's User:ANONYMOUS.
         self.principal = "User:ANONYMOUS"
         self.listener_name = "PLAINTEXT"

@@ -110,7 +110,7 @@ class LogManager:
                 self._register(tp, log, log_dir)
                 took_ms = (time.monotonic() - t1) * 1000
                 # One line per log only when it says something (recovery work, a slow load); the
-                # summary below covers the rest (issue 13: no hundreds of lines at start-up).
+                # summary below covers the rest (hundreds of lines at start-up would bury what matters).
                 noteworthy = (not clean and log.recovered_segments) or took_ms >= SLOW_LOAD_MS
                 logger.log(logging.INFO if noteworthy else logging.DEBUG,
                            "Completed load of log %s-%d with %d segments (%s), log start offset %d and log end "

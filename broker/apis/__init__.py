@@ -34,7 +34,8 @@ class ApiSpec:
     min_version: int
     max_version: int
     handler: Handler
-    # What the handler authorizes (convention 14): () for nothing, None if undeclared.
+    # What the handler authorizes, declared beside it so the authorization matrix test can enumerate
+    # every API: () for nothing, None if undeclared.
     authz: tuple[Requires, ...] | None = None
 
     @property
@@ -74,7 +75,7 @@ class RequestContext:
     client_host: str
     client_port: int
     # The authenticated principal ("User:alice"; "User:ANONYMOUS" before/without authentication),
-    # the listener the request arrived on and its security protocol (issue 10).
+    # the listener the request arrived on and its security protocol.
     principal: str = "User:ANONYMOUS"
     listener_name: str = "PLAINTEXT"
     security_protocol: str = "PLAINTEXT"

@@ -11,7 +11,7 @@ UNACCEPTABLE_CREDENTIAL for an empty name or salt or an iteration count outside 
 RESOURCE_NOT_FOUND for deleting what does not exist, DUPLICATE_RESOURCE for altering one
 credential twice in a request. Changes are persisted before the response.
 
-Authorization (issue 10): Describe needs DESCRIBE on CLUSTER, Alter needs ALTER on CLUSTER.
+Authorization: Describe needs DESCRIBE on CLUSTER, Alter needs ALTER on CLUSTER.
 """
 
 from __future__ import annotations

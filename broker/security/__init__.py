@@ -1,4 +1,4 @@
-"""Security (issue 10): authentication (listeners, TLS, SASL PLAIN/SCRAM), authorization, quotas.
+"""Security: authentication (listeners, TLS, SASL PLAIN/SCRAM), authorization, quotas.
 
 Theory of operation. Every listener in ``listeners`` maps to one of Kafka's four security
 protocols through ``listener.security.protocol.map`` (:mod:`.listeners`). A listener whose
@@ -23,7 +23,7 @@ logged (messages name the user and the mechanism only).
 Authorization and quotas. What a principal may do is decided by the ACL authorizer
 (:mod:`.authorizer`, enabled by ``authorizer.class.name``; ``super.users``,
 ``allow.everyone.if.no.acl.found``) over Kafka's ACL model (:mod:`.acl`, which also holds the
-:class:`~.acl.Requires` declarations each API handler carries, convention 14), persisted behind
+:class:`~.acl.Requires` declarations each API handler carries), persisted behind
 a small store interface in Kafka's ZooKeeper layout (:mod:`.acl_store`). Client quotas
 (:mod:`.quotas`: byte rates and request percentage per user / client id) throttle as KIP-219
 does. Without an authorizer ``Broker.authorizer`` is None and every check is one attribute test.

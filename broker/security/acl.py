@@ -15,7 +15,8 @@ name compared exactly) and MATCH (every pattern that would apply to the named re
 Invariants: a stored binding never holds ANY/MATCH/UNKNOWN values (``validate_binding``);
 principals are ``Type:name`` strings (``User:alice``, ``User:*`` for everyone).
 
-Handlers declare what they check with :class:`Requires` (convention 14), e.g.
+Handlers declare what they check with :class:`Requires` (as Kafka's KafkaApis does per request, so an
+authorization matrix test can enumerate them), e.g.
 ``@api(ApiKey.PRODUCE, versions=..., authz=(Requires(WRITE, TOPIC, TOPIC_AUTHORIZATION_FAILED,
 "each topic"),))``; the authorization matrix test reads those declarations.
 """
