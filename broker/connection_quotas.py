@@ -331,3 +331,17 @@ def _int(props: Any, key: str) -> int:
     if v < 0:
         raise InvalidConfigError(message=f"Invalid value {raw!r} for configuration {key}: must be at least 0")
     return v
+
+
+class ConnectionSlot:
+    """A connection's place in :class:`ConnectionQuotas`, given back exactly once."""
+
+    __slots__ = ("quotas", "listener", "ip", "released")
+
+    def __init__(self, quotas: ConnectionQuotas, listener: str, ip: str) -> None:
+        self.quotas, self.listener, self.ip, self.released = quotas, listener, ip, False
+
+    def release(self) -> None:
+        if not self.released:
+            self.released = True
+            self.quotas.dec(self.listener, self.ip)

@@ -52,7 +52,7 @@ from . import apis, hooks, security
 from .apis import DelayedResponse, EncodedResponse, RequestContext
 from .config import BrokerConfig, Listener
 from .configs import DynamicBrokerConfigs
-from .connection_quotas import ConnectionQuotas
+from .connection_quotas import ConnectionQuotas, ConnectionSlot
 from .fetch_session import FetchSessionCache
 from .group_configs import GroupConfigStore
 from .hooks import HookedRequest, RequestHook
@@ -351,20 +351,6 @@ class KafkaConnection(asyncio.BufferedProtocol):
         finally:
             self.drainer = None
             self.drained.set()
-
-
-class ConnectionSlot:
-    """A connection's place in :class:`ConnectionQuotas`, given back exactly once."""
-
-    __slots__ = ("quotas", "listener", "ip", "released")
-
-    def __init__(self, quotas: ConnectionQuotas, listener: str, ip: str) -> None:
-        self.quotas, self.listener, self.ip, self.released = quotas, listener, ip, False
-
-    def release(self) -> None:
-        if not self.released:
-            self.released = True
-            self.quotas.dec(self.listener, self.ip)
 
 
 class Acceptor:
