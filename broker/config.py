@@ -120,6 +120,9 @@ BROKER_DEFAULTS: dict[str, tuple[type, object]] = {
     "schema.registry.kafkastore.sasl.mechanism": (str, "PLAIN"),
     "schema.registry.kafkastore.sasl.jaas.config": (str, ""),
     "schema.registry.kafkastore.ssl.truststore.location": (str, ""),
+    # Tests only: kill the broker at a point of the next transaction commit ("crash-before-prepare" or
+    # "crash-after-markers=K") to prove the outcome is all-or-nothing after a restart (txn/coordinator.py).
+    "transaction.fault.injection": (str, ""),
     # Authorization and quotas (broker/security)
     "authorizer.class.name": (str, ""),
     "super.users": (str, ""),
@@ -218,6 +221,10 @@ class BrokerConfig:
         self.listeners = parse_listeners(str(self["listeners"]))
         adv = str(self["advertised.listeners"])
         self.advertised_listeners = parse_listeners(adv) if adv else self.listeners
+        fault = str(self["transaction.fault.injection"])
+        if fault and fault != "crash-before-prepare" and not re.fullmatch(r"crash-after-markers=[1-9][0-9]*", fault):
+            raise InvalidConfigError(message=f"Invalid value {fault!r} for configuration transaction.fault.injection; "
+                                             "expected crash-before-prepare or crash-after-markers=K")
         for key, allowed in (("ssl.transport", ("openssl", "loop")), ("ssl.read.loop", ("c", "python"))):
             if str(self[key]) not in allowed:
                 raise InvalidConfigError(message=f"Invalid value {self[key]!r} for configuration {key}; "

@@ -1,7 +1,7 @@
 """The broker is SIGKILLed in the middle of a commit and restarted (issue #4, point 2).
 
 A transaction must end committed everywhere or aborted everywhere, never half. The crash
-points are forced with the coordinator's fault injection (``SAMSA_TXN_FAULT``):
+points are forced with the coordinator's fault injection (the broker property ``transaction.fault.injection``):
 
 * ``crash-after-markers=4``: PrepareCommit is durable and 4 of 9 COMMIT markers are written.
   The restarted coordinator finishes the commit; the client's retried EndTxn succeeds.
@@ -58,15 +58,14 @@ def partitions_with(bootstrap: str, tag: str, isolation: str = "read_committed")
 
 
 @pytest.mark.parametrize("fault", ["crash-after-markers=4", "crash-before-prepare"])
-def test_sigkill_during_commit_is_all_or_nothing(broker_factory: Any, monkeypatch: pytest.MonkeyPatch,
-                                                 fault: str) -> None:
-    monkeypatch.setenv("SAMSA_TXN_FAULT", fault)
-    b = broker_factory({"transaction.abort.timed.out.transaction.cleanup.interval.ms": 500})
+def test_sigkill_during_commit_is_all_or_nothing(broker_factory: Any, fault: str) -> None:
+    b = broker_factory({"transaction.abort.timed.out.transaction.cleanup.interval.ms": 500,
+                        "transaction.fault.injection": fault})
     create_topics(b.bootstrap)
     th, result = commit_in_background(b.bootstrap, "crash-1", "T1")
     assert wait_until(lambda: not b.is_running(), timeout=30), "the fault did not fire"
     b.kill()  # reap the process the fault killed
-    monkeypatch.delenv("SAMSA_TXN_FAULT")
+    b.overrides.pop("transaction.fault.injection")
     b.restart()
     th.join(120)
     assert not th.is_alive()
@@ -155,8 +154,7 @@ def test_sigkill_at_random_moments_while_committing(broker_factory: Any) -> None
 
 
 @pytest.mark.parametrize("fault", ["crash-after-markers=1", "crash-before-prepare"])
-def test_sigkill_during_commit_with_offsets(broker_factory: Any, monkeypatch: pytest.MonkeyPatch,
-                                            fault: str) -> None:
+def test_sigkill_during_commit_with_offsets(broker_factory: Any, fault: str) -> None:
     """A transaction with consumer offsets: data and offsets end together, committed or aborted.
 
     The __consumer_offsets marker is written first (partitions are visited in name order), so
@@ -164,8 +162,8 @@ def test_sigkill_during_commit_with_offsets(broker_factory: Any, monkeypatch: py
     """
     from confluent_kafka import Consumer, TopicPartition
 
-    monkeypatch.setenv("SAMSA_TXN_FAULT", fault)
-    b = broker_factory({"transaction.abort.timed.out.transaction.cleanup.interval.ms": 500})
+    b = broker_factory({"transaction.abort.timed.out.transaction.cleanup.interval.ms": 500,
+                        "transaction.fault.injection": fault})
     create_topics(b.bootstrap)
     create_topics(b.bootstrap, ["crash-in"], 1)
     src = Producer({"bootstrap.servers": b.bootstrap})
@@ -201,7 +199,7 @@ def test_sigkill_during_commit_with_offsets(broker_factory: Any, monkeypatch: py
     th.start()
     assert wait_until(lambda: not b.is_running(), timeout=30), "the fault did not fire"
     b.kill()
-    monkeypatch.delenv("SAMSA_TXN_FAULT")
+    b.overrides.pop("transaction.fault.injection")
     b.restart()
     th.join(120)
     consumer.close()

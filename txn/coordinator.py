@@ -130,7 +130,7 @@ class TransactionCoordinator:
 
     def __init__(self, storage: TransactionStorage, producer_ids: object,
                  config: TransactionConfig | None = None,
-                 clock: Callable[[], int] | None = None) -> None:
+                 clock: Callable[[], int] | None = None, fault: str | None = None) -> None:
         self.storage = storage
         self.producer_ids = producer_ids
         self.config = config or TransactionConfig()
@@ -140,10 +140,10 @@ class TransactionCoordinator:
         self.loaded = False
         self._completions: dict[str, asyncio.Task[None]] = {}
         self._background: list[asyncio.Task[None]] = []
-        # Fault injection for crash tests only (env SAMSA_TXN_FAULT, read by txn/plugin.py):
+        # Fault injection for crash tests only (the broker property transaction.fault.injection):
         # "crash-before-prepare" or "crash-after-markers=K" SIGKILL the broker at that point
         # of the next commit, to prove the outcome is all-or-nothing after a restart.
-        self.fault: str | None = None
+        self.fault = fault
         self._markers_written = 0
 
     # --- helpers --------------------------------------------------------------------------

@@ -18,7 +18,6 @@ on the broker's partitions:
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -240,8 +239,8 @@ async def start(broker: Any) -> None:
                             "offsets_topic_num_partitions", None)
     if isinstance(gc_partitions, int) and gc_partitions > 0:
         config.offsets_num_partitions = gc_partitions
-    coord = TransactionCoordinator(BrokerTransactionStorage(broker), broker.producer_ids, config)
-    coord.fault = os.environ.get("SAMSA_TXN_FAULT") or None
+    coord = TransactionCoordinator(BrokerTransactionStorage(broker), broker.producer_ids, config,
+                                   fault=str(broker.config["transaction.fault.injection"]) or None)
     if getattr(broker, "cluster", None) is not None:
         # coordinate the transactional ids of the __transaction_state partitions led here
         coord.loaded = True

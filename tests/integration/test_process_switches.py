@@ -2,8 +2,8 @@
 
 ``fetch.sendfile.enable`` sends PLAINTEXT Fetch regions with ``loop.sendfile`` (asyncio's loop;
 uvloop has none, so there the broker reads the regions as it does by default): a consumer reads
-back exactly what was produced either way.  ``ssl.transport`` / ``ssl.read.loop`` take only the
-values they name: anything else stops the broker at start with a message naming the property.
+back exactly what was produced either way.  ``ssl.transport``, ``ssl.read.loop`` and the crash
+tests' ``transaction.fault.injection`` take only the values they name: anything else stops the broker at start with a message naming the property.
 """
 
 from __future__ import annotations
@@ -65,7 +65,8 @@ def test_fetch_by_sendfile_returns_what_was_produced(sendfile_broker: str) -> No
     assert got == values
 
 
-@pytest.mark.parametrize(("key", "value"), [("ssl.transport", "gnutls"), ("ssl.read.loop", "rust")])
+@pytest.mark.parametrize(("key", "value"), [("ssl.transport", "gnutls"), ("ssl.read.loop", "rust"),
+                                            ("transaction.fault.injection", "crash-sometime")])
 def test_an_unknown_transport_value_stops_the_broker_with_its_name(tmp_path: Path, key: str, value: str) -> None:
     proc = subprocess.run([sys.executable, "-m", "broker", "--override", f"log.dirs={tmp_path}",
                            "--override", "listeners=PLAINTEXT://127.0.0.1:0", "--override", f"{key}={value}"],
