@@ -19,21 +19,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
 
 from log.alter_log_dirs import LogDirMove
 from protocol.errors import ErrorCode, KafkaError
 
-if TYPE_CHECKING:
-    from .replica_manager import Partition, ReplicaManager
+from .replica_manager import ReplicaManager, TopicPartition
 
 log = logging.getLogger("samsa.replica")
 
 
 def alter_replica_log_dir(rm: ReplicaManager, topic: str, partition: int, path: str) -> None:
     """Move ``topic-partition`` to the log dir ``path``; raises KafkaError with Kafka's codes."""
-    from .replica_manager import TopicPartition  # noqa: PLC0415
-
     lm = rm.log_manager
     dest = lm.find_log_dir(path)
     if dest is None:
@@ -73,27 +69,7 @@ def alter_replica_log_dir(rm: ReplicaManager, topic: str, partition: int, path: 
 
 def future_offset_lag(rm: ReplicaManager, topic: str, partition: int) -> tuple[str, int] | None:
     """(destination dir, offset lag) of a running move of ``topic-partition``, else None."""
-    from .replica_manager import TopicPartition  # noqa: PLC0415
-
     move = rm.log_dir_moves.get(TopicPartition(topic, partition))
     if move is None or move.done:
         return None
     return str(move.dest_root), move.offset_lag()
-
-
-def on_storage_error(rm: ReplicaManager, part: Partition) -> None:
-    """Take the failed partition's log dir offline, and every partition stored in it."""
-    from .replica_manager import TopicPartition  # noqa: PLC0415
-
-    log_dir = rm.log_manager.dir_of(part.tp.topic, part.tp.partition)
-    if log_dir is None:
-        return
-    lost = rm.log_manager.mark_offline(log_dir)
-    for topic, p in lost:
-        tp = TopicPartition(topic, p)
-        gone = rm.partitions.pop(tp, None)
-        rm.offline_partitions.add(tp)
-        if gone is not None:
-            gone.wake_waiters()
-    log.error("Log dir %s is offline: %d partitions stopped (KAFKA_STORAGE_ERROR), the other log dirs keep "
-              "serving", log_dir, len(lost))

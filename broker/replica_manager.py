@@ -524,15 +524,29 @@ class ReplicaManager:
                 self.partitions[tp] = self._new_partition(tp, lg)
 
     def _new_partition(self, tp: TopicPartition, lg: Log, leader_id: int | None = None) -> Partition:
-        from .log_dirs import on_storage_error  # noqa: PLC0415
-
         part = Partition(tp, lg, self.broker_id, leader_id=leader_id)
         part.isr_writer = self.isr_writer
         part.isr_changes = self.isr_changes
         part.replica_lag_time_max_ms = self.config.int("replica.lag.time.max.ms")
         part.page_cache_retain_bytes = self.config.int("replica.page.cache.retain.bytes")
-        part.on_storage_error = lambda p: on_storage_error(self, p)
+        part.on_storage_error = self.handle_log_dir_failure
         return part
+
+    def handle_log_dir_failure(self, part: Partition) -> None:
+        """Take the failed partition's log dir offline, and every partition stored in it (Kafka's
+        ``handleLogDirFailure``): the other log dirs keep serving."""
+        log_dir = self.log_manager.dir_of(part.tp.topic, part.tp.partition)
+        if log_dir is None:
+            return
+        lost = self.log_manager.mark_offline(log_dir)
+        for topic, p in lost:
+            tp = TopicPartition(topic, p)
+            gone = self.partitions.pop(tp, None)
+            self.offline_partitions.add(tp)
+            if gone is not None:
+                gone.wake_waiters()
+        log.error("Log dir %s is offline: %d partitions stopped (KAFKA_STORAGE_ERROR), the other log dirs keep "
+                  "serving", log_dir, len(lost))
 
     @staticmethod
     def _write_partition_metadata(d: Path, topic_id: object) -> None:

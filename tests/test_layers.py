@@ -25,8 +25,6 @@ KNOWN_CYCLES: set[tuple[str, ...]] = {
     # Handlers are typed against the concrete Broker, which imports the handler registry. (The request
     # hooks left this circle: broker/hooks.py no longer names the handlers' types.)
     ("broker.apis", "broker.server"),
-    # The replica manager hands a failed log dir to the log-dir service that is built on it.
-    ("broker.log_dirs", "broker.replica_manager"),
 }
 
 
