@@ -12,4 +12,6 @@
 * :mod:`groupcoord.timer` -- real (asyncio) and manual (tests) clocks and timers.
 
 Nothing here opens sockets; ``broker/apis/*`` translate requests into coordinator calls.
+
+Imports: log/ and protocol/; never txn/ (the two coordinators are independent) nor broker/.
 """

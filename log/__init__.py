@@ -4,6 +4,9 @@ See :mod:`log.log` for the theory of operation. Public API::
 
     LogConfig, Log, AppendInfo, ReadInfo, LogManager, LogSegment, OffsetIndex, TimeIndex,
     ProducerStateManager, check_log
+
+Imports: protocol/ only (pyproject.toml's layers contract): a log knows nothing of the broker,
+the coordinators or the cluster.
 """
 
 from .check import check_log

@@ -16,4 +16,7 @@ Map of the package:
 The request handlers are in ``broker/apis/`` (one module per API).  Producer state and the
 aborted-transaction index are the log's (``log.producer_state``, ``log.txn_index``), as in Kafka's
 storage module.
+
+Imports: log/ and protocol/; never groupcoord/ (the two coordinators are independent) nor broker/:
+the broker hands the coordinator its storage and settings.
 """

@@ -7,6 +7,10 @@ server's version check reads it, so the two can never disagree (franz-go kfake's
 Handlers are ``async def handle(ctx: RequestContext, request) -> response | None``; they
 build the response with ``ctx.response(...)`` (the kafka-python response class at the
 request's version). Returning ``None`` sends nothing (Produce with acks=0).
+
+Imports: the services below (replica manager, coordinators, cluster, security, config) and
+protocol/; never the tools or the console, and the network layer only for the type of the Broker
+(the one exception pyproject.toml's contract lists, until handlers see typed services).
 """
 
 from __future__ import annotations

@@ -24,6 +24,9 @@ static files), :mod:`.pages` (each page rendered as HTML on the console's worker
 :mod:`.cluster` (the protocol view and the sampled history), :mod:`.messages` (bounded
 record pages), ``static/`` (CSS, the favicon, and ``app.js``: in-place refresh of a page's
 live regions and the write forms; no build step, no CDN).
+
+Imports: protocol/, broker/tools/ and kafka-python's clients; like the tools it reads the cluster
+over the Kafka protocol, never the broker's internals.
 """
 
 from __future__ import annotations

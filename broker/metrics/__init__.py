@@ -18,6 +18,9 @@ It must never block the Kafka listener for long: a scrape reads state and writes
 of about 2 ms with Kafka requests served in between (:meth:`BrokerMetrics.render`); a bind
 failure (port in use) is logged as an error and the broker serves Kafka without metrics; a
 collector that raises answers that scrape with a 500 and is logged, the broker carries on.
+
+Imports: the services it reads (replica manager, log/), broker/config.py and protocol/; nothing from the request
+layer or above.
 """
 
 from __future__ import annotations

@@ -27,6 +27,9 @@ Authorization and quotas. What a principal may do is decided by the ACL authoriz
 a small store interface in Kafka's ZooKeeper layout (:mod:`.acl_store`). Client quotas
 (:mod:`.quotas`: byte rates and request percentage per user / client id) throttle as KIP-219
 does. Without an authorizer ``Broker.authorizer`` is None and every check is one attribute test.
+
+Imports: broker/config.py, broker/interbroker.py, protocol/ (and, for now, broker/zk/zk_data.py
+for the ACL and quota znodes); nothing from the replica manager up.
 """
 
 from __future__ import annotations

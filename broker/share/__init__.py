@@ -6,4 +6,7 @@
   ShareAcknowledge (Kafka's ``ShareSessionCache``);
 * :mod:`.manager` -- :class:`SharePartitionManager`: fetch, acknowledge, lock timeouts, and
   persistence through the share coordinator (:mod:`groupcoord.share.state`).
+
+Imports: groupcoord/, log/, security, topic auto-creation and protocol/; nothing from the request
+layer or above.
 """

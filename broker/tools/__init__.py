@@ -10,6 +10,11 @@ talk to a broker over the Kafka wire protocol only,
 so they work unchanged against Kafka itself; this package never imports broker internals.
 ``cluster`` (a local ZooKeeper and brokers for development) manages processes, and reads the
 brokers through the protocol too.
+
+Imports: protocol/ and kafka-python's clients, since they speak the Kafka protocol to a running
+broker; for files and local processes also the record formats of groupcoord/ and txn/ (dump-log),
+broker/security/scram.py and broker/zk/server.py; never the broker's running internals
+(pyproject.toml's tools-speak-kafka contract).
 """
 
 from __future__ import annotations
