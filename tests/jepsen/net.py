@@ -150,6 +150,17 @@ def _netem_available(ns: str) -> bool:
     return False
 
 
+def _free_subnet(first: int) -> int:
+    """The first 198.18.<n>.0/24 (n in 18..217, from ``first`` on) no route of this machine uses yet,
+    so two runs at once never share a subnet."""
+    used = run(["ip", "-4", "route", "show"], check=False).stdout
+    for k in range(200):
+        n = 18 + (first - 18 + k) % 200
+        if f"198.18.{n}.0/24" not in used:
+            return n
+    raise RuntimeError("no free 198.18.x.0/24 subnet for the rig")
+
+
 class Network:
     """The bridge and one namespace per host name; ``close()`` removes all of it."""
 
@@ -157,7 +168,7 @@ class Network:
         self.pid = os.getpid()
         self.tag = f"sj{self.pid}"
         self.bridge = f"{self.tag}b"
-        self.subnet = 18 + self.pid % 200          # 198.18.<subnet>.0/24, per run
+        self.subnet = _free_subnet(18 + self.pid % 200)   # 198.18.<subnet>.0/24, one per run
         self.client_ip = f"198.18.{self.subnet}.254"
         self.hosts: dict[str, Host] = {}
         for n, name in enumerate(host_names, start=1):
