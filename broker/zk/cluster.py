@@ -24,6 +24,7 @@ import base64
 import logging
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kafka.protocol.api_message import ApiMessage
@@ -99,6 +100,10 @@ class ZkCluster:
         self._clients: dict[int, BrokerClient] = {}
         self._isr_changes_pending: set[tuple[str, int]] = set()
         self._isr_flush: asyncio.TimerHandle | None = None
+        # The leader's ISR writes (Kafka's AlterPartitionManager has one sender thread): threads of
+        # their own, so that a hung ZooKeeper holding them never starves the loop's default executor.
+        self._isr_executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="isr-writer")
+        self._isr_executor_stopped = False
 
     def live_broker_ids(self) -> list[int]:
         """The registered brokers, read from ZooKeeper as Kafka's AdminZkClient does for replica
@@ -170,14 +175,15 @@ class ZkCluster:
         ``/isr_change_notification`` so the controller propagates it. The write runs on a worker
         thread (a slow or unreachable ZooKeeper never stalls the event loop); ``done`` is called
         back on the loop with the new znode version, or None when the write failed."""
-        if not self.zk.connected:
+        if not self.zk.connected or self._isr_executor_stopped:
             done(None)
             return
         state = zd.LeaderAndIsr(part.leader_id, part.leader_epoch, tuple(new_isr), part.controller_epoch,
                                 part.zk_version)
         tp = part.tp
         loop = asyncio.get_running_loop()
-        fut = loop.run_in_executor(None, self.zk.update_partition_state, tp.topic, tp.partition, state)
+        fut = loop.run_in_executor(self._isr_executor, self.zk.update_partition_state, tp.topic, tp.partition,
+                                   state)
 
         def finished(f: asyncio.Future[zd.LeaderAndIsr]) -> None:
             try:
@@ -205,8 +211,8 @@ class ZkCluster:
         on a worker thread, as every ZooKeeper write of a running broker."""
         self._isr_flush = None
         changed, self._isr_changes_pending = sorted(self._isr_changes_pending), set()
-        if changed:
-            asyncio.get_running_loop().run_in_executor(None, self._notify_isr_change, changed)
+        if changed and not self._isr_executor_stopped:
+            asyncio.get_running_loop().run_in_executor(self._isr_executor, self._notify_isr_change, changed)
 
     def _notify_isr_change(self, changed: list[tuple[str, int]]) -> None:
         try:
@@ -365,7 +371,10 @@ class ZkCluster:
             self._isr_flush = None
             changed, self._isr_changes_pending = sorted(self._isr_changes_pending), set()
             if changed:
-                await asyncio.to_thread(self._notify_isr_change, changed)
+                await asyncio.get_running_loop().run_in_executor(self._isr_executor, self._notify_isr_change,
+                                                                 changed)
+        self._isr_executor_stopped = True
+        self._isr_executor.shutdown(wait=False, cancel_futures=True)
         for c in self._clients.values():
             c.close()
         await self.fetchers.shutdown()
