@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from protocol.errors import ErrorCode
@@ -34,6 +35,19 @@ class ProduceStatus(Protocol):
 
     error: ErrorCode
     message: str | None
+
+
+@dataclass(slots=True)
+class PartitionProduceResult:
+    """One partition's outcome of :meth:`ReplicaManager.append_records` (Kafka's PartitionResponse)."""
+
+    error: ErrorCode = ErrorCode.NONE
+    message: str | None = None
+    base_offset: int = -1
+    log_append_time: int = -1
+    log_start_offset: int = -1
+    last_offset: int = -1
+    record_errors: list[tuple[int, str]] = field(default_factory=list)
 
 
 class DelayedProduce:

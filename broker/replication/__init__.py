@@ -1,5 +1,5 @@
 """Replication between brokers: the follower side (:mod:`.fetcher`). The leader side lives in
-:class:`broker.replica_manager.Partition` and the Fetch handler.
+:class:`broker.partition.Partition` and the Fetch handler.
 
 Imports: the replica manager, broker/interbroker.py and protocol/; nothing from the request
 layer or above.
