@@ -97,7 +97,8 @@ def broker_tls_properties(d: Path, host: str = "127.0.0.1") -> TlsMaterial:
     ca_name = name(CN="Samsa Test CA", O="Samsa")
     ca = certificate(ca_name, ca_key, ca_name, ca_key, ca=True)
     hosts = tuple(dict.fromkeys(("localhost", "127.0.0.1", host)))
-    srv = certificate(name(CN="localhost", O="Samsa"), srv_key, ca_name, ca_key, server=True, hosts=hosts)
+    srv = certificate(name(CN="localhost", O="Samsa"), srv_key, ca_name, ca_key, server=True, client=True,
+                      hosts=hosts)  # a broker presents it as a client too (inter-broker mTLS)
     cli = certificate(name(CN="client", O="Samsa"), cli_key, ca_name, ca_key, client=True)
     m = TlsMaterial(d, d / "ca.pem", d / "server.pem", d / "client.crt", d / "client.key")
     m.ca_file.write_bytes(pem_cert(ca))

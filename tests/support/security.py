@@ -52,7 +52,7 @@ def make_pki(d: Path, server_cn: str = "localhost") -> Pki:
     ca_name = _name(CN="Samsa Test CA", O="Samsa")
     ca = certs.certificate(ca_name, ca_key, ca_name, ca_key, ca=True)
     srv_key = ec.generate_private_key(ec.SECP256R1())
-    srv = certs.certificate(_name(CN=server_cn, O="Samsa"), srv_key, ca_name, ca_key, server=True,
+    srv = certs.certificate(_name(CN=server_cn, O="Samsa"), srv_key, ca_name, ca_key, server=True, client=True,
                             hosts=("localhost", "127.0.0.1"))
     cli_key = ec.generate_private_key(ec.SECP256R1())
     cli = certs.certificate(_name(CN="alice", OU="eng", O="Samsa"), cli_key, ca_name, ca_key, client=True)
