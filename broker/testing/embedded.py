@@ -72,17 +72,20 @@ class SamsaBroker:
     certificates (``kafka.tls``: the CA file and client certificates); ``sasl_users`` adds a
     SASL_PLAINTEXT listener (PLAIN and SCRAM-SHA-256/512) with those users. ``brokers=3``
     starts a ZooKeeper-coordinated cluster of child processes (see :mod:`broker.testing.cluster`).
+    ``schema_registry=True`` serves the built-in Schema Registry (Confluent's REST API) on a free
+    port: ``kafka.schema_registry_url`` is what ``SchemaRegistryClient({"url": ...})`` takes.
     """
 
     def __init__(self, properties: Mapping[str, object] | None = None, *, brokers: int = 1,
                  tls: bool = False, sasl_users: Mapping[str, str] | None = None,
                  data_dir: str | os.PathLike[str] | None = None, host: str = "127.0.0.1",
-                 record_requests: bool = True) -> None:
+                 record_requests: bool = True, schema_registry: bool = False) -> None:
         self.properties = {**DEFAULTS, **{k: _prop(v) for k, v in (properties or {}).items()}}
         self.brokers = brokers
         self.host = host
         self.tls_enabled = tls
         self.sasl_users = dict(sasl_users or {})
+        self.schema_registry = schema_registry
         self.faults = FaultPlan(record=record_requests)
         self._given_dir = Path(data_dir) if data_dir is not None else None
         self.data_dir: Path | None = None
@@ -115,6 +118,13 @@ class SamsaBroker:
             return self._cluster.bootstrap_servers
         return f"{self.host}:{self.ports['PLAINTEXT']}"
 
+    @property
+    def schema_registry_url(self) -> str:
+        """http://host:port of the Schema Registry (``schema_registry=True``)."""
+        if "SCHEMA_REGISTRY" not in self.ports:
+            raise RuntimeError("this broker serves no Schema Registry: start it with SamsaBroker(schema_registry=True)")
+        return f"http://{self.host}:{self.ports['SCHEMA_REGISTRY']}"
+
     def bootstrap(self, listener: str = "PLAINTEXT") -> str:
         """host:port of a listener: PLAINTEXT, SSL, SASL_PLAINTEXT."""
         return f"{self.host}:{self.ports[listener]}"
@@ -124,6 +134,9 @@ class SamsaBroker:
             return self
         if self.data_dir is None:
             self.data_dir = self._given_dir or Path(tempfile.mkdtemp(prefix="samsa-"))
+        if self.brokers != 1 and self.schema_registry:
+            raise ValueError("schema_registry=True serves the registry of one embedded broker; for brokers=3 pass "
+                             "'schema.registry.listeners' in properties and read it from each broker")
         if self.brokers != 1:
             from .cluster import EmbeddedCluster  # noqa: PLC0415
 
@@ -141,6 +154,8 @@ class SamsaBroker:
                 self.ports["SSL"] = free_port(self.host)
             if self.sasl_users:
                 self.ports["SASL_PLAINTEXT"] = free_port(self.host)
+            if self.schema_registry:
+                self.ports["SCHEMA_REGISTRY"] = free_port(self.host)
         t0 = time.perf_counter()
         try:
             self._start_thread()
@@ -171,6 +186,8 @@ class SamsaBroker:
             props["listener.name.sasl_plaintext.plain.sasl.jaas.config"] = \
                 f"org.apache.kafka.common.security.plain.PlainLoginModule required {jaas};"
         props["listeners"] = ",".join(listeners)
+        if self.schema_registry:
+            props["schema.registry.listeners"] = self.schema_registry_url
         return BrokerConfig.load(None, {**props, **self.properties})
 
     def _start_thread(self) -> None:

@@ -56,3 +56,25 @@ def test_three_brokers_replicate():
         assert sorted(r.value for r in k.records(topic)) == [b"0", b"1", b"2"]
         desc = k.admin.client.describe_topics([topic])[0]
         assert [len(part["replica_nodes"]) for part in desc["partitions"]] == [3, 3, 3]
+
+
+def test_schema_registry_option_serves_confluent_serializers():
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    schema = ('{"type": "record", "name": "Order", "fields": '
+              '[{"name": "id", "type": "int"}, {"name": "item", "type": "string"}]}')
+    with SamsaBroker(schema_registry=True) as k:
+        client = SchemaRegistryClient({"url": k.schema_registry_url})
+        ser = AvroSerializer(client, schema)
+        ctx = SerializationContext("orders", MessageField.VALUE)
+        p = KafkaProducer(bootstrap_servers=k.bootstrap_servers)
+        p.send("orders", ser({"id": 7, "item": "tea"}, ctx)).get(timeout=30)
+        p.close()
+        assert client.get_subjects() == ["orders-value"]
+        [record] = k.records("orders")
+        assert record.value[0] == 0  # Confluent's wire format: magic byte, then the schema id
+        assert AvroDeserializer(client)(record.value, ctx) == {"id": 7, "item": "tea"}
+    with pytest.raises(RuntimeError, match="schema_registry=True"):
+        _ = SamsaBroker().schema_registry_url
