@@ -26,12 +26,14 @@ then hands the socket to the event loop (with TLS, the handshake happens after t
 from __future__ import annotations
 
 import asyncio
+import base64
 import functools
 import logging
 import os
 import signal
 import socket
 import time
+import uuid
 from collections import deque
 from typing import Any
 
@@ -598,9 +600,6 @@ class Broker:
                  ",".join(str(d) for d in self.config.log_dirs), (time.monotonic() - t0) * 1000)
 
     def _init_meta_properties(self) -> None:
-        import base64  # noqa: PLC0415
-        import uuid  # noqa: PLC0415
-
         if not self.topics.cluster_id:
             self.topics.cluster_id = str(self.config.get("cluster.id") or "") or \
                 base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")

@@ -23,6 +23,9 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
+from kafka.record.default_records import DefaultRecordBatchBuilder
+from kafka.record.memory_records import MemoryRecords
+
 from log.coordinator_runtime import OnAppended
 
 from .records import Record
@@ -107,8 +110,6 @@ def build_batch(records: list[Record], timestamp_ms: int | None = None, *, produ
     """Encode ``records`` as one uncompressed v2 record batch (base offset 0; the log assigns it).
     A ``producer_id`` makes it a transactional batch without a sequence, as Kafka's coordinator
     writes TxnOffsetCommit records."""
-    from kafka.record.default_records import DefaultRecordBatchBuilder
-
     ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
     builder = DefaultRecordBatchBuilder(magic=2, compression_type=0,
                                         is_transactional=producer_id >= 0,
@@ -121,8 +122,6 @@ def build_batch(records: list[Record], timestamp_ms: int | None = None, *, produ
 
 def iter_batch_records(data: bytes) -> Iterator[StoredRecord]:
     """The records of a run of v2 batches, as :data:`StoredRecord` items."""
-    from kafka.record.memory_records import MemoryRecords
-
     mr = MemoryRecords(bytes(data))
     while True:
         batch = mr.next_batch()

@@ -47,6 +47,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import signal
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -704,8 +706,5 @@ class TransactionCoordinator:
 
 def _crash(reason: str) -> None:
     """SIGKILL this process (fault injection): no flush, no cleanup, like a power cut."""
-    import os  # noqa: PLC0415
-    import signal  # noqa: PLC0415
-
     log.error("%s: SIGKILL", reason)
     os.kill(os.getpid(), signal.SIGKILL)

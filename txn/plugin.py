@@ -21,6 +21,8 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
+from kafka.protocol.producer import AddPartitionsToTxnRequest, WriteTxnMarkersRequest
+
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import ATTR_CONTROL, validate_batches
 
@@ -69,8 +71,6 @@ async def write_marker(broker: Any, topic: str, partition: int, marker: TxnMarke
 
 
 async def _write_marker_remote(cluster: Any, leader: int, topic: str, partition: int, marker: TxnMarker) -> ErrorCode:
-    from kafka.protocol.producer import WriteTxnMarkersRequest  # noqa: PLC0415
-
     R = WriteTxnMarkersRequest
     M = R.WritableTxnMarker
     req = R(markers=[M(producer_id=marker.producer_id, producer_epoch=marker.producer_epoch,
@@ -146,7 +146,6 @@ async def verify_remotely(broker: Any, transactional_id: str, producer_id: int, 
         return None
     if leader < 0:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    from kafka.protocol.producer import AddPartitionsToTxnRequest  # noqa: PLC0415
 
     R = AddPartitionsToTxnRequest
     T = R.AddPartitionsToTxnTransaction

@@ -18,6 +18,7 @@ partition is considered and the ELECTION_NOT_NEEDED ones are left out of the ans
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from protocol.api_keys import ApiKey
@@ -67,8 +68,6 @@ _MESSAGES = {
 
 
 async def _elect_in_cluster(ctx: RequestContext, req: Any) -> Any:
-    import asyncio  # noqa: PLC0415
-
     R = ctx.response_class
     Result = R.ReplicaElectionResult
     PartR = Result.PartitionResult

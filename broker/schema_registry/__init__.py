@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from typing import Any
 from urllib.parse import urlparse
 
@@ -50,7 +51,6 @@ def forward_ssl_context(server_context: Any) -> Any:
     broker's own listener trusts (its truststore), since the registries share the broker's keystore."""
     if server_context is None:
         return None
-    import ssl  # noqa: PLC0415
 
     ctx = ssl.create_default_context()
     for der in server_context.get_ca_certs(binary_form=True):

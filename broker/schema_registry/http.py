@@ -15,6 +15,7 @@ hand-written parser gets right cheaply. This module only owns sockets and limits
 from __future__ import annotations
 
 import asyncio
+import http
 import json
 import logging
 import ssl
@@ -63,8 +64,6 @@ def error_response(e: RegistryError, content_type: str = "application/vnd.schema
 
 
 def _reason(status: int) -> bytes:
-    import http  # noqa: PLC0415
-
     try:
         return http.HTTPStatus(status).phrase.encode()
     except ValueError:

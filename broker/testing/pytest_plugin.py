@@ -1,7 +1,10 @@
 """pytest plugin (entry point ``pytest11: samsa``): a Samsa broker and Kafka clients as fixtures.
 
 Installing ``samsa-broker`` is enough; nothing here runs unless a test asks for a fixture (no
-autouse fixture, no hook that changes collection), and the broker starts on first use.
+autouse fixture, no hook that changes collection), and the broker starts on first use. pytest
+loads this module in every session of every project that installs Samsa, so the broker and the
+clients are imported inside the fixtures that use them (tests/testing/test_plugin.py checks that
+loading the plugin imports neither).
 
 * ``samsa_broker`` (session): a :class:`broker.testing.SamsaBroker`, started on first use and
   stopped when the session ends. With ``--samsa-bootstrap HOST:PORT`` it is an
