@@ -94,7 +94,7 @@ def validate_client_batches(records: ValidatedRecords, topic_partition: str, con
     if not compacted and not check_ts:
         return
     errors: list[tuple[int, ErrorCode, str]] = []
-    for index, timestamp, offset_delta, key_length in _records(records.buffer, h):
+    for index, timestamp, offset_delta, key_length, _raw, _key_pos in iter_records(records.buffer, h):
         if compacted and key_length < 0:
             errors.append((index, ErrorCode.INVALID_RECORD,
                            f"Compacted topic cannot accept message without key in topic partition {topic_partition}."))
@@ -148,11 +148,14 @@ def _validate_batch(h: BatchHeader, tp: str) -> None:
                          f"{h.producer_id} in topic partition {tp}")
 
 
-def _records(buf: bytearray | memoryview, h: BatchHeader) -> Iterator[tuple[int, int, int, int]]:
-    """(index in batch, timestamp, offset delta, key length) of each record of the batch.
+def iter_records(buf: bytearray | memoryview, h: BatchHeader
+                 ) -> Iterator[tuple[int, int, int, int, bytes | memoryview, int]]:
+    """(index in batch, timestamp, offset delta, key length, records section, key position) of
+    each record of the batch.
 
-    Only the fields before the key are decoded; the rest of each record is skipped by its
-    length prefix (validate_batches has already proved the lengths tile the section).
+    Only the fields before the key are decoded; a caller that wants the key or value reads them
+    from the (decompressed) records section at the key position.  The rest of each record is
+    skipped by its length prefix (validate_batches has already proved the lengths tile the section).
     """
     body = memoryview(buf)[h.position + HEADER_SIZE: h.position + h.size]
     raw = body if h.compression == COMPRESSION_NONE else decompress(h.compression, body)
@@ -164,6 +167,6 @@ def _records(buf: bytearray | memoryview, h: BatchHeader) -> Iterator[tuple[int,
         ts_delta, p = read_varint(raw, p)
         offset_delta, p = read_varint(raw, p)
         key_length, p = read_varint(raw, p)
-        yield index, h.base_timestamp + ts_delta, offset_delta, key_length
+        yield index, h.base_timestamp + ts_delta, offset_delta, key_length, raw, p
         pos = record_end
         index += 1

@@ -25,9 +25,9 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from log.validator import RecordValidationError
+from log.validator import RecordValidationError, iter_records
 from protocol.errors import ErrorCode
-from protocol.records import COMPRESSION_NONE, HEADER_SIZE, decompress, read_varint
+from protocol.records import read_varint
 
 _ON = ("true",)
 
@@ -110,20 +110,8 @@ def _record_name(sr: Any, stored: Any) -> str | None:
 def _records(records: Any) -> Iterator[tuple[int, bytes | None, bytes | None]]:
     """(index in its batch, key, value) of every record (the lengths were validated before)."""
     for h in records.batches:
-        body = memoryview(records.buffer)[h.position + HEADER_SIZE: h.position + h.size]
-        raw = body if h.compression == COMPRESSION_NONE else memoryview(decompress(h.compression, body))
-        pos, end, index = 0, len(raw), 0
-        while pos < end:
-            length, pos = read_varint(raw, pos)
-            record_end = pos + length
-            p = pos + 1  # attributes
-            _ts, p = read_varint(raw, p)
-            _od, p = read_varint(raw, p)
-            klen, p = read_varint(raw, p)
+        for index, _ts, _od, klen, raw, p in iter_records(records.buffer, h):
             key = None if klen < 0 else bytes(raw[p:p + klen])
             p += max(klen, 0)
             vlen, p = read_varint(raw, p)
-            value = None if vlen < 0 else bytes(raw[p:p + vlen])
-            yield index, key, value
-            pos = record_end
-            index += 1
+            yield index, key, None if vlen < 0 else bytes(raw[p:p + vlen])
