@@ -31,9 +31,10 @@ UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
 
 
-def write_checkpoint(path: Path, lines: list[str], *, sync: bool = True) -> None:
+def write_atomically(path: Path, data: bytes, *, sync: bool = True) -> None:
+    """Write ``data`` to ``path`` through a ``.tmp`` file renamed over it, so a crash leaves the
+    old file or the new one, never a torn one (fsynced first unless ``sync`` is False)."""
     tmp = path.with_name(path.name + ".tmp")
-    data = (f"0\n{len(lines)}\n" + "".join(line + "\n" for line in lines)).encode()
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         n = 0
@@ -44,6 +45,10 @@ def write_checkpoint(path: Path, lines: list[str], *, sync: bool = True) -> None
     finally:
         os.close(fd)
     os.replace(tmp, path)
+
+
+def write_checkpoint(path: Path, lines: list[str], *, sync: bool = True) -> None:
+    write_atomically(path, (f"0\n{len(lines)}\n" + "".join(line + "\n" for line in lines)).encode(), sync=sync)
 
 
 def read_checkpoint(path: Path) -> list[list[str]]:

@@ -55,6 +55,8 @@ from protocol.errors import (
 from protocol.records import HEADER_SIZE, BatchHeader
 from protocol.varint import read_varint
 
+from .checkpoint import write_atomically
+
 logger = logging.getLogger("samsa.log")
 
 NUM_BATCHES_TO_RETAIN = 5
@@ -416,18 +418,7 @@ class ProducerStateManager:
             return None
         offset = self.map_end_offset if offset is None else offset
         path = self.snapshot_path(offset)
-        tmp = path.with_name(path.name + ".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            data = self.serialize(offset)
-            n = 0
-            while n < len(data):
-                n += os.write(fd, data[n:])
-            if sync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
+        write_atomically(path, self.serialize(offset), sync=sync)
         self.last_snapshot_offset = offset
         self._delete_old_snapshots()
         return path
