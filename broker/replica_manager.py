@@ -391,22 +391,25 @@ class ReplicaManager:
         read again. Returns the rows per topic and the bytes read."""
         deadline = time.monotonic() + max(max_wait_ms, 0) / 1000
         follower = replica_id >= 0
+        record_progress = follower  # a follower's fetch offset is its progress once, when the fetch arrives
         while True:
             result, total, has_error, parts_seen = self._read_local(wanted, isolation_level, max_bytes, replica_id,
-                                                                    denied)
+                                                                    denied, record_progress)
+            record_progress = False
             remaining = deadline - time.monotonic()
             if total >= min_bytes or has_error or remaining <= 0 or not parts_seen:
                 return result, total
             await self.wait_for_data(parts_seen, remaining, follower=follower)
             if time.monotonic() >= deadline:
-                result, total, _e, _p = self._read_local(wanted, isolation_level, max_bytes, replica_id, denied)
+                result, total, _e, _p = self._read_local(wanted, isolation_level, max_bytes, replica_id, denied,
+                                                         False)
                 return result, total
 
     def _read_local(self, wanted: list[tuple[str | None, Any, list[Any]]], isolation: int, max_bytes: int,
-                    replica_id: int, denied: frozenset[str] | set[str]
+                    replica_id: int, denied: frozenset[str] | set[str], record_progress: bool
                     ) -> tuple[list[list[FetchPartitionData]], int, bool, list[Partition]]:
         total = 0
-        now_ms = time.time() * 1000 if replica_id >= 0 else 0.0
+        now_ms = time.time() * 1000 if record_progress else 0.0
         has_error = False
         parts_seen = []
         result = []
@@ -434,7 +437,7 @@ class ReplicaManager:
                     has_error = True
                     continue
                 parts_seen.append(part)
-                if replica_id >= 0:
+                if record_progress:
                     try:
                         part.update_follower_fetch(replica_id, fp.fetch_offset, now_ms)
                     except KafkaError as e:
