@@ -40,8 +40,8 @@ from typing import Any
 
 from protocol.errors import ErrorCode, KafkaError
 
+from .cluster.metadata import TopicInfo
 from .configs import validate_topic_configs
-from .metadata import TopicInfo
 
 log = logging.getLogger("samsa.topics")
 

@@ -55,7 +55,7 @@ def run_broker(args: argparse.Namespace) -> int:
 
     malloc_tuning.tune(bool(config["malloc.tuning.enable"]))  # before the first large buffers
     broker = Broker(config)
-    from .zk.client import BrokerIdInUse, ZooKeeperUnavailable  # noqa: PLC0415
+    from .cluster.zk.client import BrokerIdInUse, ZooKeeperUnavailable  # noqa: PLC0415
 
     try:
         asyncio.run(broker.serve_forever())

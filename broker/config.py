@@ -50,7 +50,7 @@ BROKER_DEFAULTS: dict[str, tuple[type, object]] = {
     "compression.type": (str, "producer"),
     "min.insync.replicas": (int, 1),
     "socket.request.max.bytes": (int, 104857600),
-    # Connection limits (broker/connection_quotas.py); per listener also listener.name.<l>.<key>
+    # Connection limits (broker/network/connection_quotas.py); per listener also listener.name.<l>.<key>
     "max.connections": (int, 2147483647),
     "max.connections.per.ip": (int, 2147483647),
     "max.connections.per.ip.overrides": (str, ""),

@@ -19,7 +19,7 @@ most one response, the queued requests and one partial frame; after that its soc
 not read (the kernel's buffers fill and its sends block), as Kafka mutes such a channel.
 
 Accepting is :class:`Acceptor`'s (Kafka's ``Acceptor``): one task per listener that accepts,
-asks :mod:`broker.connection_quotas` (max.connections, per-IP limits, creation rates) and only
+asks :mod:`broker.network.connection_quotas` (max.connections, per-IP limits, creation rates) and only
 then hands the socket to the event loop (with TLS, the handshake happens after that).
 """
 
@@ -52,16 +52,16 @@ from protocol.messages import (
 
 from . import apis, hooks, security
 from .apis import DelayedResponse, EncodedResponse, RequestContext
+from .cluster.metadata import TopicRegistry
 from .config import BrokerConfig, Listener
 from .configs import DynamicBrokerConfigs
-from .connection_quotas import ConnectionQuotas, ConnectionSlot
-from .fetch_session import FetchSessionCache
 from .group_configs import GroupConfigStore
 from .hooks import HookedRequest, RequestHook
-from .metadata import TopicRegistry
 from .metrics.stats import RequestTimer, note_errors, response_error_counts
+from .network.connection_quotas import ConnectionQuotas, ConnectionSlot
 from .repeated_warnings import RepeatedWarnings
-from .replica_manager import ReplicaManager
+from .replica.fetch_session import FetchSessionCache
+from .replica.replica_manager import ReplicaManager
 from .security import openssl_transport
 from .security.quotas import WAITING_APIS
 
@@ -481,7 +481,7 @@ class Broker:
         self.registry = apis.load_all()
         first_dir = config.log_dirs[0]
         # Cluster mode (zookeeper.connect set): ZooKeeper holds the metadata, the controller decides
-        # leaders; see broker.zk.cluster. Otherwise the single embedded broker owns everything.
+        # leaders; see broker.cluster.zk.cluster. Otherwise the single embedded broker owns everything.
         self.zk: Any = None
         self.metadata_cache: Any = None
         self.controller: Any = None
@@ -491,7 +491,7 @@ class Broker:
             # Kafka: security.inter.broker.protocol=X means the listener named X
             self.inter_broker_listener = str(config.get("security.inter.broker.protocol")).strip().upper()
         if str(config.get("zookeeper.connect") or "").strip():
-            from .zk.cluster import ZkCluster  # noqa: PLC0415
+            from .cluster.zk.cluster import ZkCluster  # noqa: PLC0415
 
             self.cluster = ZkCluster(self)
             self.topics: TopicRegistry = self.cluster.topics
@@ -532,7 +532,7 @@ class Broker:
         if broker_id in self.metadata_cache.brokers:
             return True
         # not in our view yet (we have just started, or it has just joined): ask ZooKeeper
-        from .zk import zk_data  # noqa: PLC0415
+        from .cluster.zk import zk_data  # noqa: PLC0415
 
         return self.zk is not None and self.zk.get(zk_data.broker_path(broker_id)) is not None
 
@@ -576,7 +576,7 @@ class Broker:
         security.configure(self)  # authorizer and client quotas
         GroupConfigStore.attach(self)  # dynamic group configs, read by the coordinators started next
         if self.cluster is not None:
-            from .zk.cluster import ZkProducerIdManager  # noqa: PLC0415
+            from .cluster.zk.cluster import ZkProducerIdManager  # noqa: PLC0415
 
             self.producer_ids = ZkProducerIdManager(self.cluster.zk, self.broker_id)
         else:

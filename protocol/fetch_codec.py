@@ -12,7 +12,7 @@ the region object the log handed out, so the connection can write it with ``send
 Versions 4-18 (flexible from 12, topic ids from 13). The output is a list of chunks, ``bytes``
 or regions (anything with ``size``), whose concatenation is the framed response.
 
-The replica fetcher (``broker/replication/fetcher.py``) sends a Fetch request and reads its
+The replica fetcher (``broker/cluster/replication/fetcher.py``) sends a Fetch request and reads its
 response many hundred times a second per leader. kafka-python's message objects cost ~270 us to
 build and encode such a request and copy every records field while decoding the response;
 :func:`encode_fetch_request` writes the v12 request straight from a few tuples and

@@ -117,7 +117,7 @@ def check_password_configs(broker: Any, configs: dict[str, str], default_entity:
 def validate_connection_quotas(props: dict[str, str]) -> None:
     """max.connections* must parse (overrides resolve) before they are stored."""
     from broker.config import BrokerConfig
-    from broker.connection_quotas import ConnectionQuotas
+    from broker.network.connection_quotas import ConnectionQuotas
 
     ConnectionQuotas(BrokerConfig(dict(props)), [], None)
 

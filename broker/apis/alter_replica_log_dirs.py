@@ -18,7 +18,7 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
-from ..log_dirs import alter_replica_log_dir
+from ..replica.log_dirs import alter_replica_log_dir
 from ..security.acl import ALTER, CLUSTER, CLUSTER_DENIED, CLUSTER_NAME, Requires
 from . import RequestContext, api
 

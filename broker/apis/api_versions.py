@@ -5,7 +5,7 @@ A version above 4 never reaches this handler: the server answers it with a v0 re
 UNSUPPORTED_VERSION, as Kafka does, so the client can retry with a version we know.
 v3+ (KIP-511) carries the client's software name and version, which we log at debug.
 
-v3+ also answers with the features (KIP-584, ``broker/features.py``): the supported range of
+v3+ also answers with the features (KIP-584, ``broker/cluster/features.py``): the supported range of
 each feature, and the finalized levels with their epoch -- ``transaction.version`` 2 tells
 transactions-v2 clients (KIP-890) they may use EndTxn v5. As Kafka (KAFKA-17011), v3 leaves out
 supported features whose minimum is 0, which older clients could not parse.
@@ -18,7 +18,7 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 
-from .. import features
+from ..cluster import features
 from ..security.acl import NO_AUTHZ
 from . import REGISTRY, RequestContext, api
 

@@ -8,7 +8,7 @@ config overrides validated as topic configs (bad ones: INVALID_CONFIG with the r
 message (v1+); v5+ (KIP-525) echoes partitions and replication factor; v7 returns topic ids.
 
 In a cluster the assignment is written to ZooKeeper (replicas spread as Kafka spreads them, see
-:mod:`broker.zk.topics`) and the answer waits, up to the request's ``timeout_ms``, until the
+:mod:`broker.cluster.zk.topics`) and the answer waits, up to the request's ``timeout_ms``, until the
 controller has elected a leader for every new partition and every live broker's Metadata shows
 it (Kafka's DelayedCreatePartitions waits for the controller's UpdateMetadata on the broker that
 was asked; see ``ZkCluster.await_topic_metadata`` for why every broker is asked here), so a
@@ -25,8 +25,8 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
+from ..cluster.metadata import validate_topic_name
 from ..configs import effective_topic_config, validate_topic_configs
-from ..metadata import validate_topic_name
 from ..security.acl import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE_CONFIGS, TOPIC, TOPIC_DENIED, Requires
 from . import RequestContext, api
 

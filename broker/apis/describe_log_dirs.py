@@ -20,7 +20,7 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
-from ..log_dirs import future_offset_lag
+from ..replica.log_dirs import future_offset_lag
 from ..security.acl import CLUSTER, CLUSTER_DENIED, CLUSTER_NAME, DESCRIBE, Requires
 from . import RequestContext, api
 

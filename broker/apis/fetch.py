@@ -9,7 +9,7 @@ that the first partition with data returns at least one whole batch even when it
 so a consumer can always make progress. Long poll: if fewer than ``min_bytes`` are available,
 the request parks until data arrives on one of its partitions or ``max_wait_ms`` passes.
 
-Fetch sessions (KIP-227, v7+) live in ``broker/fetch_session.py``: a full fetch with
+Fetch sessions (KIP-227, v7+) live in ``broker/replica/fetch_session.py``: a full fetch with
 ``session_epoch`` 0 opens one (its id in the response), incremental fetches read every partition
 of the session and get back only the partitions with records, a changed high watermark or log
 start offset, or an error (FETCH_SESSION_ID_NOT_FOUND / INVALID_FETCH_SESSION_EPOCH at the top
@@ -22,7 +22,7 @@ response is v16's. Every error partition
 carries empty records, never null (protocol/fetch_codec.py).
 
 The reads, the long poll and follower progress are the replica manager's ``fetch_messages``
-(``broker/replica_manager.py``); this module decodes, authorizes and encodes.
+(``broker/replica/replica_manager.py``); this module decodes, authorizes and encodes.
 
 Replication reuses this path (Kafka's ``ReplicaFetcherThread``): a Fetch whose ``replica_id``
 (v15+: ``replica_state.replica_id``, KIP-903) is a broker id comes from a follower. It reads up to
@@ -40,8 +40,8 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.fetch_codec import PartitionData, TopicData, encode_fetch_response
 
-from .. import fetch_session
 from ..metrics.stats import mark_follower_fetch, note_errors
+from ..replica import fetch_session
 from ..security.acl import CLUSTER, CLUSTER_ACTION, CLUSTER_NAME, READ, TOPIC, TOPIC_DENIED, Requires
 from . import EncodedResponse, RequestContext, api
 
@@ -69,7 +69,7 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
             wanted.append((info.name if info else None, t.topic_id, t.partitions))
         else:
             wanted.append((t.topic, None, t.partitions))
-    # Fetch sessions (KIP-227, broker/fetch_session.py): an incremental fetch reads every
+    # Fetch sessions (KIP-227, broker/replica/fetch_session.py): an incremental fetch reads every
     # partition of its session; the answer is trimmed to what changed by fs.respond() below.
     fs = fetch_session.new_context(broker.fetch_sessions, ctx.version, req, wanted, broker.topics,
                                    follower=replica_id >= 0)

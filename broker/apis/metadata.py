@@ -32,8 +32,8 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
 from ..auto_topic_creation import auto_create_topic
-from ..metadata import validate_topic_name
-from ..replica_manager import TopicPartition
+from ..cluster.metadata import validate_topic_name
+from ..replica.replica_manager import TopicPartition
 from ..security.acl import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, TOPIC, TOPIC_DENIED, Requires
 from . import RequestContext, api
 

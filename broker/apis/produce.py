@@ -49,8 +49,8 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from txn.plugin import verify_transactional_produce_in_cluster
 
-from ..purgatory import DelayedProduce
-from ..replica_manager import PartitionProduceResult
+from ..replica.purgatory import DelayedProduce
+from ..replica.replica_manager import PartitionProduceResult
 from ..schema_registry.validation import validate_schema_ids
 from ..security.acl import TOPIC, TOPIC_DENIED, TRANSACTIONAL_ID, TXN_DENIED, WRITE, Requires
 from . import DelayedResponse, RequestContext, api

@@ -10,7 +10,7 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
-from ..replica_manager import TopicPartition
+from ..replica.replica_manager import TopicPartition
 from ..security.acl import CLUSTER, CLUSTER_ACTION, CLUSTER_DENIED, Requires
 from . import RequestContext, api
 from .leader_and_isr import check_from_controller

@@ -1,6 +1,6 @@
 """UpdateFeatures (key 57), versions 0-2 (KIP-584; ``kafka-features.sh upgrade/downgrade``).
 
-Changes the finalized level of features this broker supports (``broker/features.py``:
+Changes the finalized level of features this broker supports (``broker/cluster/features.py``:
 ``transaction.version``, KIP-890). Checks, as Kafka's ``FeatureControlManager``: ALTER on the
 cluster (else CLUSTER_AUTHORIZATION_FAILED for the request); an unknown feature or a level outside
 the supported range is INVALID_UPDATE_VERSION, and so is a lower level without a downgrade type
@@ -22,7 +22,7 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
-from .. import features
+from ..cluster import features
 from ..security.acl import ALTER, CLUSTER, CLUSTER_DENIED, CLUSTER_NAME, Requires
 from . import RequestContext, api
 

@@ -1,6 +1,6 @@
 """UpdateMetadata (key 6), version 7: the controller's full view of the cluster (live brokers and
 every partition's leader, ISR, replicas and offline replicas), applied to this broker's
-:class:`~broker.metadata_cache.MetadataCache`, from which Metadata, FindCoordinator and
+:class:`~broker.cluster.metadata_cache.MetadataCache`, from which Metadata, FindCoordinator and
 DescribeCluster answer. Checked like LeaderAndIsr (STALE_CONTROLLER_EPOCH,
 CLUSTER_AUTHORIZATION_FAILED)."""
 

@@ -217,7 +217,7 @@ class SocketServerCollector(Collector):
         yield from self._connection_quotas()
 
     def _connection_quotas(self) -> Iterator[Metric]:
-        """broker/connection_quotas.py: creation rate, accept throttling, per-IP rejections, and the
+        """broker/network/connection_quotas.py: creation rate, accept throttling, per-IP rejections, and the
         request bytes buffered in connections (Kafka's SocketServer MemoryPoolUsed)."""
         quotas = getattr(self.broker, "connection_quotas", None)
         if quotas is None:
@@ -333,7 +333,7 @@ class GroupCoordinatorCollector(Collector):
 
     def prepare(self) -> Generator[None, None, Callable[[], Iterator[Metric]]]:
         """Read groups, committed offsets and high watermarks, pausing every READ_CHUNK offsets."""
-        from broker.replica_manager import TopicPartition  # noqa: PLC0415
+        from broker.replica.replica_manager import TopicPartition  # noqa: PLC0415
 
         coord = getattr(self.broker, "group_coordinator", None)
         rm_parts = self.broker.replica_manager.partitions

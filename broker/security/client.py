@@ -1,4 +1,4 @@
-"""The client side of the inter-broker listener: TLS and SASL for :class:`broker.interbroker.BrokerClient`.
+"""The client side of the inter-broker listener: TLS and SASL for :class:`broker.cluster.interbroker.BrokerClient`.
 
 Built from :func:`.listeners.inter_broker_listener` (``inter.broker.listener.name`` or
 ``security.inter.broker.protocol``): TLS verifies the other broker against the listener's

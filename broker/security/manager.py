@@ -83,7 +83,7 @@ class BrokerSecurity:
         self.listeners: dict[str, ListenerSecurity] = {}
         for lc in listener_configs(config):
             self.listeners[lc.name] = ListenerSecurity(lc, self.credentials)
-        from broker.interbroker import BrokerClient
+        from broker.cluster.interbroker import BrokerClient
 
         from .client import inter_broker_security
 

@@ -26,7 +26,7 @@ Kafka's model (KIP-13, KIP-55, KIP-124, KIP-219, KIP-546):
 IP quotas (KIP-612): the ``ip`` entity (a host or address, or the default IP ``<default>``)
 takes one key, ``connection_creation_rate`` (an INT, new connections per second), valid for no
 other entity, and an ``ip`` entity combines with no other type. This module only stores them;
-they are enforced at accept by :mod:`broker.connection_quotas`, which every load and alter
+they are enforced at accept by :mod:`broker.network.connection_quotas`, which every load and alter
 hands the IP configs to (``ClientQuotaManager.ip_listeners``), as Kafka's IpConfigHandler
 hands them to ConnectionQuotas.
 
@@ -51,7 +51,7 @@ from urllib.parse import quote, unquote
 
 from protocol.api_keys import ApiKey
 
-from ..zk.zk_data import CONFIG_IPS
+from ..cluster.zk.zk_data import CONFIG_IPS
 
 USER, CLIENT_ID, IP = "user", "client-id", "ip"
 PRODUCER_BYTE_RATE = "producer_byte_rate"

@@ -56,7 +56,7 @@ class EmbeddedCluster:
                               capture_output=True, text=True, timeout=timeout)
 
     def start(self, timeout: float = 90.0) -> None:
-        from ..zk.server import zookeeper_available  # noqa: PLC0415
+        from ..cluster.zk.server import zookeeper_available  # noqa: PLC0415
 
         missing = zookeeper_available()
         if missing is not None:

@@ -13,7 +13,7 @@ brokers through the protocol too.
 
 Imports: protocol/ and kafka-python's clients, since they speak the Kafka protocol to a running
 broker; for files and local processes also the record formats of groupcoord/ and txn/ (dump-log),
-broker/security/scram.py and broker/zk/server.py; never the broker's running internals
+broker/security/scram.py and broker/cluster/zk/server.py; never the broker's running internals
 (pyproject.toml's tools-speak-kafka contract).
 """
 

@@ -1,6 +1,6 @@
 """``samsa cluster up|down|status``: a ZooKeeper and N Samsa brokers on this machine, for development.
 
-``samsa cluster up --brokers 3`` starts Apache ZooKeeper (``broker/zk/server.py``: the Debian
+``samsa cluster up --brokers 3`` starts Apache ZooKeeper (``broker/cluster/zk/server.py``: the Debian
 package's jars or ``ZOOKEEPER_HOME``) on ``--zookeeper-port`` (2181) and brokers 0..N-1 on
 ``--base-port`` (9092), 9093, ... as background processes, each with ``broker.id``,
 ``zookeeper.connect=127.0.0.1:2181/samsa``, its own ``log.dirs`` and log file in ``--dir``
@@ -229,7 +229,7 @@ def _running(state: dict[str, Any]) -> list[str]:
 
 # -- up -------------------------------------------------------------------------------------------
 def _up(args: argparse.Namespace) -> int | None:
-    from broker.zk.server import ZooKeeperNotFound, ZooKeeperServer, ZooKeeperStartError
+    from broker.cluster.zk.server import ZooKeeperNotFound, ZooKeeperServer, ZooKeeperStartError
 
     folder = args.dir.resolve()
     old = _load_state(folder) or {}
@@ -317,7 +317,7 @@ def _up(args: argparse.Namespace) -> int | None:
 
 def _complete(args: argparse.Namespace, folder: Path, state: dict[str, Any]) -> int:
     """Part of a recorded cluster runs: start what does not (ZooKeeper first) with the recorded settings."""
-    from broker.zk.server import ZooKeeperNotFound, ZooKeeperServer, ZooKeeperStartError
+    from broker.cluster.zk.server import ZooKeeperNotFound, ZooKeeperServer, ZooKeeperStartError
 
     running = ", ".join(_running(state))
     changed = [f"--{f.replace('_', '-')}" for f in ("brokers", "zookeeper_port", "base_port", "chroot")
@@ -493,7 +493,7 @@ def _status(args: argparse.Namespace) -> int | None:
     rows: list[dict[str, Any]] = []
     zk = state.get("zookeeper") or {}
     if zk:
-        from broker.zk.server import is_serving
+        from broker.cluster.zk.server import is_serving
 
         alive = _alive(zk.get("pid"), marker)
         rows.append({"process": "zookeeper", "pid": zk.get("pid"), "port": zk.get("port"), "running": alive,

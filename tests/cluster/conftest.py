@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.zk.server import ZooKeeperServer
+from broker.cluster.zk.server import ZooKeeperServer
 from tests.support.cluster import SamsaCluster, cluster_mode_implemented
 from tests.support.fixtures import report_broker_log
 from tests.support.zookeeper import shared_zookeeper, zookeeper  # noqa: F401

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.zk.server import ZooKeeperServer, four_letter_word
+from broker.cluster.zk.server import ZooKeeperServer, four_letter_word
 from tests.support.cluster import SamsaCluster, cluster_mode_implemented
 
 pytestmark = pytest.mark.timeout(300)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 
-from broker.zk.topics import assign_replicas, assign_replicas_rack_aware, rack_alternated
+from broker.cluster.zk.topics import assign_replicas, assign_replicas_rack_aware, rack_alternated
 
 
 def test_rack_alternated_order() -> None:

@@ -23,7 +23,7 @@ from typing import Any
 
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
-from broker.zk.server import ZooKeeperServer
+from broker.cluster.zk.server import ZooKeeperServer
 from tests.support.brokers import SamsaBroker
 from tests.support.rawclient import RawClient
 from tests.support.zookeeper import TEST_TICK_TIME_MS

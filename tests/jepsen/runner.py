@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from broker.zk.server import zookeeper_available
+from broker.cluster.zk.server import zookeeper_available
 
 from . import workload as wl
 from .checker import Result, check, format_verdict

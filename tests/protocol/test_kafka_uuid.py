@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.metadata import TopicRegistry
+from broker.cluster.metadata import TopicRegistry
 from protocol import kafka_uuid
 
 # One id in both spellings (the base64 one as a Kafka broker logged it in issue 13).

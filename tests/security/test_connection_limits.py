@@ -1,4 +1,4 @@
-"""Connection limits (issue 10, broker/connection_quotas.py) over real sockets: max.connections.per.ip
+"""Connection limits (issue 10, broker/network/connection_quotas.py) over real sockets: max.connections.per.ip
 with overrides, max.connections with the protected inter-broker listener, max.connection.creation.rate,
 socket.request.max.bytes, and the bound on what a client that never reads can make the broker buffer."""
 

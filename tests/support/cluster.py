@@ -30,7 +30,7 @@ from typing import Any
 
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
-from broker.zk.server import ZooKeeperServer
+from broker.cluster.zk.server import ZooKeeperServer
 
 from .brokers import SamsaBroker
 from .net import wait_until
@@ -54,7 +54,7 @@ def cluster_mode_implemented() -> bool:
     Until it lands, brokers started with ``zookeeper.connect`` run as independent single brokers:
     the scaffolding still starts them, but nothing waits for them to form one cluster.
     """
-    return importlib.util.find_spec("broker.controller") is not None
+    return importlib.util.find_spec("broker.cluster.controller") is not None
 
 
 class ClusterError(RuntimeError):

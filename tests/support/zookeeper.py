@@ -1,6 +1,6 @@
 """A real Apache ZooKeeper for tests: start/stop helpers and pytest fixtures.
 
-Theory of operation: ``broker.zk.server.ZooKeeperServer`` does the work (finds the jars,
+Theory of operation: ``broker.cluster.zk.server.ZooKeeperServer`` does the work (finds the jars,
 writes zoo.cfg, runs the JVM on a free loopback port, waits for ``srvr``); this module adds
 what tests need around it: every server started here is registered and SIGKILLed at
 interpreter exit (like the brokers in ``brokers.py``), its log is attached to a failing
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.zk.server import ZooKeeperServer, zookeeper_available
+from broker.cluster.zk.server import ZooKeeperServer, zookeeper_available
 
 TEST_TICK_TIME_MS = 500
 

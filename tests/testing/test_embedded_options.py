@@ -8,9 +8,9 @@ import pytest
 from kafka import KafkaProducer
 from kafka.errors import KafkaError
 
+from broker.cluster.zk.server import zookeeper_available
 from broker.testing import SamsaBroker
 from broker.testing.cluster import ClusterUnavailable
-from broker.zk.server import zookeeper_available
 
 
 def test_tls_and_sasl_listeners():

@@ -164,7 +164,7 @@ def test_cluster_up_refuses_a_busy_port_and_down_needs_state(tmp_path: Path) -> 
 
 
 def test_missing_zookeeper_says_how_to_install(tmp_path: Path) -> None:
-    from broker.zk.server import INSTALL_HINT, ZooKeeperNotFound, find_classpath
+    from broker.cluster.zk.server import INSTALL_HINT, ZooKeeperNotFound, find_classpath
 
     empty = tmp_path / "empty"
     empty.mkdir()

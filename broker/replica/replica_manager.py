@@ -34,9 +34,9 @@ follower's fetch moved the high watermark: an empty round trip per acks=all prod
 learn the high watermark from their next fetch response.
 
 The request layer only decodes, authorizes and encodes: :meth:`ReplicaManager.append_records`
-(validation, the append, acks=all as a :class:`~broker.purgatory.DelayedProduce`) and
+(validation, the append, acks=all as a :class:`~broker.replica.purgatory.DelayedProduce`) and
 :meth:`ReplicaManager.fetch_messages` (the reads, follower progress, the long poll as a
-:class:`~broker.purgatory.DelayedFetch`) are Kafka's ``appendRecords`` / ``fetchMessages``; the
+:class:`~broker.replica.purgatory.DelayedFetch`) are Kafka's ``appendRecords`` / ``fetchMessages``; the
 replica fetcher appends through :meth:`ReplicaManager.append_records_as_follower` and truncates
 through :meth:`ReplicaManager.truncate_follower`.
 
@@ -60,9 +60,9 @@ from protocol.errors import DuplicateSequenceError, ErrorCode, KafkaError
 from protocol.recompress import recompress_to
 from protocol.records import COMPRESSION_CODES, ValidatedRecords, validate_batches
 
-from .config import BrokerConfig
-from .configs import effective_topic_config
-from .metadata import INTERNAL_TOPICS, TopicRegistry, topic_id_base64
+from ..cluster.metadata import INTERNAL_TOPICS, TopicRegistry, topic_id_base64
+from ..config import BrokerConfig
+from ..configs import effective_topic_config
 from .partition import FollowerState, IsrChangeCounts, IsrWriter, Partition, TopicPartition
 from .purgatory import DelayedFetch, DelayedProduce, PartitionProduceResult
 
@@ -108,7 +108,7 @@ class ReplicaManager:
         self.isr_writer: IsrWriter | None = None
         self.isr_changes = IsrChangeCounts()
         self.leadership_listeners: list[Callable[[TopicPartition, bool, int], None]] = []
-        # JBOD (broker/log_dirs.py): partitions whose log dir is offline, and moves in progress
+        # JBOD (broker/replica/log_dirs.py): partitions whose log dir is offline, and moves in progress
         self.offline_partitions: set[TopicPartition] = set()
         self.log_dir_moves: dict[TopicPartition, Any] = {}
 

@@ -41,7 +41,7 @@ from protocol.fetch_codec import FetchPartitionRequest, decode_fetch_response, e
 from ..interbroker import BrokerClient
 
 if TYPE_CHECKING:
-    from ..replica_manager import Partition, TopicPartition
+    from ...replica.replica_manager import Partition, TopicPartition
 
 log = logging.getLogger("samsa.replication")
 
@@ -287,6 +287,6 @@ class ReplicaFetcher:
 
 
 def _tp(topic: str, partition: int) -> TopicPartition:
-    from ..replica_manager import TopicPartition  # noqa: PLC0415
+    from ...replica.replica_manager import TopicPartition  # noqa: PLC0415
 
     return TopicPartition(topic, partition)

@@ -1,9 +1,9 @@
 """A partition hosted by this broker: its log and the replication state around it (Kafka's
-``Partition``). The replica manager (``broker/replica_manager.py``) owns the partitions and is
+``Partition``). The replica manager (``broker/replica/replica_manager.py``) owns the partitions and is
 the only caller of their appends and reads; see its docstring for the theory of operation
 (leaders, followers, the ISR, the high watermark and the purgatories).
 
-A partition watches the delayed operations that wait on it (``broker/purgatory.py``): a moving
+A partition watches the delayed operations that wait on it (``broker/replica/purgatory.py``): a moving
 high watermark finishes the DelayedProduces it satisfies and wakes the consumer fetches parked
 on it; an append wakes the parked follower fetches. All on the event loop thread: no locks.
 """

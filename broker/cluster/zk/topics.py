@@ -1,6 +1,6 @@
 """The topic registry of a broker in a cluster: ZooKeeper is the source of truth.
 
-Theory of operation: every broker keeps the same :class:`~broker.metadata.TopicRegistry` view
+Theory of operation: every broker keeps the same :class:`~broker.cluster.metadata.TopicRegistry` view
 as the single broker (name, topic id, partition count, config overrides), but fills it from
 ``/brokers/topics`` and ``/config/topics`` and keeps it current with ZooKeeper watches:
 the children of ``/brokers/topics`` (topics created and deleted), each topic's assignment

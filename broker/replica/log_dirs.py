@@ -1,7 +1,7 @@
 """Several log directories (JBOD): moving partitions between them and surviving a failed one.
 
 Kafka's ``ReplicaManager.alterReplicaLogDirs`` and its ``LogDirFailureChannel`` handling,
-beside :mod:`broker.replica_manager` so that the partition path stays small:
+beside :mod:`broker.replica.replica_manager` so that the partition path stays small:
 
 * :func:`alter_replica_log_dir` (AlterReplicaLogDirs, KIP-113) starts a
   :class:`log.alter_log_dirs.LogDirMove`: a future copy in the destination catches up while

@@ -217,7 +217,7 @@ class ZooKeeperServer:
 
     def write_config(self) -> Path:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        lines = ["# Written by samsa (broker/zk/server.py): a standalone ZooKeeper on loopback."]
+        lines = ["# Written by samsa (broker/cluster/zk/server.py): a standalone ZooKeeper on loopback."]
         lines += [f"{k}={v}" for k, v in self.config().items()]
         self.config_path.write_text("\n".join(lines) + "\n")
         return self.config_path

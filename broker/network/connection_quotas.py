@@ -55,8 +55,8 @@ from typing import Any
 
 from protocol.errors import InvalidConfigError
 
-from .repeated_warnings import RepeatedWarnings
-from .security.quotas import CONNECTION_CREATION_RATE, DEFAULT, IpConfigs, Rate
+from ..repeated_warnings import RepeatedWarnings
+from ..security.quotas import CONNECTION_CREATION_RATE, DEFAULT, IpConfigs, Rate
 
 log = logging.getLogger("samsa.network")
 # A flood from one address must not flood the log: a few lines per cause and minute, then a count.
