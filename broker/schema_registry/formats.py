@@ -21,15 +21,38 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import logging
 import os
 import subprocess
 import sys
 import tempfile
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
 
-from .errors import invalid_schema
+import fastavro
+import jsonschema
+from google.protobuf import (
+    any_pb2,
+    api_pb2,
+    descriptor_pb2,
+    duration_pb2,
+    empty_pb2,
+    field_mask_pb2,
+    source_context_pb2,
+    struct_pb2,
+    timestamp_pb2,
+    type_pb2,
+    wrappers_pb2,
+)
+from google.protobuf.descriptor_pb2 import DescriptorProto, FileDescriptorProto, FileDescriptorSet
+from google.protobuf.descriptor_pool import DescriptorPool
+from google.protobuf.message import DecodeError
+
+from . import protobuf_text
+from .errors import RegistryError, invalid_schema
+from .json_types import Json, JsonObject
+
+log = logging.getLogger("samsa.schema_registry")
 
 AVRO, JSON, PROTOBUF = "AVRO", "JSON", "PROTOBUF"
 SCHEMA_TYPES = (AVRO, JSON, PROTOBUF)
@@ -41,7 +64,7 @@ class Reference:
     subject: str
     version: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"name": self.name, "subject": self.subject, "version": self.version}
 
 
@@ -58,19 +81,33 @@ class ParsedSchema:
     schema_type: str
     text: str  # what is stored and returned
     fingerprint: str  # equal fingerprints (with equal references) = the same schema
-    parsed: Any
+    parsed: Json | FileDescriptorProto  # the document (AVRO, JSON) or the compiled file (PROTOBUF)
     references: tuple[Reference, ...] = ()
     dependencies: list[Dependency] = field(default_factory=list)
-    named: dict[str, Any] = field(default_factory=dict)  # AVRO: every named type, dependencies included
+    named: dict[str, JsonObject] = field(default_factory=dict)  # AVRO: every named type, dependencies included
+
+    @property
+    def doc(self) -> Json:
+        """An AVRO or JSON schema's document."""
+        if isinstance(self.parsed, FileDescriptorProto):
+            raise TypeError("a PROTOBUF schema has no JSON document")
+        return self.parsed
+
+    @property
+    def descriptor(self) -> FileDescriptorProto:
+        """A PROTOBUF schema's compiled file."""
+        if not isinstance(self.parsed, FileDescriptorProto):
+            raise TypeError(f"a {self.schema_type} schema has no file descriptor")
+        return self.parsed
 
     def serialized(self) -> str:
         """``format=serialized``: base64 FileDescriptorProto for PROTOBUF, the text otherwise."""
         if self.schema_type == PROTOBUF:
-            return base64.standard_b64encode(self.parsed.SerializeToString()).decode("ascii")
+            return base64.standard_b64encode(self.descriptor.SerializeToString()).decode("ascii")
         return self.text
 
 
-_CACHE: OrderedDict[tuple[Any, ...], ParsedSchema] = OrderedDict()
+_CACHE: OrderedDict[tuple[str, str, tuple[Reference, ...], tuple[str, ...], bool], ParsedSchema] = OrderedDict()
 _CACHE_SIZE = 1000
 
 
@@ -102,7 +139,7 @@ def parse(schema_type: str, text: str, references: tuple[Reference, ...] = (),
     return out
 
 
-def _compact(doc: Any, sort: bool = False) -> str:
+def _compact(doc: Json, sort: bool = False) -> str:
     return json.dumps(doc, separators=(",", ":"), sort_keys=sort, ensure_ascii=False)
 
 
@@ -110,8 +147,6 @@ def _compact(doc: Any, sort: bool = False) -> str:
 
 
 def _parse_avro(text: str, deps: list[Dependency], normalize: bool) -> ParsedSchema:
-    import fastavro  # noqa: PLC0415
-
     try:
         doc = json.loads(text)
     except ValueError:
@@ -119,7 +154,7 @@ def _parse_avro(text: str, deps: list[Dependency], normalize: bool) -> ParsedSch
         doc = text.strip()
         if not doc or not doc.replace(".", "").replace("_", "").isalnum():
             raise invalid_schema(f"{text[:200]}: not a JSON document") from None
-    named: dict[str, Any] = {}
+    named: dict[str, JsonObject] = {}
     for d in deps:
         if d.schema.schema_type != AVRO:
             raise invalid_schema(f"reference {d.name} is a {d.schema.schema_type} schema, not AVRO")
@@ -141,7 +176,7 @@ def _parse_avro(text: str, deps: list[Dependency], normalize: bool) -> ParsedSch
 _AVRO_PRIMITIVES = frozenset(("null", "boolean", "int", "long", "float", "double", "bytes", "string"))
 
 
-def _avro_canonical(doc: Any) -> Any:
+def _avro_canonical(doc: Json) -> Json:
     """``{"type": "string"}`` is the schema ``"string"`` (Avro's parsing canonical form does the same)."""
     if isinstance(doc, list):
         return [_avro_canonical(d) for d in doc]
@@ -152,7 +187,7 @@ def _avro_canonical(doc: Any) -> Any:
     return doc
 
 
-def _avro_structure(doc: Any, depth: int = 0) -> None:
+def _avro_structure(doc: Json, depth: int = 0) -> None:
     """What Avro's own parser refuses and fastavro lets through: a record without ``fields``."""
     if depth > 200:
         raise invalid_schema("nested deeper than 200 levels")
@@ -162,7 +197,8 @@ def _avro_structure(doc: Any, depth: int = 0) -> None:
     elif isinstance(doc, dict):
         if doc.get("type") in ("record", "error") and not isinstance(doc.get("fields"), list):
             raise invalid_schema(f"{_short(_compact(doc))}: Record has no fields")
-        for f in doc.get("fields") or []:
+        fields = doc.get("fields")
+        for f in fields if isinstance(fields, list) else []:
             if isinstance(f, dict):
                 _avro_structure(f.get("type"), depth + 1)
         for k in ("items", "values"):
@@ -176,8 +212,6 @@ def _avro_structure(doc: Any, depth: int = 0) -> None:
 
 
 def _parse_json(text: str, deps: list[Dependency], normalize: bool) -> ParsedSchema:
-    import jsonschema  # noqa: PLC0415
-
     try:
         doc = json.loads(text)
     except ValueError as e:
@@ -201,24 +235,25 @@ def _parse_json(text: str, deps: list[Dependency], normalize: bool) -> ParsedSch
     return ParsedSchema(JSON, stored, _compact(doc, sort=True), doc)
 
 
-def _json_refs(doc: Any) -> list[str]:
+def _json_refs(doc: Json) -> list[str]:
     out: list[str] = []
     stack = [doc]
     while stack:
         d = stack.pop()
         if isinstance(d, dict):
-            if isinstance(d.get("$ref"), str):
-                out.append(d["$ref"])
+            ref = d.get("$ref")
+            if isinstance(ref, str):
+                out.append(ref)
             stack.extend(d.values())
         elif isinstance(d, list):
             stack.extend(d)
     return out
 
 
-def json_ref_target(schema: ParsedSchema, ref: str) -> Any:
+def json_ref_target(schema: ParsedSchema, ref: str) -> Json:
     """Resolve a ``$ref`` inside ``schema``'s document or one of its references (by name)."""
     base, _, pointer = ref.partition("#")
-    doc: Any = schema.parsed
+    doc: Json = schema.doc
     if base:
         for d in schema.dependencies:
             if d.name == base or d.name.endswith("/" + base) or base.endswith("/" + d.name):
@@ -241,8 +276,6 @@ def json_ref_target(schema: ParsedSchema, ref: str) -> Any:
 
 
 def _parse_protobuf(text: str, deps: list[Dependency], normalize: bool) -> ParsedSchema:
-    from google.protobuf import descriptor_pb2, descriptor_pool  # noqa: PLC0415
-
     fdp = _descriptor_from_base64(text)
     for d in deps:
         if d.schema.schema_type != PROTOBUF:
@@ -250,7 +283,7 @@ def _parse_protobuf(text: str, deps: list[Dependency], normalize: bool) -> Parse
     dep_files = _dependency_files(deps)
     if fdp is None:
         fdp = _compile_proto(text, deps, dep_files)
-    pool = descriptor_pool.DescriptorPool()
+    pool = DescriptorPool()
     known = {f.name for f in dep_files}
     for wk in _well_known_files():
         if wk.name not in known:
@@ -262,7 +295,9 @@ def _parse_protobuf(text: str, deps: list[Dependency], normalize: bool) -> Parse
         pool.FindFileByName(fdp.name)  # builds it: unresolved types and imports fail here
     except Exception as e:
         raise invalid_schema(f"{_short(text)}: {e}") from None
-    clean = descriptor_pb2.FileDescriptorProto()
+    if normalize:
+        text, fdp = _normalized_protobuf(text, fdp, pool, deps, dep_files)
+    clean = FileDescriptorProto()
     clean.CopyFrom(fdp)
     clean.name = ""
     clean.ClearField("source_code_info")
@@ -272,16 +307,31 @@ def _parse_protobuf(text: str, deps: list[Dependency], normalize: bool) -> Parse
     return ParsedSchema(PROTOBUF, text, fingerprint, fdp)
 
 
-def _clear_json_names(msg: Any) -> None:
+def _normalized_protobuf(text: str, fdp: FileDescriptorProto, pool: DescriptorPool, deps: list[Dependency],
+                         dep_files: list[FileDescriptorProto]) -> tuple[str, FileDescriptorProto]:
+    """``normalize``: the canonical text (:mod:`.protobuf_text`) and its descriptor, once protoc has
+    compiled that text back to the same schema; else (something it cannot write) the schema as given."""
+    try:
+        canonical = protobuf_text.normalized_text(fdp, pool)
+        compiled = _compile_proto(canonical, deps, dep_files)
+    except (protobuf_text.Unsupported, RegistryError) as e:
+        log.info("Schema registry: Protobuf schema kept as given, not normalized: %s", e)
+        return text, fdp
+    if protobuf_text.semantic_key(compiled) != protobuf_text.semantic_key(fdp):
+        log.warning("Schema registry: the normalized text of a Protobuf schema compiles to another schema; "
+                    "kept as given:\n%s", canonical)
+        return text, fdp
+    return canonical, compiled
+
+
+def _clear_json_names(msg: DescriptorProto) -> None:
     for f in msg.field:
         f.ClearField("json_name")
     for m in msg.nested_type:
         _clear_json_names(m)
 
 
-def _descriptor_from_base64(text: str) -> Any:
-    from google.protobuf import descriptor_pb2  # noqa: PLC0415
-
+def _descriptor_from_base64(text: str) -> FileDescriptorProto | None:
     stripped = text.strip()
     if not stripped or any(c.isspace() for c in stripped) or "{" in stripped:
         return None
@@ -289,10 +339,10 @@ def _descriptor_from_base64(text: str) -> Any:
         raw = base64.b64decode(stripped, validate=True)
     except (binascii.Error, ValueError):
         return None
-    fdp = descriptor_pb2.FileDescriptorProto()
+    fdp = FileDescriptorProto()
     try:
         fdp.ParseFromString(raw)
-    except Exception:
+    except DecodeError:
         return None
     if not fdp.name and not fdp.message_type and not fdp.enum_type:
         return None
@@ -301,11 +351,9 @@ def _descriptor_from_base64(text: str) -> Any:
     return fdp
 
 
-def _dependency_files(deps: list[Dependency]) -> list[Any]:
+def _dependency_files(deps: list[Dependency]) -> list[FileDescriptorProto]:
     """Every referenced file (transitively), each named as the import names it."""
-    from google.protobuf import descriptor_pb2  # noqa: PLC0415
-
-    out: list[Any] = []
+    out: list[FileDescriptorProto] = []
     seen: set[str] = set()
 
     def walk(ds: list[Dependency]) -> None:
@@ -314,7 +362,7 @@ def _dependency_files(deps: list[Dependency]) -> list[Any]:
             if d.name in seen:
                 continue
             seen.add(d.name)
-            f = descriptor_pb2.FileDescriptorProto()
+            f = FileDescriptorProto()
             f.CopyFrom(d.schema.parsed)
             f.name = d.name
             out.append(f)
@@ -323,39 +371,23 @@ def _dependency_files(deps: list[Dependency]) -> list[Any]:
     return out
 
 
-_WELL_KNOWN: list[Any] = []
+_WELL_KNOWN: list[FileDescriptorProto] = []
 
 
-def _well_known_files() -> list[Any]:
+def _well_known_files() -> list[FileDescriptorProto]:
     if not _WELL_KNOWN:
-        from google.protobuf import (  # noqa: PLC0415
-            any_pb2,
-            api_pb2,
-            descriptor_pb2,
-            duration_pb2,
-            empty_pb2,
-            field_mask_pb2,
-            source_context_pb2,
-            struct_pb2,
-            timestamp_pb2,
-            type_pb2,
-            wrappers_pb2,
-        )
-
         for mod in (any_pb2, source_context_pb2, type_pb2, api_pb2, descriptor_pb2, duration_pb2, empty_pb2,
                     field_mask_pb2, struct_pb2, timestamp_pb2, wrappers_pb2):
-            f = descriptor_pb2.FileDescriptorProto()
+            f = FileDescriptorProto()
             mod.DESCRIPTOR.CopyToProto(f)
             _WELL_KNOWN.append(f)
     return _WELL_KNOWN
 
 
-def _compile_proto(text: str, deps: list[Dependency], dep_files: list[Any]) -> Any:
+def _compile_proto(text: str, deps: list[Dependency], dep_files: list[FileDescriptorProto]) -> FileDescriptorProto:
     """``.proto`` text -> FileDescriptorProto, by protoc (grpcio-tools) in a child process."""
-    from google.protobuf import descriptor_pb2  # noqa: PLC0415
-
     try:
-        import grpc_tools  # noqa: PLC0415
+        import grpc_tools  # noqa: PLC0415 - only for its bundled .proto includes' path; optional at import time
     except ImportError:
         raise invalid_schema("cannot parse .proto text: the grpcio-tools package (protoc) is not installed; "
                              "register the base64 FileDescriptorProto instead") from None
@@ -367,7 +399,7 @@ def _compile_proto(text: str, deps: list[Dependency], dep_files: list[Any]) -> A
         args = [sys.executable, "-m", "grpc_tools.protoc", f"-I{tmp}", f"-I{include}",
                 f"--descriptor_set_out={os.path.join(tmp, 'out.pb')}", "--include_imports"]
         if dep_files:
-            dset = descriptor_pb2.FileDescriptorSet()
+            dset = FileDescriptorSet()
             wk = {f.name for f in dep_files}
             dset.file.extend(f for f in _well_known_files() if f.name not in wk)
             dset.file.extend(dep_files)
@@ -384,7 +416,7 @@ def _compile_proto(text: str, deps: list[Dependency], dep_files: list[Any]) -> A
                      if ln.strip() and not ln.startswith(("WARNING:", "W0000", "I0000"))]
             msg = "; ".join(lines).replace(tmp + "/", "").replace(main + ":", "line ")
             raise invalid_schema(f"{_short(text)}: {msg[:500]}")
-        out = descriptor_pb2.FileDescriptorSet()
+        out = FileDescriptorSet()
         with open(os.path.join(tmp, "out.pb"), "rb") as fh:
             out.ParseFromString(fh.read())
     for f in out.file:

@@ -38,6 +38,7 @@ from . import errors
 from .errors import RegistryError
 from .formats import PROTOBUF
 from .http import Request, Response
+from .json_types import Json
 from .service import Registry, parse_version
 
 log = logging.getLogger("samsa.schema_registry")
@@ -337,7 +338,7 @@ class RestApp:
         reg = self.registry
         if not reg.state.versions(subject, deleted=True):
             raise errors.subject_not_found(subject)
-        schema = await reg.parse_request(body, _bool(req.query, "normalize"))
+        schema = await reg.parse_request(body, reg.normalize(subject, _bool(req.query, "normalize")))
         sv = reg._matching(subject, schema, deleted=deleted)
         if sv is None:
             raise errors.schema_not_found()
@@ -360,18 +361,23 @@ class RestApp:
 
     async def get_config(self, req: Request, subject: str | None) -> Any:
         st = self.registry.state
+        if subject is not None and not st.has_config(subject):
+            if not _bool(req.query, "defaultToGlobal"):
+                raise errors.subject_config_not_found(subject)
+            subject = None
+        doc: dict[str, Json] = {}
         if subject is None:
-            return {"compatibilityLevel": self.registry.compatibility_level(None)}
-        if subject in st.configs:
-            return {"compatibilityLevel": st.configs[subject]}
-        if _bool(req.query, "defaultToGlobal"):
-            return {"compatibilityLevel": self.registry.compatibility_level(None)}
-        raise errors.subject_config_not_found(subject)
+            doc["compatibilityLevel"] = self.registry.compatibility_level(None)
+        elif subject in st.configs:
+            doc["compatibilityLevel"] = st.configs[subject]
+        if subject in st.normalize:
+            doc["normalize"] = st.normalize[subject]
+        return doc
 
     async def put_config(self, req: Request, subject: str | None) -> Any:
         body = self._body(req)
-        level = await self.registry.set_config(subject, body.get("compatibility", body.get("compatibilityLevel")))
-        return {"compatibility": level}
+        return await self.registry.set_config(subject, body.get("compatibility", body.get("compatibilityLevel")),
+                                              body.get("normalize"))
 
     async def delete_config(self, req: Request, subject: str | None) -> Any:
         return {"compatibilityLevel": await self.registry.delete_config(subject)}

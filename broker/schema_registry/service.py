@@ -14,6 +14,7 @@ from typing import Any
 
 from . import compatibility, errors, formats, state
 from .formats import Dependency, ParsedSchema, Reference
+from .json_types import Json
 from .state import RegistryState, StoredSchema, SubjectVersion
 
 log = logging.getLogger("samsa.schema_registry")
@@ -38,6 +39,14 @@ class Registry:
         if subject is not None and subject in self.state.configs:
             return self.state.configs[subject]
         return self.state.configs.get(None, compatibility.DEFAULT_LEVEL)
+
+    def normalize(self, subject: str | None, asked: bool) -> bool:
+        """``normalize=true`` on the request, else the subject's ``normalize`` config, else the global one."""
+        if asked:
+            return True
+        if subject is not None and subject in self.state.normalize:
+            return self.state.normalize[subject]
+        return self.state.normalize.get(None, False)
 
     def mode(self, subject: str | None) -> str:
         if subject is not None and subject in self.state.modes:
@@ -132,7 +141,7 @@ class Registry:
         if not valid_subject(subject):
             raise errors.invalid_subject(subject)
         await self.store.wait_ready()
-        schema = await self.parse_request(body, normalize)
+        schema = await self.parse_request(body, self.normalize(subject, normalize))
         async with self._write_lock:
             mode = self.mode(subject)
             if mode in ("READONLY", "READONLY_OVERRIDE"):
@@ -221,7 +230,7 @@ class Registry:
                     raise errors.subject_not_soft_deleted(subject)
                 for sv in everything:
                     await self.store.write(state.schema_key(subject, sv.version), None)
-                if subject in self.state.configs:
+                if self.state.has_config(subject):
                     await self.store.write(state.config_key(subject), None)
                 if subject in self.state.modes:
                     await self.store.write(state.mode_key(subject), None)
@@ -236,18 +245,29 @@ class Registry:
         if self.mode(subject) in ("READONLY", "READONLY_OVERRIDE"):
             raise errors.operation_not_permitted(f"Subject {subject} in context . is in read-only mode")
 
-    async def set_config(self, subject: str | None, level: Any) -> str:
+    async def set_config(self, subject: str | None, level: Json, normalize: Json = None) -> dict[str, Json]:
+        """Merged into the config there is, as Confluent's ConfigValue.merge: what is not given stays."""
         await self.store.wait_ready()
-        if not isinstance(level, str) or level.upper() not in compatibility.LEVELS:
+        if level is None and normalize is None or level is not None and (
+                not isinstance(level, str) or level.upper() not in compatibility.LEVELS):
             raise errors.invalid_compatibility_level(level)
+        if normalize is not None and not isinstance(normalize, bool):
+            raise errors.invalid_input(f"normalize must be true or false, not {normalize!r}")
         async with self._write_lock:
-            await self.store.write(state.config_key(subject), state.config_value(level.upper(), subject))
-        return level.upper()
+            new_level = level.upper() if isinstance(level, str) else self.state.configs.get(subject)
+            new_normalize = normalize if normalize is not None else self.state.normalize.get(subject)
+            await self.store.write(state.config_key(subject), state.config_value(new_level, subject, new_normalize))
+        out: dict[str, Json] = {}
+        if isinstance(level, str):
+            out["compatibility"] = level.upper()
+        if normalize is not None:
+            out["normalize"] = normalize
+        return out
 
     async def delete_config(self, subject: str | None) -> str:
         await self.store.wait_ready()
         async with self._write_lock:
-            if subject is not None and subject not in self.state.configs:
+            if subject is not None and not self.state.has_config(subject):
                 raise errors.subject_config_not_found(subject)
             previous = self.compatibility_level(subject)
             await self.store.write(state.config_key(subject), None)
@@ -281,7 +301,7 @@ class Registry:
 
     async def check_compatibility(self, subject: str, version: str | None, body: dict[str, Any],
                                   normalize: bool, verbose: bool) -> dict[str, Any]:
-        schema = await self.parse_request(body, normalize)
+        schema = await self.parse_request(body, self.normalize(subject, normalize))
         live = self.state.versions(subject)
         if version is not None:
             if not live and not self.state.versions(subject, deleted=True):

@@ -12,7 +12,7 @@ key                value                                                        
 SCHEMA             ``{"subject","version","id","schemaType"[,"references"],     a version registered
                    "schema","deleted"}``                                        (or soft deleted)
 SCHEMA             null (tombstone)                                             version hard deleted
-CONFIG             ``{["subject",]"compatibilityLevel"}`` / null                level set / removed
+CONFIG             ``{["subject",]["compatibilityLevel"][,"normalize"]}`` / null  config set / removed
 MODE               ``{["subject",]"mode"}`` / null                              mode set / removed
 DELETE_SUBJECT     ``{"subject", "version"}``                                   versions <= version
                                                                                 soft deleted
@@ -33,11 +33,13 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from .formats import Reference
 
 log = logging.getLogger("samsa.schema_registry")
+
+T = TypeVar("T")
 
 SCHEMA, CONFIG, DELETE_SUBJECT, NOOP, MODE = "SCHEMA", "CONFIG", "DELETE_SUBJECT", "NOOP", "MODE"
 
@@ -85,9 +87,14 @@ def schema_value(subject: str, version: int, schema_id: int, schema_type: str, s
     return _compact(doc)
 
 
-def config_value(level: str, subject: str | None = None) -> bytes:
-    return _compact({"subject": subject, "compatibilityLevel": level} if subject is not None
-                    else {"compatibilityLevel": level})
+def config_value(level: str | None, subject: str | None = None, normalize: bool | None = None) -> bytes:
+    """A whole config (Confluent writes the merged one each time); what is unset is left out."""
+    doc: dict[str, object] = {} if subject is None else {"subject": subject}
+    if level is not None:
+        doc["compatibilityLevel"] = level
+    if normalize is not None:
+        doc["normalize"] = normalize
+    return _compact(doc)
 
 
 def mode_value(mode: str, subject: str | None = None) -> bytes:
@@ -120,7 +127,8 @@ class SubjectVersion:
 class RegistryState:
     schemas: dict[int, StoredSchema] = field(default_factory=dict)
     subjects: dict[str, dict[int, SubjectVersion]] = field(default_factory=dict)
-    configs: dict[str | None, str] = field(default_factory=dict)
+    configs: dict[str | None, str] = field(default_factory=dict)  # compatibility levels
+    normalize: dict[str | None, bool] = field(default_factory=dict)  # the ``normalize`` config
     modes: dict[str | None, str] = field(default_factory=dict)
     max_id: int = 0
     records: int = 0  # applied, for the metrics
@@ -138,8 +146,11 @@ class RegistryState:
                 raise ValueError("value is not a JSON object")
             if kt == SCHEMA:
                 self._schema(k, v)
-            elif kt == CONFIG:
-                self._setting(self.configs, k, None if v is None else str(v["compatibilityLevel"]).upper())
+            elif kt == CONFIG:  # a whole config: what it leaves out is unset
+                level = None if v is None or v.get("compatibilityLevel") is None else str(v["compatibilityLevel"])
+                self._setting(self.configs, k, None if level is None else level.upper())
+                normalize = None if v is None else v.get("normalize")
+                self._setting(self.normalize, k, None if normalize is None else bool(normalize))
             elif kt == MODE:
                 self._setting(self.modes, k, None if v is None else str(v["mode"]).upper())
             elif kt == DELETE_SUBJECT:
@@ -174,7 +185,7 @@ class RegistryState:
                                                                         bool(v.get("deleted", False)))
 
     @staticmethod
-    def _setting(table: dict[str | None, str], k: dict[str, Any], value: str | None) -> None:
+    def _setting(table: dict[str | None, T], k: dict[str, Any], value: T | None) -> None:
         subject = k.get("subject")
         subject = None if subject is None else str(subject)
         if value is None:
@@ -183,6 +194,9 @@ class RegistryState:
             table[subject] = value
 
     # --- queries ----------------------------------------------------------------------------
+
+    def has_config(self, subject: str | None) -> bool:
+        return subject in self.configs or subject in self.normalize
 
     def versions(self, subject: str, deleted: bool = False) -> list[SubjectVersion]:
         return sorted((sv for sv in self.subjects.get(subject, {}).values() if deleted or not sv.deleted),
