@@ -12,7 +12,7 @@ flexible; v4 only adds TRANSACTION_ABORTABLE (KIP-890), never sent here.
 
 from __future__ import annotations
 
-from typing import Any
+from kafka.protocol.producer import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -23,7 +23,7 @@ from . import RequestContext, api
 
 @api(ApiKey.ADD_OFFSETS_TO_TXN, versions=(0, 4), authz=(
     Requires(WRITE, TRANSACTIONAL_ID, TXN_DENIED, "transactional_id"), Requires(READ, GROUP, GROUP_DENIED, "group_id")))
-async def handle_add_offsets_to_txn(ctx: RequestContext, req: Any) -> Any:
+async def handle_add_offsets_to_txn(ctx: RequestContext, req: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse:
     coord = ctx.broker.txn_coordinator
     code = ErrorCode.NONE
     if not ctx.authorize(WRITE, TRANSACTIONAL_ID, req.transactional_id):

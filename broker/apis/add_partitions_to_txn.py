@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka.protocol.producer import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
+
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
@@ -83,7 +85,7 @@ def _topic_results(R: Any, results: dict[tuple[str, int], ErrorCode], version: i
     Requires(WRITE, TRANSACTIONAL_ID, TXN_DENIED, "transactional_id (v0-3): every partition"),
     Requires(WRITE, TOPIC, TOPIC_DENIED, "each topic (v0-3); the others OPERATION_NOT_ATTEMPTED"),
     Requires(CLUSTER_ACTION, CLUSTER, CLUSTER_DENIED, "v4+ (broker to broker): top-level error")))
-async def handle_add_partitions_to_txn(ctx: RequestContext, req: Any) -> Any:
+async def handle_add_partitions_to_txn(ctx: RequestContext, req: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse:
     R = ctx.response_class
     if ctx.version <= 3:
         results = await _add(ctx, req.v3_and_below_transactional_id, req.v3_and_below_producer_id,

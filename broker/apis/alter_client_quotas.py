@@ -11,7 +11,7 @@ INVALID_REQUEST with Kafka's message and change nothing; the valid ones are stor
 
 from __future__ import annotations
 
-from typing import Any
+from kafka.protocol.admin import AlterClientQuotasRequest, AlterClientQuotasResponse
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -23,7 +23,7 @@ from . import RequestContext, api
 
 @api(ApiKey.ALTER_CLIENT_QUOTAS, versions=(0, 1),
      authz=(Requires(ALTER_CONFIGS, CLUSTER, CLUSTER_DENIED, "every entry"),))
-async def handle_alter_client_quotas(ctx: RequestContext, req: Any) -> Any:
+async def handle_alter_client_quotas(ctx: RequestContext, req: AlterClientQuotasRequest) -> AlterClientQuotasResponse:
     R = ctx.response_class
     E = R.EntryData
     quotas = ctx.broker.quotas

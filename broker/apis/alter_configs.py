@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka.protocol.admin import AlterConfigsRequest, AlterConfigsResponse
+
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
@@ -145,7 +147,7 @@ def current_overrides(ctx: RequestContext, resource_type: int, name: str) -> dic
     Requires(ALTER_CONFIGS, TOPIC, TOPIC_DENIED, "each TOPIC resource"),
     Requires(ALTER_CONFIGS, GROUP, GROUP_DENIED, "each GROUP resource"),
     Requires(ALTER_CONFIGS, CLUSTER, CLUSTER_DENIED, "each BROKER / BROKER_LOGGER resource")))
-async def handle_alter_configs(ctx: RequestContext, req: Any) -> Any:
+async def handle_alter_configs(ctx: RequestContext, req: AlterConfigsRequest) -> AlterConfigsResponse:
     R = ctx.response_class
     Resp = R.AlterConfigsResourceResponse
     out = []

@@ -18,6 +18,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from kafka.protocol.admin import AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse
+
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -27,7 +29,7 @@ from . import RequestContext, api
 
 @api(ApiKey.ALTER_PARTITION_REASSIGNMENTS, versions=(0, 1), authz=(
     Requires(ALTER, CLUSTER, CLUSTER_DENIED, "the whole request"),))
-async def handle_alter_partition_reassignments(ctx: RequestContext, req: Any) -> Any:
+async def handle_alter_partition_reassignments(ctx: RequestContext, req: AlterPartitionReassignmentsRequest) -> AlterPartitionReassignmentsResponse:
     R = ctx.response_class
     TopicR = R.ReassignableTopicResponse
     PartR = TopicR.ReassignablePartitionResponse
@@ -68,7 +70,7 @@ async def handle_alter_partition_reassignments(ctx: RequestContext, req: Any) ->
              responses=[TopicR(name=t, partitions=ps) for t, ps in by_topic.items()], **extra)
 
 
-def _single_broker(ctx: RequestContext, req: Any, R: Any, extra: dict[str, Any]) -> Any:
+def _single_broker(ctx: RequestContext, req: AlterPartitionReassignmentsRequest, R: Any, extra: dict[str, Any]) -> Any:
     TopicR = R.ReassignableTopicResponse
     PartR = TopicR.ReassignablePartitionResponse
     me = ctx.broker.broker_id

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka.protocol.admin import AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse
+
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
@@ -25,7 +27,7 @@ from . import RequestContext, api
 
 @api(ApiKey.ALTER_REPLICA_LOG_DIRS, versions=(0, 2), authz=(
     Requires(ALTER, CLUSTER, CLUSTER_DENIED, "every partition"),))
-async def handle_alter_replica_log_dirs(ctx: RequestContext, req: Any) -> Any:
+async def handle_alter_replica_log_dirs(ctx: RequestContext, req: AlterReplicaLogDirsRequest) -> AlterReplicaLogDirsResponse:
     rm = ctx.broker.replica_manager
     R = ctx.response_class
     TopicR = R.AlterReplicaLogDirTopicResult

@@ -16,6 +16,7 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.kip932 import AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse
 
 from ..security.acl import GROUP, GROUP_DENIED, READ, TOPIC, TOPIC_DENIED, Requires
 from . import RequestContext, api
@@ -24,7 +25,7 @@ from . import RequestContext, api
 @api(ApiKey.ALTER_SHARE_GROUP_OFFSETS, versions=(0, 0), authz=(
     Requires(READ, GROUP, GROUP_DENIED, "group_id"),
     Requires(READ, TOPIC, TOPIC_DENIED, "each topic")))
-async def handle_alter_share_group_offsets(ctx: RequestContext, req: Any) -> Any:
+async def handle_alter_share_group_offsets(ctx: RequestContext, req: AlterShareGroupOffsetsRequest) -> AlterShareGroupOffsetsResponse:
     R = ctx.response_class
     T = R.AlterShareGroupOffsetsResponseTopic
     P = T.AlterShareGroupOffsetsResponsePartition

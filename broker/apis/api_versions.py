@@ -16,6 +16,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
+
 from protocol.api_keys import ApiKey
 
 from ..cluster import features
@@ -26,7 +28,7 @@ log = logging.getLogger("samsa.request")
 
 
 @api(ApiKey.API_VERSIONS, versions=(0, 4), authz=NO_AUTHZ)
-async def handle_api_versions(ctx: RequestContext, req: Any) -> Any:
+async def handle_api_versions(ctx: RequestContext, req: ApiVersionsRequest) -> ApiVersionsResponse:
     if ctx.version >= 3:
         log.debug("Client %s:%d is %s %s", ctx.client_host, ctx.client_port,
                   getattr(req, "client_software_name", "?"), getattr(req, "client_software_version", "?"))

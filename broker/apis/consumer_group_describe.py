@@ -17,6 +17,7 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from protocol.kip848 import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
 
 from ..security.acl import DESCRIBE, GROUP, GROUP_DENIED, Requires
 from . import RequestContext, api
@@ -27,7 +28,7 @@ MEMBER_TYPE_CLASSIC, MEMBER_TYPE_CONSUMER = 0, 1
 
 
 @api(ApiKey.CONSUMER_GROUP_DESCRIBE, versions=(0, 1), authz=(Requires(DESCRIBE, GROUP, GROUP_DENIED, "each group"),))
-async def handle_consumer_group_describe(ctx: RequestContext, req: Any) -> Any:
+async def handle_consumer_group_describe(ctx: RequestContext, req: ConsumerGroupDescribeRequest) -> ConsumerGroupDescribeResponse:
     R = ctx.response_class
     G = R.DescribedGroup
     coord = ctx.broker.group_coordinator

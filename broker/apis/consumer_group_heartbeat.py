@@ -19,18 +19,17 @@ Version notes: v0 (Kafka 3.7, KIP-848): the coordinator generates member ids. v1
 
 from __future__ import annotations
 
-from typing import Any
-
-from groupcoord.consumer.messages import ConsumerGroupHeartbeatRequest
+from groupcoord.consumer.messages import ConsumerGroupHeartbeatRequest as HeartbeatArgs
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from protocol.kip848 import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 
 from ..security.acl import GROUP, GROUP_DENIED, READ, Requires
 from . import RequestContext, api
 
 
 @api(ApiKey.CONSUMER_GROUP_HEARTBEAT, versions=(0, 1), authz=(Requires(READ, GROUP, GROUP_DENIED, "group_id"),))
-async def handle_consumer_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
+async def handle_consumer_group_heartbeat(ctx: RequestContext, req: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
     R = ctx.response_class
     coord = ctx.broker.group_coordinator
     if not ctx.authorize(READ, GROUP, req.group_id):
@@ -42,7 +41,7 @@ async def handle_consumer_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
                  assignment=None)
     owned = None if req.topic_partitions is None else \
         [(tp.topic_id, list(tp.partitions or [])) for tp in req.topic_partitions]
-    r = await coord.consumer_group_heartbeat(ConsumerGroupHeartbeatRequest(
+    r = await coord.consumer_group_heartbeat(HeartbeatArgs(
         req.group_id, req.member_id, req.member_epoch, req.instance_id, req.rack_id,
         req.rebalance_timeout_ms, req.subscribed_topic_names,
         req.subscribed_topic_regex if ctx.version >= 1 else None, req.server_assignor, owned),

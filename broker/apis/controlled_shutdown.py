@@ -5,17 +5,17 @@ answer lists the partitions that could not move (no other live in-sync replica).
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from protocol.inter_broker import ControlledShutdownRequest, ControlledShutdownResponse
 
 from ..security.acl import CLUSTER, CLUSTER_ACTION, CLUSTER_DENIED, CLUSTER_NAME, Requires
 from . import RequestContext, api
 
 
 @api(ApiKey.CONTROLLED_SHUTDOWN, versions=(3, 3), authz=(Requires(CLUSTER_ACTION, CLUSTER, CLUSTER_DENIED, "from the controller / a broker"),))
-async def handle_controlled_shutdown(ctx: RequestContext, req: Any) -> Any:
+async def handle_controlled_shutdown(ctx: RequestContext, req: ControlledShutdownRequest) -> ControlledShutdownResponse:
     R = ctx.response_class
     broker = ctx.broker
     if not ctx.authorize(CLUSTER_ACTION, CLUSTER, CLUSTER_NAME):

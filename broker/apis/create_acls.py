@@ -9,7 +9,7 @@ principal, an operation the resource type does not support, a CLUSTER name other
 
 from __future__ import annotations
 
-from typing import Any
+from kafka.protocol.admin import CreateAclsRequest, CreateAclsResponse
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -28,7 +28,7 @@ from . import RequestContext, api
 
 
 @api(ApiKey.CREATE_ACLS, versions=(1, 3), authz=(Requires(ALTER, CLUSTER, CLUSTER_DENIED),))
-async def handle_create_acls(ctx: RequestContext, req: Any) -> Any:
+async def handle_create_acls(ctx: RequestContext, req: CreateAclsRequest) -> CreateAclsResponse:
     R = ctx.response_class
     authorizer = ctx.broker.authorizer
     n = len(req.creations)

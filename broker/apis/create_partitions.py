@@ -22,7 +22,7 @@ waits, up to ``timeout_ms``, until the controller has elected a leader for every
 
 from __future__ import annotations
 
-from typing import Any
+from kafka.protocol.admin import CreatePartitionsRequest, CreatePartitionsResponse
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -54,7 +54,7 @@ def validate_manual_assignment(replicas: list[int], registered: set[int], replic
 
 
 @api(ApiKey.CREATE_PARTITIONS, versions=(0, 3), authz=(Requires(ALTER, TOPIC, TOPIC_DENIED, "each topic"),))
-async def handle_create_partitions(ctx: RequestContext, req: Any) -> Any:
+async def handle_create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -> CreatePartitionsResponse:
     broker = ctx.broker
     R = ctx.response_class
     Result = R.CreatePartitionsTopicResult

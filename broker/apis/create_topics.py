@@ -22,6 +22,8 @@ import logging
 import uuid
 from typing import Any
 
+from kafka.protocol.admin import CreateTopicsRequest, CreateTopicsResponse
+
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
@@ -39,7 +41,7 @@ CONFIG_SOURCE_DEFAULT = 5  # ConfigSource.DEFAULT_CONFIG
 @api(ApiKey.CREATE_TOPICS, versions=(2, 7), authz=(
     Requires(CREATE, TOPIC, TOPIC_DENIED, "each topic, unless CREATE on the cluster"),
     Requires(DESCRIBE_CONFIGS, TOPIC, TOPIC_DENIED, "v5+ configs in the answer: topic_config_error_code")))
-async def handle_create_topics(ctx: RequestContext, req: Any) -> Any:
+async def handle_create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsResponse:
     broker = ctx.broker
     R = ctx.response_class
     Result = R.CreatableTopicResult

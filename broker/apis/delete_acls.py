@@ -8,7 +8,7 @@ invalid filter answers INVALID_REQUEST and deletes nothing.
 
 from __future__ import annotations
 
-from typing import Any
+from kafka.protocol.admin import DeleteAclsRequest, DeleteAclsResponse
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -19,7 +19,7 @@ from .describe_acls import filter_from_wire
 
 
 @api(ApiKey.DELETE_ACLS, versions=(1, 3), authz=(Requires(ALTER, CLUSTER, CLUSTER_DENIED),))
-async def handle_delete_acls(ctx: RequestContext, req: Any) -> Any:
+async def handle_delete_acls(ctx: RequestContext, req: DeleteAclsRequest) -> DeleteAclsResponse:
     R = ctx.response_class
     FR = R.DeleteAclsFilterResult
     M = FR.DeleteAclsMatchingAcl

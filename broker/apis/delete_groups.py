@@ -9,7 +9,7 @@ Version notes: v1 no change (KIP-219 throttling); v2 flexible (KIP-482).
 
 from __future__ import annotations
 
-from typing import Any
+from kafka.protocol.admin import DeleteGroupsRequest, DeleteGroupsResponse
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -19,7 +19,7 @@ from . import RequestContext, api
 
 
 @api(ApiKey.DELETE_GROUPS, versions=(0, 2), authz=(Requires(DELETE, GROUP, GROUP_DENIED, "each group"),))
-async def handle_delete_groups(ctx: RequestContext, req: Any) -> Any:
+async def handle_delete_groups(ctx: RequestContext, req: DeleteGroupsRequest) -> DeleteGroupsResponse:
     R = ctx.response_class
     coord = ctx.broker.group_coordinator
     names = list(req.groups_names)

@@ -15,7 +15,8 @@ partitions get UNKNOWN_TOPIC_OR_PARTITION. Single broker: no replica to wait for
 from __future__ import annotations
 
 import logging
-from typing import Any
+
+from kafka.protocol.admin import DeleteRecordsRequest, DeleteRecordsResponse
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -28,7 +29,7 @@ HIGH_WATERMARK = -1
 
 
 @api(ApiKey.DELETE_RECORDS, versions=(0, 2), authz=(Requires(DELETE, TOPIC, TOPIC_DENIED, "each topic"),))
-async def handle_delete_records(ctx: RequestContext, req: Any) -> Any:
+async def handle_delete_records(ctx: RequestContext, req: DeleteRecordsRequest) -> DeleteRecordsResponse:
     rm = ctx.broker.replica_manager
     R = ctx.response_class
     TopicResult = R.DeleteRecordsTopicResult

@@ -12,6 +12,7 @@ from typing import Any
 
 from broker.share.persister import serve_state_request
 from protocol.api_keys import ApiKey
+from protocol.kip932 import DeleteShareGroupStateRequest, DeleteShareGroupStateResponse
 
 from ..security.acl import CLUSTER, CLUSTER_ACTION, CLUSTER_DENIED, Requires
 from . import RequestContext, api
@@ -19,7 +20,7 @@ from . import RequestContext, api
 
 @api(ApiKey.DELETE_SHARE_GROUP_STATE, versions=(0, 0), authz=(
     Requires(CLUSTER_ACTION, CLUSTER, CLUSTER_DENIED, "every partition"),))
-async def handle_delete_share_group_state(ctx: RequestContext, req: Any) -> Any:
+async def handle_delete_share_group_state(ctx: RequestContext, req: DeleteShareGroupStateRequest) -> DeleteShareGroupStateResponse:
     manager = ctx.broker.share_partition_manager
 
     async def delete(coord: Any, key: Any, p: Any) -> dict[str, Any]:

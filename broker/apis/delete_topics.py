@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any
+
+from kafka.protocol.admin import DeleteTopicsRequest, DeleteTopicsResponse
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -32,7 +33,7 @@ ZERO = uuid.UUID(int=0)
 
 
 @api(ApiKey.DELETE_TOPICS, versions=(1, 6), authz=(Requires(DELETE, TOPIC, TOPIC_DENIED, "each topic"),))
-async def handle_delete_topics(ctx: RequestContext, req: Any) -> Any:
+async def handle_delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) -> DeleteTopicsResponse:
     broker = ctx.broker
     R = ctx.response_class
     Result = R.DeletableTopicResult

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka.protocol.admin import DescribeAclsRequest, DescribeAclsResponse
+
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -46,7 +48,7 @@ def filter_from_wire(f: Any, version: int) -> AclBindingFilter:
 
 
 @api(ApiKey.DESCRIBE_ACLS, versions=(1, 3), authz=(Requires(DESCRIBE, CLUSTER, CLUSTER_DENIED),))
-async def handle_describe_acls(ctx: RequestContext, req: Any) -> Any:
+async def handle_describe_acls(ctx: RequestContext, req: DescribeAclsRequest) -> DescribeAclsResponse:
     R = ctx.response_class
     authorizer = ctx.broker.authorizer
     if authorizer is None:

@@ -10,7 +10,7 @@ duplicate type or an exact match without a name: INVALID_REQUEST with Kafka's re
 
 from __future__ import annotations
 
-from typing import Any
+from kafka.protocol.admin import DescribeClientQuotasRequest, DescribeClientQuotasResponse
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -22,7 +22,7 @@ from . import RequestContext, api
 
 @api(ApiKey.DESCRIBE_CLIENT_QUOTAS, versions=(0, 1),
      authz=(Requires(DESCRIBE_CONFIGS, CLUSTER, CLUSTER_DENIED, "top-level error"),))
-async def handle_describe_client_quotas(ctx: RequestContext, req: Any) -> Any:
+async def handle_describe_client_quotas(ctx: RequestContext, req: DescribeClientQuotasRequest) -> DescribeClientQuotasResponse:
     R = ctx.response_class
     if not ctx.authorize(DESCRIBE_CONFIGS, CLUSTER, CLUSTER_NAME):
         return R(throttle_time_ms=0, error_code=int(CLUSTER_DENIED), error_message="Cluster authorization failed.",

@@ -9,7 +9,7 @@ broker is live and unfenced, and the flag changes nothing.
 
 from __future__ import annotations
 
-from typing import Any
+from kafka.protocol.admin import DescribeClusterRequest, DescribeClusterResponse
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -19,7 +19,7 @@ from . import RequestContext, api
 
 
 @api(ApiKey.DESCRIBE_CLUSTER, versions=(0, 2), authz=NO_AUTHZ)  # KIP-430 operations only
-async def handle_describe_cluster(ctx: RequestContext, req: Any) -> Any:
+async def handle_describe_cluster(ctx: RequestContext, req: DescribeClusterRequest) -> DescribeClusterResponse:
     broker = ctx.broker
     R = ctx.response_class
     if ctx.version >= 1 and getattr(req, "endpoint_type", 1) != 1:

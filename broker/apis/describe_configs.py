@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka.protocol.admin import DescribeConfigsRequest, DescribeConfigsResponse
+
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
@@ -52,7 +54,7 @@ RESOURCE_GROUP = 32
     Requires(DESCRIBE_CONFIGS, TOPIC, TOPIC_DENIED, "each TOPIC resource"),
     Requires(DESCRIBE_CONFIGS, GROUP, GROUP_DENIED, "each GROUP resource"),
     Requires(DESCRIBE_CONFIGS, CLUSTER, CLUSTER_DENIED, "each BROKER / BROKER_LOGGER resource")))
-async def handle_describe_configs(ctx: RequestContext, req: Any) -> Any:
+async def handle_describe_configs(ctx: RequestContext, req: DescribeConfigsRequest) -> DescribeConfigsResponse:
     broker = ctx.broker
     cfgs.DynamicBrokerConfigs.attach(broker)
     R = ctx.response_class

@@ -14,7 +14,7 @@ per-group ``error_message`` and GROUP_ID_NOT_FOUND (KIP-1043).
 
 from __future__ import annotations
 
-from typing import Any
+from kafka.protocol.admin import DescribeGroupsRequest, DescribeGroupsResponse
 
 from groupcoord.state import GroupState
 from protocol.api_keys import ApiKey
@@ -31,7 +31,7 @@ DEAD = GroupState.DEAD.value
 
 
 @api(ApiKey.DESCRIBE_GROUPS, versions=(0, 6), authz=(Requires(DESCRIBE, GROUP, GROUP_DENIED, "each group"),))
-async def handle_describe_groups(ctx: RequestContext, req: Any) -> Any:
+async def handle_describe_groups(ctx: RequestContext, req: DescribeGroupsRequest) -> DescribeGroupsResponse:
     R = ctx.response_class
     G = R.DescribedGroup
     M = G.DescribedGroupMember

@@ -17,6 +17,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from kafka.protocol.admin import DescribeLogDirsRequest, DescribeLogDirsResponse
+
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -27,7 +29,7 @@ from . import RequestContext, api
 
 @api(ApiKey.DESCRIBE_LOG_DIRS, versions=(0, 5), authz=(
     Requires(DESCRIBE, CLUSTER, CLUSTER_DENIED, "v3+ top-level error; before v3 an empty answer"),))
-async def handle_describe_log_dirs(ctx: RequestContext, req: Any) -> Any:
+async def handle_describe_log_dirs(ctx: RequestContext, req: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
     broker = ctx.broker
     R = ctx.response_class
     Result = R.DescribeLogDirsResult

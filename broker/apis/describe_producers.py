@@ -9,7 +9,7 @@ partition (UNKNOWN_TOPIC_OR_PARTITION). v0 is flexible.
 
 from __future__ import annotations
 
-from typing import Any
+from kafka.protocol.admin import DescribeProducersRequest, DescribeProducersResponse
 
 from protocol.api_keys import ApiKey
 from protocol.errors import KafkaError
@@ -19,7 +19,7 @@ from . import RequestContext, api
 
 
 @api(ApiKey.DESCRIBE_PRODUCERS, versions=(0, 0), authz=(Requires(READ, TOPIC, TOPIC_DENIED, "each topic"),))
-async def handle_describe_producers(ctx: RequestContext, req: Any) -> Any:
+async def handle_describe_producers(ctx: RequestContext, req: DescribeProducersRequest) -> DescribeProducersResponse:
     R = ctx.response_class
     TopicResp = R.TopicResponse
     PartResp = TopicResp.PartitionResponse

@@ -16,6 +16,7 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from protocol.kip932 import DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse
 
 from ..security.acl import DESCRIBE, GROUP, GROUP_DENIED, TOPIC, TOPIC_DENIED, Requires
 from . import RequestContext, api
@@ -24,7 +25,7 @@ from . import RequestContext, api
 @api(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, versions=(0, 0), authz=(
     Requires(DESCRIBE, GROUP, GROUP_DENIED, "each group"),
     Requires(DESCRIBE, TOPIC, TOPIC_DENIED, "each topic")))
-async def handle_describe_share_group_offsets(ctx: RequestContext, req: Any) -> Any:
+async def handle_describe_share_group_offsets(ctx: RequestContext, req: DescribeShareGroupOffsetsRequest) -> DescribeShareGroupOffsetsResponse:
     R = ctx.response_class
     G = R.DescribeShareGroupOffsetsResponseGroup
     T = G.DescribeShareGroupOffsetsResponseTopic

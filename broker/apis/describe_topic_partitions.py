@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka.protocol.admin import DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse
+
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -36,7 +38,7 @@ MAX_PARTITION_LIMIT = 2000  # Kafka's max.request.partition.size.limit default
 
 @api(ApiKey.DESCRIBE_TOPIC_PARTITIONS, versions=(0, 0), authz=(
     Requires(DESCRIBE, TOPIC, TOPIC_DENIED, "each topic: unauthorized ones left out of a listing"),))
-async def handle_describe_topic_partitions(ctx: RequestContext, req: Any) -> Any:
+async def handle_describe_topic_partitions(ctx: RequestContext, req: DescribeTopicPartitionsRequest) -> DescribeTopicPartitionsResponse:
     broker = ctx.broker
     R = ctx.response_class
     Topic = R.DescribeTopicPartitionsResponseTopic

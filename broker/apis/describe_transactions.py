@@ -9,7 +9,7 @@ flexible.
 
 from __future__ import annotations
 
-from typing import Any
+from kafka.protocol.admin import DescribeTransactionsRequest, DescribeTransactionsResponse
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -20,7 +20,7 @@ from . import RequestContext, api
 
 @api(ApiKey.DESCRIBE_TRANSACTIONS, versions=(0, 0), authz=(
     Requires(DESCRIBE, TRANSACTIONAL_ID, TXN_DENIED, "each transactional id"),))
-async def handle_describe_transactions(ctx: RequestContext, req: Any) -> Any:
+async def handle_describe_transactions(ctx: RequestContext, req: DescribeTransactionsRequest) -> DescribeTransactionsResponse:
     R = ctx.response_class
     State = R.TransactionState
     coord = ctx.broker.txn_coordinator

@@ -21,6 +21,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from kafka.protocol.admin import ElectLeadersRequest, ElectLeadersResponse
+
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -30,7 +32,7 @@ from . import RequestContext, api
 
 @api(ApiKey.ELECT_LEADERS, versions=(0, 2), authz=(
     Requires(ALTER, CLUSTER, CLUSTER_DENIED, "every partition (and the v1+ top-level error)"),))
-async def handle_elect_leaders(ctx: RequestContext, req: Any) -> Any:
+async def handle_elect_leaders(ctx: RequestContext, req: ElectLeadersRequest) -> ElectLeadersResponse:
     broker = ctx.broker
     R = ctx.response_class
     Result = R.ReplicaElectionResult
@@ -67,7 +69,7 @@ _MESSAGES = {
 }
 
 
-async def _elect_in_cluster(ctx: RequestContext, req: Any) -> Any:
+async def _elect_in_cluster(ctx: RequestContext, req: ElectLeadersRequest) -> Any:
     R = ctx.response_class
     Result = R.ReplicaElectionResult
     PartR = Result.PartitionResult

@@ -21,7 +21,7 @@ transaction is allowed (it only bumps the epoch). See ``txn/coordinator.py``.
 
 from __future__ import annotations
 
-from typing import Any
+from kafka.protocol.producer import EndTxnRequest, EndTxnResponse
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -31,7 +31,7 @@ from . import RequestContext, api
 
 
 @api(ApiKey.END_TXN, versions=(0, 5), authz=(Requires(WRITE, TRANSACTIONAL_ID, TXN_DENIED, "transactional_id"),))
-async def handle_end_txn(ctx: RequestContext, req: Any) -> Any:
+async def handle_end_txn(ctx: RequestContext, req: EndTxnRequest) -> EndTxnResponse:
     coord = ctx.broker.txn_coordinator
     code = ErrorCode.NONE
     producer_id, producer_epoch = -1, -1

@@ -36,6 +36,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka.protocol.consumer import FetchRequest, FetchResponse
+
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.fetch_codec import PartitionData, TopicData, encode_fetch_response
@@ -49,7 +51,7 @@ from . import EncodedResponse, RequestContext, api
 @api(ApiKey.FETCH, versions=(4, 18), authz=(
     Requires(READ, TOPIC, TOPIC_DENIED, "each topic (consumer fetch)"),
     Requires(CLUSTER_ACTION, CLUSTER, TOPIC_DENIED, "follower fetch (replica id >= 0): every partition")))
-async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
+async def handle_fetch(ctx: RequestContext, req: FetchRequest) -> FetchResponse | EncodedResponse:
     broker = ctx.broker
     topics_by_id = ctx.version >= 13
     max_bytes = req.max_bytes if req.max_bytes > 0 else 0x7FFFFFFF
@@ -142,7 +144,7 @@ def _leader_hints(broker: Any, topics: list[Any]) -> list[tuple[int, str, int, s
     return out
 
 
-def _unauthorized(ctx: RequestContext, req: Any, wanted: list[Any]) -> set[str]:
+def _unauthorized(ctx: RequestContext, req: FetchRequest, wanted: list[Any]) -> set[str]:
     """Names of the topics this fetch may not read (all of them for an unauthorized follower)."""
     if ctx.version >= 15:  # KIP-903: a tagged ReplicaState, absent for consumers
         state = req.replica_state

@@ -21,7 +21,7 @@ brokers are alive, and while the partition has no leader).
 
 from __future__ import annotations
 
-from typing import Any
+from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -73,7 +73,7 @@ async def _cluster_lookup(ctx: RequestContext, key_type: int, key: str) -> tuple
 @api(ApiKey.FIND_COORDINATOR, versions=(0, 6), authz=(
     Requires(DESCRIBE, GROUP, GROUP_DENIED, "key, for key type GROUP"),
     Requires(DESCRIBE, TRANSACTIONAL_ID, TXN_DENIED, "key, for key type TRANSACTION")))
-async def handle_find_coordinator(ctx: RequestContext, req: Any) -> Any:
+async def handle_find_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) -> FindCoordinatorResponse:
     R = ctx.response_class
     adv = ctx.advertised
     node = ctx.broker.broker_id

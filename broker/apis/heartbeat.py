@@ -11,7 +11,7 @@ Version notes: v1 ``throttle_time_ms``; v2 no change (KIP-219); v3 ``group_insta
 
 from __future__ import annotations
 
-from typing import Any
+from kafka.protocol.consumer import HeartbeatRequest, HeartbeatResponse
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -21,7 +21,7 @@ from . import RequestContext, api
 
 
 @api(ApiKey.HEARTBEAT, versions=(0, 4), authz=(Requires(READ, GROUP, GROUP_DENIED, "group_id"),))
-async def handle_heartbeat(ctx: RequestContext, req: Any) -> Any:
+async def handle_heartbeat(ctx: RequestContext, req: HeartbeatRequest) -> HeartbeatResponse:
     if not ctx.authorize(READ, GROUP, req.group_id):
         return ctx.error_response(GROUP_DENIED)
     coord = ctx.broker.group_coordinator

@@ -15,7 +15,7 @@ stops after validation. v1 is flexible.
 
 from __future__ import annotations
 
-from typing import Any
+from kafka.protocol.admin import IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -58,7 +58,7 @@ def _def(resource_type: int, name: str) -> cfgs.ConfigDef:
     Requires(ALTER_CONFIGS, TOPIC, TOPIC_DENIED, "each TOPIC resource"),
     Requires(ALTER_CONFIGS, GROUP, GROUP_DENIED, "each GROUP resource"),
     Requires(ALTER_CONFIGS, CLUSTER, CLUSTER_DENIED, "each BROKER / BROKER_LOGGER resource")))
-async def handle_incremental_alter_configs(ctx: RequestContext, req: Any) -> Any:
+async def handle_incremental_alter_configs(ctx: RequestContext, req: IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse:
     R = ctx.response_class
     Resp = R.AlterConfigsResourceResponse
     out = []

@@ -16,7 +16,7 @@ and the response's ``ongoing_txn_producer_id``/``epoch`` are always -1.
 
 from __future__ import annotations
 
-from typing import Any
+from kafka.protocol.producer import InitProducerIdRequest, InitProducerIdResponse
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -41,7 +41,7 @@ MAX_EPOCH = 32767
     Requires(WRITE, TRANSACTIONAL_ID, TXN_DENIED, "transactional_id, when set"),
     Requires(IDEMPOTENT_WRITE, CLUSTER, CLUSTER_DENIED, "without a transactional id: IDEMPOTENT_WRITE on the "
              "cluster or WRITE on any topic (KIP-679)")))
-async def handle_init_producer_id(ctx: RequestContext, req: Any) -> Any:
+async def handle_init_producer_id(ctx: RequestContext, req: InitProducerIdRequest) -> InitProducerIdResponse:
     broker = ctx.broker
     if ctx.version >= 6 and (req.enable2_pc or req.keep_prepared_txn):
         code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED if req.enable2_pc else ErrorCode.INVALID_REQUEST

@@ -13,6 +13,7 @@ from typing import Any
 
 from broker.share.persister import serve_state_request
 from protocol.api_keys import ApiKey
+from protocol.kip932 import InitializeShareGroupStateRequest, InitializeShareGroupStateResponse
 
 from ..security.acl import CLUSTER, CLUSTER_ACTION, CLUSTER_DENIED, Requires
 from . import RequestContext, api
@@ -20,7 +21,7 @@ from . import RequestContext, api
 
 @api(ApiKey.INITIALIZE_SHARE_GROUP_STATE, versions=(0, 0), authz=(
     Requires(CLUSTER_ACTION, CLUSTER, CLUSTER_DENIED, "every partition"),))
-async def handle_initialize_share_group_state(ctx: RequestContext, req: Any) -> Any:
+async def handle_initialize_share_group_state(ctx: RequestContext, req: InitializeShareGroupStateRequest) -> InitializeShareGroupStateResponse:
     async def initialize(coord: Any, key: Any, p: Any) -> dict[str, Any]:
         await coord.initialize(key, p.start_offset, -1)
         return {}

@@ -17,7 +17,7 @@ for a restarted static leader (KIP-814).
 
 from __future__ import annotations
 
-from typing import Any
+from kafka.protocol.consumer import JoinGroupRequest, JoinGroupResponse
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -27,7 +27,7 @@ from . import RequestContext, api
 
 
 @api(ApiKey.JOIN_GROUP, versions=(0, 9), authz=(Requires(READ, GROUP, GROUP_DENIED, "group_id"),))
-async def handle_join_group(ctx: RequestContext, req: Any) -> Any:
+async def handle_join_group(ctx: RequestContext, req: JoinGroupRequest) -> JoinGroupResponse:
     if not ctx.authorize(READ, GROUP, req.group_id):
         return ctx.error_response(GROUP_DENIED)
     R = ctx.response_class

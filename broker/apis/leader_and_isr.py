@@ -11,10 +11,9 @@ CLUSTER_AUTHORIZATION_FAILED.
 
 from __future__ import annotations
 
-from typing import Any
-
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.inter_broker import LeaderAndIsrRequest, LeaderAndIsrResponse
 
 from ..security.acl import CLUSTER, CLUSTER_ACTION, CLUSTER_DENIED, CLUSTER_NAME, Requires
 from . import RequestContext, api
@@ -35,7 +34,7 @@ def check_from_controller(ctx: RequestContext, controller_id: int, controller_ep
 
 
 @api(ApiKey.LEADER_AND_ISR, versions=(5, 5), authz=(Requires(CLUSTER_ACTION, CLUSTER, CLUSTER_DENIED, "from the controller / a broker"),))
-async def handle_leader_and_isr(ctx: RequestContext, req: Any) -> Any:
+async def handle_leader_and_isr(ctx: RequestContext, req: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
     R = ctx.response_class
     PE = R.LeaderAndIsrPartitionError
     code = check_from_controller(ctx, req.controller_id, req.controller_epoch)

@@ -13,7 +13,7 @@ top-level error.
 
 from __future__ import annotations
 
-from typing import Any
+from kafka.protocol.consumer import LeaveGroupRequest, LeaveGroupResponse
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -23,7 +23,7 @@ from . import RequestContext, api
 
 
 @api(ApiKey.LEAVE_GROUP, versions=(0, 5), authz=(Requires(READ, GROUP, GROUP_DENIED, "group_id"),))
-async def handle_leave_group(ctx: RequestContext, req: Any) -> Any:
+async def handle_leave_group(ctx: RequestContext, req: LeaveGroupRequest) -> LeaveGroupResponse:
     if not ctx.authorize(READ, GROUP, req.group_id):
         return ctx.error_response(GROUP_DENIED)
     R = ctx.response_class

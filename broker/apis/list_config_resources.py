@@ -14,7 +14,7 @@ CLUSTER_AUTHORIZATION_FAILED for the request), as Kafka.
 
 from __future__ import annotations
 
-from typing import Any
+from kafka.protocol.admin import ListConfigResourcesRequest, ListConfigResourcesResponse
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -45,7 +45,7 @@ def _names(ctx: RequestContext, resource_type: int) -> list[str]:
 
 @api(ApiKey.LIST_CONFIG_RESOURCES, versions=(0, 1),
      authz=(Requires(DESCRIBE_CONFIGS, CLUSTER, CLUSTER_DENIED, "the cluster"),))
-async def handle_list_config_resources(ctx: RequestContext, req: Any) -> Any:
+async def handle_list_config_resources(ctx: RequestContext, req: ListConfigResourcesRequest) -> ListConfigResourcesResponse:
     R = ctx.response_class
     if not ctx.authorize(DESCRIBE_CONFIGS, CLUSTER, CLUSTER_NAME):
         return R(throttle_time_ms=0, error_code=int(CLUSTER_DENIED), config_resources=[])

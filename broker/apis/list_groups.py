@@ -10,7 +10,7 @@ Version notes: v1 ``throttle_time_ms``; v2 no change (KIP-219); v3 flexible; v4
 
 from __future__ import annotations
 
-from typing import Any
+from kafka.protocol.admin import ListGroupsRequest, ListGroupsResponse
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -21,7 +21,7 @@ from . import RequestContext, api
 
 @api(ApiKey.LIST_GROUPS, versions=(0, 5), authz=(
     Requires(DESCRIBE, GROUP, GROUP_DENIED, "each group: without DESCRIBE on the cluster, only described groups"),))
-async def handle_list_groups(ctx: RequestContext, req: Any) -> Any:
+async def handle_list_groups(ctx: RequestContext, req: ListGroupsRequest) -> ListGroupsResponse:
     R = ctx.response_class
     v = ctx.version
     coord = ctx.broker.group_coordinator

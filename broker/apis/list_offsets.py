@@ -13,7 +13,7 @@ storage either, so -1 as for -5.
 
 from __future__ import annotations
 
-from typing import Any
+from kafka.protocol.consumer import ListOffsetsRequest, ListOffsetsResponse
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -25,7 +25,7 @@ EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING
 
 
 @api(ApiKey.LIST_OFFSETS, versions=(1, 11), authz=(Requires(DESCRIBE, TOPIC, TOPIC_DENIED, "each topic"),))
-async def handle_list_offsets(ctx: RequestContext, req: Any) -> Any:
+async def handle_list_offsets(ctx: RequestContext, req: ListOffsetsRequest) -> ListOffsetsResponse:
     rm = ctx.broker.replica_manager
     R = ctx.response_class
     TopicResp = R.ListOffsetsTopicResponse

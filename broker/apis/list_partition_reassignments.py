@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka.protocol.admin import ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse
+
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -19,7 +21,7 @@ from . import RequestContext, api
 
 @api(ApiKey.LIST_PARTITION_REASSIGNMENTS, versions=(0, 0), authz=(
     Requires(DESCRIBE, CLUSTER, CLUSTER_DENIED, "the whole request"),))
-async def handle_list_partition_reassignments(ctx: RequestContext, req: Any) -> Any:
+async def handle_list_partition_reassignments(ctx: RequestContext, req: ListPartitionReassignmentsRequest) -> ListPartitionReassignmentsResponse:
     R = ctx.response_class
     TopicR = R.OngoingTopicReassignment
     PartR = TopicR.OngoingPartitionReassignment

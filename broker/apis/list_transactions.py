@@ -11,7 +11,8 @@ agrees for the patterns tools use. v0 is flexible.
 from __future__ import annotations
 
 import re
-from typing import Any
+
+from kafka.protocol.admin import ListTransactionsRequest, ListTransactionsResponse
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -22,7 +23,7 @@ from . import RequestContext, api
 
 @api(ApiKey.LIST_TRANSACTIONS, versions=(0, 2), authz=(
     Requires(DESCRIBE, TRANSACTIONAL_ID, TXN_DENIED, "each transactional id: unauthorized ones left out"),))
-async def handle_list_transactions(ctx: RequestContext, req: Any) -> Any:
+async def handle_list_transactions(ctx: RequestContext, req: ListTransactionsRequest) -> ListTransactionsResponse:
     R = ctx.response_class
     coord = ctx.broker.txn_coordinator
     if coord is None:

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any
+
+from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -43,7 +44,7 @@ ZERO_UUID = uuid.UUID(int=0)
 @api(ApiKey.METADATA, versions=(0, 13), authz=(
     Requires(DESCRIBE, TOPIC, TOPIC_DENIED, "each topic: unauthorized ones left out of a listing"),
     Requires(CREATE, CLUSTER, TOPIC_DENIED, "auto-creation: CREATE on the cluster or on the topic")))
-async def handle_metadata(ctx: RequestContext, req: Any) -> Any:
+async def handle_metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
     broker = ctx.broker
     R = ctx.response_class
     Topic = R.MetadataResponseTopic

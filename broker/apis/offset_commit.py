@@ -20,6 +20,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from kafka.protocol.consumer import OffsetCommitRequest, OffsetCommitResponse
+
 from groupcoord.group import OffsetAndMetadata
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -31,7 +33,7 @@ from . import RequestContext, api
 @api(ApiKey.OFFSET_COMMIT, versions=(2, 10), authz=(
     Requires(READ, GROUP, GROUP_DENIED, "group_id: every partition"),
     Requires(READ, TOPIC, TOPIC_DENIED, "each topic")))
-async def handle_offset_commit(ctx: RequestContext, req: Any) -> Any:
+async def handle_offset_commit(ctx: RequestContext, req: OffsetCommitRequest) -> OffsetCommitResponse:
     R = ctx.response_class
     TopicResp = R.OffsetCommitResponseTopic
     PartResp = TopicResp.OffsetCommitResponsePartition

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka.protocol.consumer import OffsetDeleteRequest, OffsetDeleteResponse
+
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -20,7 +22,7 @@ from . import RequestContext, api
 
 @api(ApiKey.OFFSET_DELETE, versions=(0, 0), authz=(
     Requires(DELETE, GROUP, GROUP_DENIED, "group_id"), Requires(READ, TOPIC, TOPIC_DENIED, "each topic")))
-async def handle_offset_delete(ctx: RequestContext, req: Any) -> Any:
+async def handle_offset_delete(ctx: RequestContext, req: OffsetDeleteRequest) -> OffsetDeleteResponse:
     R = ctx.response_class
     T = R.OffsetDeleteResponseTopic
     P = T.OffsetDeleteResponsePartition

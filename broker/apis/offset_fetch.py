@@ -21,6 +21,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+from kafka.protocol.consumer import OffsetFetchRequest, OffsetFetchResponse
+
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -69,7 +71,7 @@ def _fetch(ctx: RequestContext, group_id: str, topics: Any, require_stable: bool
 @api(ApiKey.OFFSET_FETCH, versions=(1, 10), authz=(
     Requires(DESCRIBE, GROUP, GROUP_DENIED, "each group_id"),
     Requires(DESCRIBE, TOPIC, TOPIC_DENIED, "each topic; unauthorized ones left out of an all-topics fetch")))
-async def handle_offset_fetch(ctx: RequestContext, req: Any) -> Any:
+async def handle_offset_fetch(ctx: RequestContext, req: OffsetFetchRequest) -> OffsetFetchResponse:
     R = ctx.response_class
     v = ctx.version
     if v >= 8:

@@ -8,7 +8,7 @@ UNKNOWN_LEADER_EPOCH, older FENCED_LEADER_EPOCH.
 
 from __future__ import annotations
 
-from typing import Any
+from kafka.protocol.consumer import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -20,7 +20,7 @@ from . import RequestContext, api
 @api(ApiKey.OFFSET_FOR_LEADER_EPOCH, versions=(2, 4), authz=(
     Requires(DESCRIBE, TOPIC, TOPIC_DENIED, "each topic (consumer)"),
     Requires(CLUSTER_ACTION, CLUSTER, TOPIC_DENIED, "follower (replica id >= 0): every partition")))
-async def handle_offset_for_leader_epoch(ctx: RequestContext, req: Any) -> Any:
+async def handle_offset_for_leader_epoch(ctx: RequestContext, req: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
     rm = ctx.broker.replica_manager
     R = ctx.response_class
     TopicRes = R.OffsetForLeaderTopicResult

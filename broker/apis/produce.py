@@ -45,6 +45,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from kafka.protocol.producer import ProduceRequest, ProduceResponse
+
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from txn.plugin import verify_transactional_produce_in_cluster
@@ -61,7 +63,7 @@ log = logging.getLogger("samsa.produce")
 @api(ApiKey.PRODUCE, versions=(3, 13), authz=(
     Requires(WRITE, TRANSACTIONAL_ID, TXN_DENIED, "transactional_id, when set: every partition"),
     Requires(WRITE, TOPIC, TOPIC_DENIED, "each topic")))
-async def handle_produce(ctx: RequestContext, req: Any) -> Any:
+async def handle_produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | DelayedResponse | None:
     broker = ctx.broker
     acks = req.acks
     stats = broker.metrics.topic_stats if broker.metrics is not None else None  # BrokerTopicMetrics
@@ -110,7 +112,7 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
     return _response(ctx, req, results, names)
 
 
-async def _when_replicated(ctx: RequestContext, req: Any, delayed: DelayedProduce,
+async def _when_replicated(ctx: RequestContext, req: ProduceRequest, delayed: DelayedProduce,
                            results: list[list[PartitionProduceResult]], names: list[str | None]) -> Any:
     """Kafka's DelayedProduce: done when every partition's high watermark passed its records,
     or the request's timeout (REQUEST_TIMED_OUT), or the ISR fell below min.insync.replicas."""
@@ -118,7 +120,7 @@ async def _when_replicated(ctx: RequestContext, req: Any, delayed: DelayedProduc
     return _response(ctx, req, results, names)
 
 
-def _response(ctx: RequestContext, req: Any, results: list[list[PartitionProduceResult]],
+def _response(ctx: RequestContext, req: ProduceRequest, results: list[list[PartitionProduceResult]],
               names: list[str | None]) -> Any:
     R = ctx.response_class
     TopicResp = R.TopicProduceResponse
@@ -168,7 +170,7 @@ def _leader_hints(ctx: RequestContext, R: Any, topics_out: list[Any], names: lis
     return out
 
 
-def _unauthorized(ctx: RequestContext, req: Any, names: list[str | None]) -> dict[str, ErrorCode]:
+def _unauthorized(ctx: RequestContext, req: ProduceRequest, names: list[str | None]) -> dict[str, ErrorCode]:
     """Topic -> the authorization error its partitions answer (Kafka's order of checks)."""
     tid = req.transactional_id
     known = [n for n in names if n is not None]

@@ -15,6 +15,7 @@ from typing import Any
 
 from broker.share.persister import serve_state_request
 from protocol.api_keys import ApiKey
+from protocol.kip932 import ReadShareGroupStateRequest, ReadShareGroupStateResponse
 
 from ..security.acl import CLUSTER, CLUSTER_ACTION, CLUSTER_DENIED, Requires
 from . import RequestContext, api
@@ -22,7 +23,7 @@ from . import RequestContext, api
 
 @api(ApiKey.READ_SHARE_GROUP_STATE, versions=(0, 0), authz=(
     Requires(CLUSTER_ACTION, CLUSTER, CLUSTER_DENIED, "every partition"),))
-async def handle_read_share_group_state(ctx: RequestContext, req: Any) -> Any:
+async def handle_read_share_group_state(ctx: RequestContext, req: ReadShareGroupStateRequest) -> ReadShareGroupStateResponse:
     R = ctx.response_class
     T = R.ReadStateResult
     Batch = T.PartitionResult.StateBatch

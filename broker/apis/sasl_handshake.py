@@ -11,6 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka.protocol.sasl import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
+
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -19,12 +26,12 @@ from . import RequestContext, api
 
 
 @api(ApiKey.SASL_HANDSHAKE, versions=(0, 1), authz=NO_AUTHZ)  # before authentication
-async def handle_sasl_handshake(ctx: RequestContext, req: Any) -> Any:
+async def handle_sasl_handshake(ctx: RequestContext, req: SaslHandshakeRequest) -> SaslHandshakeResponse:
     return ctx.response(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=[])
 
 
 @api(ApiKey.SASL_AUTHENTICATE, versions=(0, 2), authz=NO_AUTHZ)
-async def handle_sasl_authenticate(ctx: RequestContext, req: Any) -> Any:
+async def handle_sasl_authenticate(ctx: RequestContext, req: SaslAuthenticateRequest) -> SaslAuthenticateResponse:
     kw: dict[str, Any] = {"error_code": ErrorCode.ILLEGAL_SASL_STATE, "auth_bytes": b"",
                           "error_message": f"SaslAuthenticate on listener {ctx.listener_name} "
                                            f"({ctx.security_protocol}), which does not use SASL"}

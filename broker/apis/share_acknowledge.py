@@ -22,6 +22,7 @@ from typing import Any
 from broker.share.session import FINAL_EPOCH, INITIAL_EPOCH
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from protocol.kip932 import ShareAcknowledgeRequest, ShareAcknowledgeResponse
 
 from ..security.acl import GROUP, GROUP_DENIED, READ, TOPIC, TOPIC_DENIED, Requires
 from . import RequestContext, api
@@ -31,7 +32,7 @@ from .share_fetch import PartitionOutcome, TopicIdPartition, ack_batches, apply_
 @api(ApiKey.SHARE_ACKNOWLEDGE, versions=(1, 1), authz=(
     Requires(READ, GROUP, GROUP_DENIED, "group_id"),
     Requires(READ, TOPIC, TOPIC_DENIED, "each topic")))
-async def handle_share_acknowledge(ctx: RequestContext, req: Any) -> Any:
+async def handle_share_acknowledge(ctx: RequestContext, req: ShareAcknowledgeRequest) -> ShareAcknowledgeResponse:
     R = ctx.response_class
     manager = ctx.broker.share_partition_manager
 

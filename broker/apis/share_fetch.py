@@ -36,6 +36,7 @@ from broker.share.manager import ShareFetchResult
 from broker.share.session import FINAL_EPOCH, INITIAL_EPOCH
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from protocol.kip932 import ShareFetchRequest, ShareFetchResponse
 
 from ..security.acl import GROUP, GROUP_DENIED, READ, TOPIC, TOPIC_DENIED, Requires
 from . import RequestContext, api
@@ -103,7 +104,7 @@ def leader_of(ctx: RequestContext, topic: str, partition: int) -> tuple[int, int
 @api(ApiKey.SHARE_FETCH, versions=(1, 1), authz=(
     Requires(READ, GROUP, GROUP_DENIED, "group_id"),
     Requires(READ, TOPIC, TOPIC_DENIED, "each topic")))
-async def handle_share_fetch(ctx: RequestContext, req: Any) -> Any:
+async def handle_share_fetch(ctx: RequestContext, req: ShareFetchRequest) -> ShareFetchResponse:
     R = ctx.response_class
     manager = ctx.broker.share_partition_manager
     lock_ms = manager.config.record_lock_duration_for(req.group_id or "") if manager is not None else 0
@@ -180,7 +181,7 @@ async def handle_share_fetch(ctx: RequestContext, req: Any) -> Any:
              node_endpoints=[])
 
 
-async def _acquire(ctx: RequestContext, req: Any, group_id: str, member_id: str, session: Any,
+async def _acquire(ctx: RequestContext, req: ShareFetchRequest, group_id: str, member_id: str, session: Any,
                    names: dict[TopicIdPartition, str],
                    outcomes: dict[TopicIdPartition, PartitionOutcome]) -> None:
     """Acquire across the session's partitions, parking up to MaxWaitMs while there is nothing."""

@@ -12,6 +12,7 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from protocol.kip932 import ShareGroupDescribeRequest, ShareGroupDescribeResponse
 
 from ..security.acl import DESCRIBE, GROUP, GROUP_DENIED, Requires
 from . import RequestContext, api
@@ -19,7 +20,7 @@ from .consumer_group_describe import GROUP_OPERATIONS, OPERATIONS_OMITTED
 
 
 @api(ApiKey.SHARE_GROUP_DESCRIBE, versions=(1, 1), authz=(Requires(DESCRIBE, GROUP, GROUP_DENIED, "each group"),))
-async def handle_share_group_describe(ctx: RequestContext, req: Any) -> Any:
+async def handle_share_group_describe(ctx: RequestContext, req: ShareGroupDescribeRequest) -> ShareGroupDescribeResponse:
     R = ctx.response_class
     G = R.DescribedGroup
     coord = ctx.broker.group_coordinator

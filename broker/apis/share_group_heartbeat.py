@@ -24,6 +24,7 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from protocol.kip932 import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
 
 from ..security.acl import DESCRIBE, GROUP, GROUP_DENIED, READ, TOPIC, TOPIC_DENIED, Requires
 from . import RequestContext, api
@@ -32,7 +33,7 @@ from . import RequestContext, api
 @api(ApiKey.SHARE_GROUP_HEARTBEAT, versions=(1, 1), authz=(
     Requires(READ, GROUP, GROUP_DENIED, "group_id"),
     Requires(DESCRIBE, TOPIC, TOPIC_DENIED, "each subscribed topic")))
-async def handle_share_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
+async def handle_share_group_heartbeat(ctx: RequestContext, req: ShareGroupHeartbeatRequest) -> ShareGroupHeartbeatResponse:
     R = ctx.response_class
 
     def error(code: ErrorCode, message: str | None) -> Any:

@@ -5,10 +5,9 @@ partition."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from protocol.inter_broker import StopReplicaRequest, StopReplicaResponse
 
 from ..replica.replica_manager import TopicPartition
 from ..security.acl import CLUSTER, CLUSTER_ACTION, CLUSTER_DENIED, Requires
@@ -17,7 +16,7 @@ from .leader_and_isr import check_from_controller
 
 
 @api(ApiKey.STOP_REPLICA, versions=(3, 3), authz=(Requires(CLUSTER_ACTION, CLUSTER, CLUSTER_DENIED, "from the controller / a broker"),))  # checked in check_from_controller
-async def handle_stop_replica(ctx: RequestContext, req: Any) -> Any:
+async def handle_stop_replica(ctx: RequestContext, req: StopReplicaRequest) -> StopReplicaResponse:
     R = ctx.response_class
     code = check_from_controller(ctx, req.controller_id, req.controller_epoch)
     if code != ErrorCode.NONE:

@@ -24,11 +24,16 @@ from __future__ import annotations
 
 import uuid
 import zlib
-from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.kafka_uuid import ZERO
+from protocol.kip714 import (
+    GetTelemetrySubscriptionsRequest,
+    GetTelemetrySubscriptionsResponse,
+    PushTelemetryRequest,
+    PushTelemetryResponse,
+)
 
 from ..security.acl import NO_AUTHZ
 from . import RequestContext, api
@@ -47,7 +52,7 @@ def subscription_id() -> int:
 
 
 @api(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, versions=(0, 0), authz=NO_AUTHZ)
-async def handle_get_telemetry_subscriptions(ctx: RequestContext, req: Any) -> Any:
+async def handle_get_telemetry_subscriptions(ctx: RequestContext, req: GetTelemetrySubscriptionsRequest) -> GetTelemetrySubscriptionsResponse:
     instance_id = req.client_instance_id
     new_id = uuid.uuid4() if instance_id in (None, ZERO) else instance_id
     return ctx.response(throttle_time_ms=0, error_code=0, client_instance_id=new_id,
@@ -57,7 +62,7 @@ async def handle_get_telemetry_subscriptions(ctx: RequestContext, req: Any) -> A
 
 
 @api(ApiKey.PUSH_TELEMETRY, versions=(0, 0), authz=NO_AUTHZ)
-async def handle_push_telemetry(ctx: RequestContext, req: Any) -> Any:
+async def handle_push_telemetry(ctx: RequestContext, req: PushTelemetryRequest) -> PushTelemetryResponse:
     if req.client_instance_id in (None, ZERO):
         code = ErrorCode.INVALID_REQUEST
     elif req.subscription_id != subscription_id():

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka.protocol.producer import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
@@ -47,7 +49,7 @@ from . import RequestContext, api
 @api(ApiKey.TXN_OFFSET_COMMIT, versions=(0, 5), authz=(
     Requires(WRITE, TRANSACTIONAL_ID, TXN_DENIED, "transactional_id: every partition"),
     Requires(READ, GROUP, GROUP_DENIED, "group_id: every partition"), Requires(READ, TOPIC, TOPIC_DENIED, "each topic")))
-async def handle_txn_offset_commit(ctx: RequestContext, req: Any) -> Any:
+async def handle_txn_offset_commit(ctx: RequestContext, req: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse:
     R = ctx.response_class
     TopicResp = R.TxnOffsetCommitResponseTopic
     PartResp = TopicResp.TxnOffsetCommitResponsePartition

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka.protocol.admin import UpdateFeaturesRequest, UpdateFeaturesResponse
+
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -48,7 +50,7 @@ def _check(name: str, level: int, upgrade_type: int, current: int) -> str | None
 
 
 @api(ApiKey.UPDATE_FEATURES, versions=(0, 2), authz=(Requires(ALTER, CLUSTER, CLUSTER_DENIED, "the cluster"),))
-async def handle_update_features(ctx: RequestContext, req: Any) -> Any:
+async def handle_update_features(ctx: RequestContext, req: UpdateFeaturesRequest) -> UpdateFeaturesResponse:
     R = ctx.response_class
     names = [u.feature for u in req.feature_updates]
 

@@ -6,10 +6,9 @@ CLUSTER_AUTHORIZATION_FAILED)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from protocol.inter_broker import UpdateMetadataRequest, UpdateMetadataResponse
 
 from ..security.acl import CLUSTER, CLUSTER_ACTION, CLUSTER_DENIED, Requires
 from . import RequestContext, api
@@ -17,7 +16,7 @@ from .leader_and_isr import check_from_controller
 
 
 @api(ApiKey.UPDATE_METADATA, versions=(7, 7), authz=(Requires(CLUSTER_ACTION, CLUSTER, CLUSTER_DENIED, "from the controller / a broker"),))  # checked in check_from_controller
-async def handle_update_metadata(ctx: RequestContext, req: Any) -> Any:
+async def handle_update_metadata(ctx: RequestContext, req: UpdateMetadataRequest) -> UpdateMetadataResponse:
     code = check_from_controller(ctx, req.controller_id, req.controller_epoch)
     if code == ErrorCode.NONE:
         ctx.broker.metadata_cache.apply_update_metadata(req)

@@ -19,6 +19,13 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from kafka.protocol.admin import (
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse,
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse,
+)
+
 from broker.security.scram import (
     MAX_ITERATIONS,
     MECHANISM_IDS,
@@ -35,7 +42,7 @@ from . import RequestContext, api
 
 @api(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, versions=(0, 0),
      authz=(Requires(DESCRIBE, CLUSTER, CLUSTER_DENIED, "top-level error"),))
-async def handle_describe_user_scram_credentials(ctx: RequestContext, req: Any) -> Any:
+async def handle_describe_user_scram_credentials(ctx: RequestContext, req: DescribeUserScramCredentialsRequest) -> DescribeUserScramCredentialsResponse:
     R = ctx.response_class
     if not ctx.authorize(DESCRIBE, CLUSTER, CLUSTER_NAME):
         return R(throttle_time_ms=0, error_code=int(CLUSTER_DENIED), error_message="Cluster authorization failed.",
@@ -65,7 +72,7 @@ async def handle_describe_user_scram_credentials(ctx: RequestContext, req: Any) 
 
 @api(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, versions=(0, 0),
      authz=(Requires(ALTER, CLUSTER, CLUSTER_DENIED, "every user"),))
-async def handle_alter_user_scram_credentials(ctx: RequestContext, req: Any) -> Any:
+async def handle_alter_user_scram_credentials(ctx: RequestContext, req: AlterUserScramCredentialsRequest) -> AlterUserScramCredentialsResponse:
     R = ctx.response_class
     store = ctx.broker.security.credentials
     if not ctx.authorize(ALTER, CLUSTER, CLUSTER_NAME):

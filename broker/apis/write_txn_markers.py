@@ -16,7 +16,7 @@ producer's epoch. v1 is the first flexible version (v0 is gone from Kafka); v2 a
 
 from __future__ import annotations
 
-from typing import Any
+from kafka.protocol.producer import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 
 from protocol.api_keys import ApiKey
 from txn.markers import TxnMarker
@@ -28,7 +28,7 @@ from . import RequestContext, api
 
 @api(ApiKey.WRITE_TXN_MARKERS, versions=(1, 2), authz=(
     Requires(CLUSTER_ACTION, CLUSTER, CLUSTER_DENIED, "every partition"),))
-async def handle_write_txn_markers(ctx: RequestContext, req: Any) -> Any:
+async def handle_write_txn_markers(ctx: RequestContext, req: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
     R = ctx.response_class
     MarkerResult = R.WritableTxnMarkerResult
     TopicResult = MarkerResult.WritableTxnMarkerTopicResult
