@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka.protocol.data_container import DataContainer
 from kafka.protocol.producer import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 
 from protocol.api_keys import ApiKey
@@ -71,10 +72,10 @@ async def _add(ctx: RequestContext, tid: str, pid: int, epoch: int, topics: Any,
     return dict.fromkeys(parts, code)
 
 
-def _topic_results(R: Any, results: dict[tuple[str, int], ErrorCode], version: int) -> list[Any]:
+def _topic_results(R: type[DataContainer], results: dict[tuple[str, int], ErrorCode], version: int) -> list[DataContainer]:
     TopicResult = R.AddPartitionsToTxnTopicResult
     PartResult = TopicResult.AddPartitionsToTxnPartitionResult
-    by_topic: dict[str, list[Any]] = {}
+    by_topic: dict[str, list[DataContainer]] = {}
     for (topic, p), code in results.items():
         by_topic.setdefault(topic, []).append(
             PartResult(partition_index=p, partition_error_code=int(_fenced(code, version))))

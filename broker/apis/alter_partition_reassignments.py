@@ -19,6 +19,8 @@ import asyncio
 from typing import Any
 
 from kafka.protocol.admin import AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse
+from kafka.protocol.api_message import ApiMessage
+from kafka.protocol.data_container import DataContainer
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -33,10 +35,10 @@ async def handle_alter_partition_reassignments(ctx: RequestContext, req: AlterPa
     R = ctx.response_class
     TopicR = R.ReassignableTopicResponse
     PartR = TopicR.ReassignablePartitionResponse
-    extra: dict[str, Any] = {"allow_replication_factor_change": req.allow_replication_factor_change} \
+    extra: dict[str, object] = {"allow_replication_factor_change": req.allow_replication_factor_change} \
         if ctx.version >= 1 else {}
 
-    def top(code: ErrorCode, message: str) -> Any:
+    def top(code: ErrorCode, message: str) -> ApiMessage:
         return R(throttle_time_ms=0, error_code=int(code), error_message=message, responses=[], **extra)
 
     if not ctx.authorize(ALTER, CLUSTER, CLUSTER_NAME):
@@ -63,14 +65,14 @@ async def handle_alter_partition_reassignments(ctx: RequestContext, req: AlterPa
     if moves:
         fut = controller.enqueue("reassign", moves, wait=True)
         results.update(await asyncio.wait_for(fut, max(req.timeout_ms, 1000) / 1000))
-    by_topic: dict[str, list[Any]] = {}
+    by_topic: dict[str, list[DataContainer]] = {}
     for (topic, p), (code, message) in results.items():
         by_topic.setdefault(topic, []).append(PartR(partition_index=p, error_code=int(code), error_message=message))
     return R(throttle_time_ms=0, error_code=0, error_message=None,
              responses=[TopicR(name=t, partitions=ps) for t, ps in by_topic.items()], **extra)
 
 
-def _single_broker(ctx: RequestContext, req: AlterPartitionReassignmentsRequest, R: Any, extra: dict[str, Any]) -> Any:
+def _single_broker(ctx: RequestContext, req: AlterPartitionReassignmentsRequest, R: type[DataContainer], extra: dict[str, object]) -> Any:
     TopicR = R.ReassignableTopicResponse
     PartR = TopicR.ReassignablePartitionResponse
     me = ctx.broker.broker_id

@@ -13,9 +13,8 @@ destination while a move is running cancels it and starts the new one. v2 is fle
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafka.protocol.admin import AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse
+from kafka.protocol.data_container import DataContainer
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -33,7 +32,7 @@ async def handle_alter_replica_log_dirs(ctx: RequestContext, req: AlterReplicaLo
     TopicR = R.AlterReplicaLogDirTopicResult
     PartR = TopicR.AlterReplicaLogDirPartitionResult
     allowed = ctx.authorize(ALTER, CLUSTER, CLUSTER_NAME)
-    results: dict[str, list[Any]] = {}
+    results: dict[str, list[DataContainer]] = {}
     for d in req.dirs:
         for t in d.topics:
             for p in t.partitions:

@@ -12,7 +12,8 @@ negative offset INVALID_REQUEST.
 from __future__ import annotations
 
 import uuid
-from typing import Any
+
+from kafka.protocol.api_message import ApiMessage
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -32,7 +33,7 @@ async def handle_alter_share_group_offsets(ctx: RequestContext, req: AlterShareG
     coord = ctx.broker.group_coordinator
     manager = ctx.broker.share_partition_manager
 
-    def every(code: ErrorCode, message: str | None) -> Any:
+    def every(code: ErrorCode, message: str | None) -> ApiMessage:
         return R(throttle_time_ms=0, error_code=int(code), error_message=message, responses=[
             T(topic_name=t.topic_name, topic_id=uuid.UUID(int=0), partitions=[
                 P(partition_index=p.partition_index, error_code=int(code), error_message=message)

@@ -14,7 +14,6 @@ supported features whose minimum is 0, which older clients could not parse.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 
@@ -33,7 +32,7 @@ async def handle_api_versions(ctx: RequestContext, req: ApiVersionsRequest) -> A
         log.debug("Client %s:%d is %s %s", ctx.client_host, ctx.client_port,
                   getattr(req, "client_software_name", "?"), getattr(req, "client_software_version", "?"))
     R = ctx.response_class
-    extra: dict[str, Any] = {}
+    extra: dict[str, object] = {}
     if ctx.version >= 3:
         fin = features.finalized(ctx.broker)
         extra = dict(

@@ -12,7 +12,8 @@ UNKNOWN_TOPIC_OR_PARTITION.
 from __future__ import annotations
 
 import uuid
-from typing import Any
+
+from kafka.protocol.api_message import ApiMessage
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -31,7 +32,7 @@ async def handle_delete_share_group_offsets(ctx: RequestContext, req: DeleteShar
     coord = ctx.broker.group_coordinator
     manager = ctx.broker.share_partition_manager
 
-    def top(code: ErrorCode, message: str | None) -> Any:
+    def top(code: ErrorCode, message: str | None) -> ApiMessage:
         return R(throttle_time_ms=0, error_code=int(code), error_message=message, responses=[])
 
     if not ctx.authorize(DELETE, GROUP, req.group_id):

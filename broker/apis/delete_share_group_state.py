@@ -23,7 +23,7 @@ from . import RequestContext, api
 async def handle_delete_share_group_state(ctx: RequestContext, req: DeleteShareGroupStateRequest) -> DeleteShareGroupStateResponse:
     manager = ctx.broker.share_partition_manager
 
-    async def delete(coord: Any, key: Any, p: Any) -> dict[str, Any]:
+    async def delete(coord: Any, key: Any, p: Any) -> dict[str, object]:
         await coord.delete([key])
         if manager is not None:
             manager.partitions.pop(key, None)

@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafka.protocol.admin import DescribeConfigsRequest, DescribeConfigsResponse
+from kafka.protocol.data_container import DataContainer
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
@@ -67,7 +68,7 @@ async def handle_describe_configs(ctx: RequestContext, req: DescribeConfigsReque
     results = []
     for res in req.resources:
         keys = None if res.configuration_keys is None else list(res.configuration_keys)
-        entries: list[Any] = []
+        entries: list[DataContainer] = []
         code, message = ErrorCode.NONE, None
         try:
             config_resource_authorized(ctx, DESCRIBE_CONFIGS, res.resource_type, res.resource_name)
@@ -122,8 +123,8 @@ async def handle_describe_configs(ctx: RequestContext, req: DescribeConfigsReque
     return R(throttle_time_ms=0, results=results)
 
 
-def _listener_overrides(broker: Any, keys: list[str] | None, default_entity: bool, Entry: Any, Synonym: Any,
-                        v: int, synonyms: bool, docs: bool) -> list[Any]:
+def _listener_overrides(broker: Any, keys: list[str] | None, default_entity: bool, Entry: type[DataContainer], Synonym: type[DataContainer],
+                        v: int, synonyms: bool, docs: bool) -> list[DataContainer]:
     """Dynamic configs set under a listener prefix (``listener.name.<listener>.<config>``): shown as
     set, typed as the listener config they override, passwords as sensitive with a null value
     (stored encrypted, password_encoder.py). As in Kafka, the synonyms are the prefixed name, then
@@ -150,10 +151,10 @@ def _listener_overrides(broker: Any, keys: list[str] | None, default_entity: boo
     return out
 
 
-def _entry(Entry: Any, Synonym: Any, v: int, d: cfgs.ConfigDef, r: cfgs.Resolved, *, read_only: bool,
+def _entry(Entry: type[DataContainer], Synonym: type[DataContainer], v: int, d: cfgs.ConfigDef, r: cfgs.Resolved, *, read_only: bool,
            synonyms: bool, docs: bool) -> Any:
     value = None if d.sensitive else r.value
-    fields: dict[str, Any] = {"name": d.name, "value": value, "read_only": read_only,
+    fields: dict[str, object] = {"name": d.name, "value": value, "read_only": read_only,
                               "is_sensitive": d.sensitive}
     if v == 0:
         fields["is_default"] = r.source == cfgs.ConfigSource.DEFAULT_CONFIG

@@ -15,9 +15,9 @@ directory that takes no new partitions); Samsa has no cordoning, so it is always
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from kafka.protocol.admin import DescribeLogDirsRequest, DescribeLogDirsResponse
+from kafka.protocol.data_container import DataContainer
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -36,7 +36,7 @@ async def handle_describe_log_dirs(ctx: RequestContext, req: DescribeLogDirsRequ
     TopicR = Result.DescribeLogDirsTopic
     PartR = TopicR.DescribeLogDirsPartition
     if not ctx.authorize(DESCRIBE, CLUSTER, CLUSTER_NAME):
-        extra_err: dict[str, Any] = {"error_code": int(CLUSTER_DENIED)} if ctx.version >= 3 else {}
+        extra_err: dict[str, object] = {"error_code": int(CLUSTER_DENIED)} if ctx.version >= 3 else {}
         return R(throttle_time_ms=0, results=[], **extra_err)
     wanted: dict[str, set[int]] | None = None
     if req.topics is not None:
@@ -44,7 +44,7 @@ async def handle_describe_log_dirs(ctx: RequestContext, req: DescribeLogDirsRequ
         for t in req.topics:
             wanted.setdefault(t.topic, set()).update(t.partitions)
     rm = broker.replica_manager
-    by_dir: dict[str, dict[str, list[Any]]] = {str(d): {} for d in broker.config.log_dirs}
+    by_dir: dict[str, dict[str, list[DataContainer]]] = {str(d): {} for d in broker.config.log_dirs}
     for tp, part in sorted(rm.partitions.items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
         if wanted is not None and tp.partition not in wanted.get(tp.topic, ()):
             continue
@@ -69,12 +69,12 @@ async def handle_describe_log_dirs(ctx: RequestContext, req: DescribeLogDirsRequ
         except OSError:
             code = ErrorCode.KAFKA_STORAGE_ERROR
             topics = {}
-        fields: dict[str, Any] = {"error_code": int(code), "log_dir": d,
+        fields: dict[str, object] = {"error_code": int(code), "log_dir": d,
                                   "topics": [TopicR(name=n, partitions=ps) for n, ps in sorted(topics.items())]}
         if ctx.version >= 4:
             fields.update(total_bytes=total, usable_bytes=usable)
         if ctx.version >= 5:
             fields.update(is_cordoned=False)
         results.append(Result(**fields))
-    extra: dict[str, Any] = {"error_code": 0} if ctx.version >= 3 else {}
+    extra: dict[str, object] = {"error_code": 0} if ctx.version >= 3 else {}
     return R(throttle_time_ms=0, results=results, **extra)

@@ -22,9 +22,8 @@ describes topics with it when the broker serves it. As Kafka's
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafka.protocol.admin import DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse
+from kafka.protocol.data_container import DataContainer
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -53,7 +52,7 @@ async def handle_describe_topic_partitions(ctx: RequestContext, req: DescribeTop
                   partitions=[]) for n in names])
     if cursor is not None:
         names = [n for n in names if n >= cursor.topic_name]
-    topics_out: list[Any] = []
+    topics_out: list[DataContainer] = []
     next_cursor = None
     remaining = limit
     for name in names:

@@ -22,6 +22,7 @@ import asyncio
 from typing import Any
 
 from kafka.protocol.admin import ElectLeadersRequest, ElectLeadersResponse
+from kafka.protocol.data_container import DataContainer
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -42,7 +43,7 @@ async def handle_elect_leaders(ctx: RequestContext, req: ElectLeadersRequest) ->
         results = [Result(topic=t.topic, partition_result=[
             PartR(partition_id=p, error_code=int(CLUSTER_DENIED), error_message="Cluster authorization failed.")
             for p in t.partitions]) for t in req.topic_partitions or []]
-        extra_err: dict[str, Any] = {"error_code": int(CLUSTER_DENIED)} if ctx.version >= 1 else {}
+        extra_err: dict[str, object] = {"error_code": int(CLUSTER_DENIED)} if ctx.version >= 1 else {}
         return R(throttle_time_ms=0, replica_election_results=results, **extra_err)
     if broker.cluster is not None:
         return await _elect_in_cluster(ctx, req)
@@ -57,7 +58,7 @@ async def handle_elect_leaders(ctx: RequestContext, req: ElectLeadersRequest) ->
                 parts.append(PartR(partition_id=p, error_code=int(ErrorCode.ELECTION_NOT_NEEDED),
                                    error_message="Leader election not needed for topic partition."))
         results.append(Result(topic=t.topic, partition_result=parts))
-    extra: dict[str, Any] = {"error_code": 0} if ctx.version >= 1 else {}
+    extra: dict[str, object] = {"error_code": 0} if ctx.version >= 1 else {}
     return R(throttle_time_ms=0, replica_election_results=results, **extra)
 
 
@@ -73,7 +74,7 @@ async def _elect_in_cluster(ctx: RequestContext, req: ElectLeadersRequest) -> An
     R = ctx.response_class
     Result = R.ReplicaElectionResult
     PartR = Result.PartitionResult
-    extra: dict[str, Any] = {"error_code": 0} if ctx.version >= 1 else {}
+    extra: dict[str, object] = {"error_code": 0} if ctx.version >= 1 else {}
     controller = ctx.broker.controller
     if controller is None or not controller.is_active:
         if ctx.version >= 1:
@@ -86,7 +87,7 @@ async def _elect_in_cluster(ctx: RequestContext, req: ElectLeadersRequest) -> An
     unclean = ctx.version >= 1 and req.election_type == 1
     fut = controller.enqueue("unclean_election" if unclean else "preferred_election", tps, wait=True)
     results = await asyncio.wait_for(fut, max(req.timeout_ms, 1000) / 1000)
-    by_topic: dict[str, list[Any]] = {}
+    by_topic: dict[str, list[DataContainer]] = {}
     for (topic, p), code in results.items():
         if tps is None and code == ErrorCode.ELECTION_NOT_NEEDED:
             continue

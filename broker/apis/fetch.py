@@ -34,9 +34,11 @@ followers alike get NOT_LEADER_OR_FOLLOWER from a broker that does not lead the 
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from kafka.protocol.consumer import FetchRequest, FetchResponse
+from kafka.protocol.data_container import DataContainer
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -123,7 +125,7 @@ async def handle_fetch(ctx: RequestContext, req: FetchRequest) -> FetchResponse 
 _MOVED = (int(ErrorCode.NOT_LEADER_OR_FOLLOWER), int(ErrorCode.FENCED_LEADER_EPOCH))
 
 
-def _leader_hints(broker: Any, topics: list[Any]) -> list[tuple[int, str, int, str | None]]:
+def _leader_hints(broker: Any, topics: list[DataContainer]) -> list[tuple[int, str, int, str | None]]:
     """KIP-951: on a partition whose leadership is elsewhere, name the current leader (and its
     endpoint, v16+) so the client goes there without a Metadata round trip."""
     cache = broker.metadata_cache
@@ -144,7 +146,8 @@ def _leader_hints(broker: Any, topics: list[Any]) -> list[tuple[int, str, int, s
     return out
 
 
-def _unauthorized(ctx: RequestContext, req: FetchRequest, wanted: list[Any]) -> set[str]:
+def _unauthorized(ctx: RequestContext, req: FetchRequest,
+                  wanted: list[tuple[str | None, uuid.UUID | None, list[DataContainer]]]) -> set[str]:
     """Names of the topics this fetch may not read (all of them for an unauthorized follower)."""
     if ctx.version >= 15:  # KIP-903: a tagged ReplicaState, absent for consumers
         state = req.replica_state

@@ -22,7 +22,7 @@ from . import RequestContext, api
 @api(ApiKey.INITIALIZE_SHARE_GROUP_STATE, versions=(0, 0), authz=(
     Requires(CLUSTER_ACTION, CLUSTER, CLUSTER_DENIED, "every partition"),))
 async def handle_initialize_share_group_state(ctx: RequestContext, req: InitializeShareGroupStateRequest) -> InitializeShareGroupStateResponse:
-    async def initialize(coord: Any, key: Any, p: Any) -> dict[str, Any]:
+    async def initialize(coord: Any, key: Any, p: Any) -> dict[str, object]:
         await coord.initialize(key, p.start_offset, -1)
         return {}
     R = ctx.response_class

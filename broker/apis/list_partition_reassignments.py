@@ -8,9 +8,8 @@ out, as Kafka does. The single embedded broker never has one in progress.
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafka.protocol.admin import ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse
+from kafka.protocol.data_container import DataContainer
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -36,7 +35,7 @@ async def handle_list_partition_reassignments(ctx: RequestContext, req: ListPart
                  error_message="This broker is not the active controller.", topics=[])
     ongoing = controller.list_reassignments()
     wanted = None if req.topics is None else {(t.name, p) for t in req.topics for p in t.partition_indexes}
-    by_topic: dict[str, list[Any]] = {}
+    by_topic: dict[str, list[DataContainer]] = {}
     for (topic, p), (replicas, adding, removing) in sorted(ongoing.items()):
         if wanted is not None and (topic, p) not in wanted:
             continue

@@ -18,9 +18,9 @@ partitions, and the response names topics by the same ids. v0-1 (ZooKeeper-era) 
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 from kafka.protocol.consumer import OffsetCommitRequest, OffsetCommitResponse
+from kafka.protocol.data_container import DataContainer
 
 from groupcoord.group import OffsetAndMetadata
 from protocol.api_keys import ApiKey
@@ -80,7 +80,7 @@ async def handle_offset_commit(ctx: RequestContext, req: OffsetCommitRequest) ->
                 retention_ms=req.retention_time_ms if v <= 4 else -1)
             keys = {name: key for key, name in names.items() if name is not None}
             results.update({(keys[name], p): code for (name, p), code in committed.items()})
-    by_topic: dict[str | uuid.UUID, list[Any]] = {}
+    by_topic: dict[str | uuid.UUID, list[DataContainer]] = {}
     for topic, partition in requested:
         by_topic.setdefault(topic, []).append(
             PartResp(partition_index=partition, error_code=int(results[(topic, partition)])))

@@ -9,9 +9,8 @@ unknown topic UNKNOWN_TOPIC_OR_PARTITION.
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafka.protocol.consumer import OffsetDeleteRequest, OffsetDeleteResponse
+from kafka.protocol.data_container import DataContainer
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -46,7 +45,7 @@ async def handle_offset_delete(ctx: RequestContext, req: OffsetDeleteRequest) ->
     if code is not ErrorCode.NONE:
         return R(error_code=int(code), throttle_time_ms=0, topics=[])
     results.update(deleted)
-    by_topic: dict[str, list[Any]] = {}
+    by_topic: dict[str, list[DataContainer]] = {}
     for topic, partition in requested:
         by_topic.setdefault(topic, []).append(
             P(partition_index=partition, error_code=int(results[(topic, partition)])))

@@ -45,10 +45,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from kafka.protocol.data_container import DataContainer
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from protocol.records import BatchHeader
 from txn.plugin import verify_transactional_produce_in_cluster
 
 from ..replica.purgatory import DelayedProduce
@@ -87,7 +89,7 @@ async def handle_produce(ctx: RequestContext, req: ProduceRequest) -> ProduceRes
             else:
                 entries.append((name, pdata.index, pdata.records))
 
-    async def verify(topic: str, partition: int, batches: list[Any]) -> ErrorCode:
+    async def verify(topic: str, partition: int, batches: list[BatchHeader]) -> ErrorCode:
         # KIP-890: v12+ adds the partition to the transaction on the leader's request
         return await verify_transactional_produce_in_cluster(broker, req.transactional_id, topic, partition,
                                                              batches, add=ctx.version >= 12)
@@ -136,7 +138,7 @@ def _response(ctx: RequestContext, req: ProduceRequest, results: list[list[Parti
                      for pdata, r in zip(topic.partition_data, rows, strict=True)]
         topics_out.append(TopicResp(topic_id=topic.topic_id, partition_responses=parts_out) if ctx.version >= 13
                           else TopicResp(name=name, partition_responses=parts_out))
-    extra: dict[str, Any] = {}
+    extra: dict[str, object] = {}
     if ctx.version >= 10 and ctx.broker.metadata_cache is not None:
         extra["node_endpoints"] = _leader_hints(ctx, R, topics_out, names)
     return R(responses=topics_out, throttle_time_ms=ctx.throttle_ms, **extra)
@@ -148,7 +150,7 @@ def _topic_name(broker: Any, topic: Any) -> str | None:
     return info.name if info is not None else None
 
 
-def _leader_hints(ctx: RequestContext, R: Any, topics_out: list[Any], names: list[str | None]) -> list[Any]:
+def _leader_hints(ctx: RequestContext, R: type[DataContainer], topics_out: list[DataContainer], names: list[str | None]) -> list[DataContainer]:
     """KIP-951 (v10+): a partition led elsewhere names its current leader, and the response that
     leader's endpoint, so the producer retries there without a Metadata round trip."""
     cache = ctx.broker.metadata_cache

@@ -28,7 +28,7 @@ async def handle_read_share_group_state(ctx: RequestContext, req: ReadShareGroup
     T = R.ReadStateResult
     Batch = T.PartitionResult.StateBatch
 
-    async def read(coord: Any, key: Any, p: Any) -> dict[str, Any]:
+    async def read(coord: Any, key: Any, p: Any) -> dict[str, object]:
         state = coord.read_state(key)
         if state is None:
             return {}

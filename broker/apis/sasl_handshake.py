@@ -9,8 +9,6 @@ listener. Received on a PLAINTEXT or SSL listener they get ILLEGAL_SASL_STATE, a
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafka.protocol.sasl import (
     SaslAuthenticateRequest,
     SaslAuthenticateResponse,
@@ -32,7 +30,7 @@ async def handle_sasl_handshake(ctx: RequestContext, req: SaslHandshakeRequest) 
 
 @api(ApiKey.SASL_AUTHENTICATE, versions=(0, 2), authz=NO_AUTHZ)
 async def handle_sasl_authenticate(ctx: RequestContext, req: SaslAuthenticateRequest) -> SaslAuthenticateResponse:
-    kw: dict[str, Any] = {"error_code": ErrorCode.ILLEGAL_SASL_STATE, "auth_bytes": b"",
+    kw: dict[str, object] = {"error_code": ErrorCode.ILLEGAL_SASL_STATE, "auth_bytes": b"",
                           "error_message": f"SaslAuthenticate on listener {ctx.listener_name} "
                                            f"({ctx.security_protocol}), which does not use SASL"}
     if ctx.version >= 1:

@@ -17,7 +17,9 @@ UNKNOWN_TOPIC_OR_PARTITION.
 from __future__ import annotations
 
 import uuid
-from typing import Any
+
+from kafka.protocol.api_message import ApiMessage
+from kafka.protocol.data_container import DataContainer
 
 from broker.share.session import FINAL_EPOCH, INITIAL_EPOCH
 from protocol.api_keys import ApiKey
@@ -36,7 +38,7 @@ async def handle_share_acknowledge(ctx: RequestContext, req: ShareAcknowledgeReq
     R = ctx.response_class
     manager = ctx.broker.share_partition_manager
 
-    def top(code: ErrorCode, message: str | None) -> Any:
+    def top(code: ErrorCode, message: str | None) -> ApiMessage:
         return R(throttle_time_ms=0, error_code=int(code), error_message=message, responses=[],
                  node_endpoints=[])
 
@@ -63,7 +65,7 @@ async def handle_share_acknowledge(ctx: RequestContext, req: ShareAcknowledgeReq
     if epoch == FINAL_EPOCH:
         manager.sessions.close(group_id, member_id)
         await manager.release(group_id, member_id, {(group_id, t, p) for t, p in session.partitions})
-    by_topic: dict[uuid.UUID, list[Any]] = {}
+    by_topic: dict[uuid.UUID, list[DataContainer]] = {}
     P = R.ShareAcknowledgeTopicResponse.PartitionData
     for tip, out in outcomes.items():
         leader = leader_of(ctx, names[tip], tip[1]) if tip in names else (-1, -1)

@@ -32,6 +32,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafka.protocol.api_message import ApiMessage
+from kafka.protocol.data_container import DataContainer
+
 from broker.share.manager import ShareFetchResult
 from broker.share.session import FINAL_EPOCH, INITIAL_EPOCH
 from protocol.api_keys import ApiKey
@@ -109,7 +112,7 @@ async def handle_share_fetch(ctx: RequestContext, req: ShareFetchRequest) -> Sha
     manager = ctx.broker.share_partition_manager
     lock_ms = manager.config.record_lock_duration_for(req.group_id or "") if manager is not None else 0
 
-    def top(code: ErrorCode, message: str | None) -> Any:
+    def top(code: ErrorCode, message: str | None) -> ApiMessage:
         return R(throttle_time_ms=0, error_code=int(code), error_message=message,
                  acquisition_lock_timeout_ms=lock_ms, responses=[], node_endpoints=[])
 
@@ -157,7 +160,7 @@ async def handle_share_fetch(ctx: RequestContext, req: ShareFetchRequest) -> Sha
     elif req.max_records > 0:
         await _acquire(ctx, req, group_id, member_id, session, names, outcomes)
 
-    by_topic: dict[uuid.UUID, list[Any]] = {}
+    by_topic: dict[uuid.UUID, list[DataContainer]] = {}
     P = R.ShareFetchableTopicResponse.PartitionData
     for tip, out in outcomes.items():
         fetched = out.fetched

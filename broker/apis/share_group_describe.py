@@ -8,7 +8,7 @@ member with its client, subscription, epoch and assignment (topic ids with their
 
 from __future__ import annotations
 
-from typing import Any
+from kafka.protocol.api_message import ApiMessage
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -26,7 +26,7 @@ async def handle_share_group_describe(ctx: RequestContext, req: ShareGroupDescri
     coord = ctx.broker.group_coordinator
     ops = GROUP_OPERATIONS if req.include_authorized_operations else OPERATIONS_OMITTED
 
-    def failed(g: str, code: ErrorCode, message: str | None) -> Any:
+    def failed(g: str, code: ErrorCode, message: str | None) -> ApiMessage:
         return G(error_code=int(code), error_message=message, group_id=g, group_state="",
                  group_epoch=-1, assignment_epoch=-1, assignor_name="", members=[],
                  authorized_operations=OPERATIONS_OMITTED)

@@ -20,7 +20,7 @@ first stable version, without RebalanceTimeoutMs.
 
 from __future__ import annotations
 
-from typing import Any
+from kafka.protocol.api_message import ApiMessage
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -36,7 +36,7 @@ from . import RequestContext, api
 async def handle_share_group_heartbeat(ctx: RequestContext, req: ShareGroupHeartbeatRequest) -> ShareGroupHeartbeatResponse:
     R = ctx.response_class
 
-    def error(code: ErrorCode, message: str | None) -> Any:
+    def error(code: ErrorCode, message: str | None) -> ApiMessage:
         return R(throttle_time_ms=0, error_code=int(code), error_message=message, member_id=None,
                  member_epoch=-1, heartbeat_interval_ms=0, assignment=None)
 

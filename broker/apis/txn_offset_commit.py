@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka.protocol.data_container import DataContainer
 from kafka.protocol.producer import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 
 from protocol.api_keys import ApiKey
@@ -116,7 +117,7 @@ async def handle_txn_offset_commit(ctx: RequestContext, req: TxnOffsetCommitRequ
             res = await gc.txn_commit_offsets(req.group_id, req.producer_id, req.producer_epoch, member_id,
                                               generation_id, instance_id, offsets)
             results.update({tp: ErrorCode(c) for tp, c in res.items()})
-    by_topic: dict[str, list[Any]] = {}
+    by_topic: dict[str, list[DataContainer]] = {}
     for topic, pi in requested:
         c = results.get((topic, pi), ErrorCode.NONE)
         by_topic.setdefault(topic, []).append(PartResp(partition_index=pi, error_code=int(c)))

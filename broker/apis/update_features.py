@@ -17,9 +17,8 @@ watch picks the new levels up for its ApiVersions answers.
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafka.protocol.admin import UpdateFeaturesRequest, UpdateFeaturesResponse
+from kafka.protocol.api_message import ApiMessage
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -54,7 +53,7 @@ async def handle_update_features(ctx: RequestContext, req: UpdateFeaturesRequest
     R = ctx.response_class
     names = [u.feature for u in req.feature_updates]
 
-    def answer(code: ErrorCode, message: str | None, per_feature: dict[str, tuple[ErrorCode, str | None]]) -> Any:
+    def answer(code: ErrorCode, message: str | None, per_feature: dict[str, tuple[ErrorCode, str | None]]) -> ApiMessage:
         results = [R.UpdatableFeatureResult(feature=n, error_code=int(per_feature.get(n, (code, message))[0]),
                                             error_message=per_feature.get(n, (code, message))[1]) for n in names]
         return R(throttle_time_ms=0, error_code=int(code), error_message=message,

@@ -17,7 +17,6 @@ Authorization: Describe needs DESCRIBE on CLUSTER, Alter needs ALTER on CLUSTER.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from kafka.protocol.admin import (
     AlterUserScramCredentialsRequest,
@@ -25,6 +24,7 @@ from kafka.protocol.admin import (
     DescribeUserScramCredentialsRequest,
     DescribeUserScramCredentialsResponse,
 )
+from kafka.protocol.data_container import DataContainer
 
 from broker.security.scram import (
     MAX_ITERATIONS,
@@ -52,7 +52,7 @@ async def handle_describe_user_scram_credentials(ctx: RequestContext, req: Descr
     names = sorted(users) if not req.users else [u.name for u in req.users]
     counts = Counter(names)
     results = []
-    infos: list[Any]
+    infos: list[DataContainer]
     for name in dict.fromkeys(names):
         if counts[name] > 1:
             code, msg, infos = ErrorCode.DUPLICATE_RESOURCE, "Cannot describe SCRAM credentials for the same user " \

@@ -22,7 +22,7 @@ from . import RequestContext, api
 @api(ApiKey.WRITE_SHARE_GROUP_STATE, versions=(0, 0), authz=(
     Requires(CLUSTER_ACTION, CLUSTER, CLUSTER_DENIED, "every partition"),))
 async def handle_write_share_group_state(ctx: RequestContext, req: WriteShareGroupStateRequest) -> WriteShareGroupStateResponse:
-    async def write(coord: Any, key: Any, p: Any) -> dict[str, Any]:
+    async def write(coord: Any, key: Any, p: Any) -> dict[str, object]:
         await coord.write(key, p.start_offset, [
             (b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
             for b in p.state_batches or []], p.leader_epoch)
