@@ -1,10 +1,12 @@
 """Samsa's group coordinator: Kafka's classic consumer-group protocol and committed offsets.
 
 * :mod:`groupcoord.coordinator` -- :class:`GroupCoordinator`, the single owner of group state:
-  lifecycle, ``replay()`` dispatch, describe/list/delete. It composes, as Kafka's coordinator
-  does, :mod:`groupcoord.classic` (JoinGroup/SyncGroup/Heartbeat/LeaveGroup) and
-  :mod:`groupcoord.offsets` (OffsetCommit/OffsetFetch/TxnOffsetCommit/OffsetDelete, retention)
-  over :mod:`groupcoord.shard` (storage, clock, ownership, the write path).
+  lifecycle, ``replay()`` dispatch, describe/list/delete. As Kafka's ``GroupCoordinatorShard``,
+  it holds its managers as fields and delegates: :mod:`groupcoord.classic`
+  (JoinGroup/SyncGroup/Heartbeat/LeaveGroup), :mod:`groupcoord.consumer` (KIP-848),
+  :mod:`groupcoord.share` (KIP-932) and :mod:`groupcoord.offsets`
+  (OffsetCommit/OffsetFetch/TxnOffsetCommit/OffsetDelete, retention), each constructed with
+  what it needs from :mod:`groupcoord.shard` (partition ownership, the write path).
 * :mod:`groupcoord.config` -- the broker properties it reads.
 * :mod:`groupcoord.group` / :mod:`groupcoord.state` -- a group's members and its state machine.
 * :mod:`groupcoord.records` -- the ``__consumer_offsets`` record schemas and partitioning.

@@ -32,6 +32,10 @@ from dataclasses import dataclass, field
 
 from protocol.errors import ErrorCode
 
+from .config import GroupConfig
+from .consumer.classic_members import ClassicMembers
+from .consumer.group import ConsumerGroup
+from .consumer.manager import ConsumerGroupManager
 from .group import CONSUMER_PROTOCOL_TYPE, GroupMetadata, MemberMetadata
 from .records import (
     GroupMetadataValue,
@@ -39,8 +43,17 @@ from .records import (
     Record,
     group_metadata_record,
 )
-from .shard import NO_GENERATION, UNKNOWN_MEMBER_ID, CoordinatorShard, _map_store_error, _resolve
+from .shard import (
+    NO_GENERATION,
+    UNKNOWN_MEMBER_ID,
+    PartitionOwnership,
+    RecordWriter,
+    _map_store_error,
+    _resolve,
+)
+from .share.group import ShareGroup
 from .state import GroupState
+from .timer import Scheduler
 
 log = logging.getLogger("groupcoord.coordinator")
 
@@ -81,8 +94,25 @@ class LeaveMemberResult:
 
 
 
-class ClassicGroupManager(CoordinatorShard):
-    """JoinGroup, SyncGroup, Heartbeat and LeaveGroup for classic groups."""
+class ClassicGroupManager:
+    """JoinGroup, SyncGroup, Heartbeat and LeaveGroup for classic groups (``groups``, which it
+    owns). An id held by a consumer group is handed to ``consumers`` (an Empty one is converted)
+    and ``classic_members`` (classic members inside it, KIP-848 migration); an id held by a share
+    group is refused."""
+
+    def __init__(self, config: GroupConfig, scheduler: Scheduler, ownership: PartitionOwnership,
+                 writer: RecordWriter, groups: dict[str, GroupMetadata],
+                 consumer_groups: dict[str, ConsumerGroup], share_groups: dict[str, ShareGroup],
+                 consumers: ConsumerGroupManager, classic_members: ClassicMembers) -> None:
+        self.config = config
+        self.scheduler = scheduler
+        self.ownership = ownership
+        self.writer = writer
+        self.groups = groups
+        self.consumer_groups = consumer_groups
+        self.share_groups = share_groups
+        self.consumers = consumers
+        self.classic_members = classic_members
 
     # ==========================================================================================
     # JoinGroup
@@ -96,10 +126,10 @@ class ClassicGroupManager(CoordinatorShard):
                          supports_skip_assignment: bool = False) -> JoinGroupResult:
         """A JoinGroup request. Returns when the group's join phase completes for this member
         (or at once with MEMBER_ID_REQUIRED or an error)."""
-        err = self._validate(group_id)
+        err = self.ownership.validate(group_id)
         if err:
             return JoinGroupResult(err, member_id)
-        if group_id in getattr(self, "share_groups", ()):  # KIP-932: a share group's id
+        if group_id in self.share_groups:  # KIP-932: a share group's id
             return JoinGroupResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id)
         if not (self.config.group_min_session_timeout_ms <= session_timeout_ms
                 <= self.config.group_max_session_timeout_ms):
@@ -110,8 +140,8 @@ class ClassicGroupManager(CoordinatorShard):
             # offsets stay), as Kafka's maybeDeleteEmptyConsumerGroup does; a non-empty one takes
             # this member in as a classic member (groupcoord.consumer.migration).
             try:
-                if not await self.convert_empty_consumer_group(group_id):
-                    code, mid, gen, proto = await self.classic_join_consumer_group(
+                if not await self.consumers.convert_empty_consumer_group(group_id):
+                    code, mid, gen, proto = await self.classic_members.join(
                         group_id, member_id, protocol_type, protocols, session_timeout_ms,
                         rebalance_timeout_ms, group_instance_id, client_id, client_host,
                         require_known_member_id)
@@ -229,7 +259,7 @@ class ClassicGroupManager(CoordinatorShard):
         if group.is_in(GroupState.PREPARING_REBALANCE) and group.initial_join_delay:
             group.new_member_added = True
         group.add(member)
-        self._schedule_heartbeat(group, member, self.config.new_member_join_timeout_ms)
+        self.schedule_heartbeat(group, member, self.config.new_member_join_timeout_ms)
         reason = f"adding new member {member_id}" + (f" ({a.reason})" if a.reason else "")
         self._maybe_prepare_rebalance(group, reason)
         self._try_complete_join(group)
@@ -262,12 +292,12 @@ class ClassicGroupManager(CoordinatorShard):
         group.update_member(member, a.protocols, a.rebalance_timeout_ms, a.session_timeout_ms)
         member.awaiting_join = fut
         member.client_id, member.client_host = a.client_id, a.client_host
-        self._schedule_heartbeat(group, member)
+        self.schedule_heartbeat(group, member)
         state = group.state
         if state is GroupState.STABLE:
             if group.protocol_name == group.select_protocol():
                 generation = group.generation_id
-                self._spawn(self._persist_static_replacement(
+                self.writer.spawn(self._persist_static_replacement(
                     group, member, generation, current_leader, old_member_id, old_protocols,
                     old_timeouts, a, fut))
             else:
@@ -275,7 +305,7 @@ class ClassicGroupManager(CoordinatorShard):
                     group, f"static member {a.group_instance_id} rejoined with a different protocol")
         elif state is GroupState.COMPLETING_REBALANCE:
             # The join phase already answered the old member id: run it again.
-            self._prepare_rebalance(group, f"static member {a.group_instance_id} replaced")
+            self.prepare_rebalance(group, f"static member {a.group_instance_id} replaced")
         elif state is GroupState.PREPARING_REBALANCE:
             self._try_complete_join(group)
         else:
@@ -297,7 +327,7 @@ class ClassicGroupManager(CoordinatorShard):
                 # Undo the replacement so the old incarnation stays valid.
                 group.replace_static_member(a.group_instance_id, member.member_id, old_member_id)
                 group.update_member(member, old_protocols, *old_timeouts)
-                self._schedule_heartbeat(group, member)
+                self.schedule_heartbeat(group, member)
             self._complete_join(member, JoinGroupResult(code, UNKNOWN_MEMBER_ID))
             return
         if member.awaiting_join is not fut or group.generation_id != generation:
@@ -320,9 +350,9 @@ class ClassicGroupManager(CoordinatorShard):
 
     def _maybe_prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
         if group.can_rebalance():
-            self._prepare_rebalance(group, reason)
+            self.prepare_rebalance(group, reason)
 
-    def _prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
+    def prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
         if group.is_in(GroupState.COMPLETING_REBALANCE):
             # The assignment of the generation that never became Stable is void.
             for m in group.members.values():
@@ -403,12 +433,12 @@ class ClassicGroupManager(CoordinatorShard):
         log.info("group %s generation %d (%s) with %d members", group.group_id,
                  group.generation_id, group.state.value, group.size)
         if group.is_in(GroupState.EMPTY):
-            self._spawn(self._store_group_logged(group, {}))
+            self.writer.spawn(self._store_group_logged(group, {}))
             return
         for m in group.members.values():
             self._complete_join(m, self._join_result_for(group, m))
             m.is_new = False
-            self._schedule_heartbeat(group, m)
+            self.schedule_heartbeat(group, m)
         group.pending_sync_members = set(group.members)
         generation = group.generation_id
         group.sync_timer = self.scheduler.call_later(
@@ -439,7 +469,7 @@ class ClassicGroupManager(CoordinatorShard):
             member = group.members.get(member_id)
             if member is not None:
                 self._remove_member(group, member)
-        self._prepare_rebalance(group, f"members {missing} did not send SyncGroup in time")
+        self.prepare_rebalance(group, f"members {missing} did not send SyncGroup in time")
 
     def _complete_join(self, member: MemberMetadata, result: JoinGroupResult) -> None:
         fut, member.awaiting_join = member.awaiting_join, None
@@ -468,7 +498,7 @@ class ClassicGroupManager(CoordinatorShard):
         elif group.is_in(GroupState.PREPARING_REBALANCE):
             self._try_complete_join(group)
 
-    def _schedule_heartbeat(self, group: GroupMetadata, member: MemberMetadata,
+    def schedule_heartbeat(self, group: GroupMetadata, member: MemberMetadata,
                             timeout_ms: int | None = None) -> None:
         member.last_heartbeat_ms = self.scheduler.now_ms()
         if member.heartbeat_timer is not None:
@@ -504,11 +534,11 @@ class ClassicGroupManager(CoordinatorShard):
                          assignments: Mapping[str, bytes], *, group_instance_id: str | None = None,
                          protocol_type: str | None = None,
                          protocol_name: str | None = None) -> SyncGroupResult:
-        err = self._validate(group_id)
+        err = self.ownership.validate(group_id)
         if err:
             return SyncGroupResult(err)
         if group_id in self.consumer_groups:
-            code, assignment, proto = self.classic_sync_consumer_group(
+            code, assignment, proto = self.classic_members.sync(
                 group_id, generation_id, member_id, group_instance_id, protocol_type, protocol_name)
             return SyncGroupResult(code, assignment, CONSUMER_PROTOCOL_TYPE if not code else None,
                                    proto)
@@ -533,7 +563,7 @@ class ClassicGroupManager(CoordinatorShard):
             return SyncGroupResult(ErrorCode.REBALANCE_IN_PROGRESS)
         if group.is_in(GroupState.STABLE):
             group.pending_sync_members.discard(member_id)
-            self._schedule_heartbeat(group, member)
+            self.schedule_heartbeat(group, member)
             return SyncGroupResult(ErrorCode.NONE, member.assignment, group.protocol_type,
                                    group.protocol_name)
         # CompletingRebalance: park until the leader's assignment is persisted.
@@ -548,7 +578,7 @@ class ClassicGroupManager(CoordinatorShard):
             if missing:
                 log.warning("leader %s of group %s sent no assignment for %s", member_id, group_id,
                             missing)
-            self._spawn(self._store_leader_assignment(group, generation_id, full))
+            self.writer.spawn(self._store_leader_assignment(group, generation_id, full))
         return await fut
 
     async def _store_leader_assignment(self, group: GroupMetadata, generation: int,
@@ -574,18 +604,18 @@ class ClassicGroupManager(CoordinatorShard):
             m.assignment = assignment.get(m.member_id, b"")
             self._complete_sync(m, SyncGroupResult(ErrorCode.NONE, m.assignment,
                                                    group.protocol_type, group.protocol_name))
-            self._schedule_heartbeat(group, m)
+            self.schedule_heartbeat(group, m)
         group.transition_to(GroupState.STABLE, self.scheduler.now_ms())
         log.info("group %s is Stable at generation %d", group.group_id, group.generation_id)
 
     def heartbeat(self, group_id: str, member_id: str, generation_id: int,
                   group_instance_id: str | None = None) -> ErrorCode:
-        err = self._validate(group_id)
+        err = self.ownership.validate(group_id)
         if err:
             return err
         if group_id in self.consumer_groups:
-            return self.classic_heartbeat_consumer_group(group_id, member_id, generation_id,
-                                                         group_instance_id)
+            return self.classic_members.heartbeat(group_id, member_id, generation_id,
+                                                  group_instance_id)
         group = self.groups.get(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
@@ -597,7 +627,7 @@ class ClassicGroupManager(CoordinatorShard):
             return ErrorCode.UNKNOWN_MEMBER_ID
         if generation_id != group.generation_id:
             return ErrorCode.ILLEGAL_GENERATION
-        self._schedule_heartbeat(group, group.get(member_id))
+        self.schedule_heartbeat(group, group.get(member_id))
         if group.is_in(GroupState.PREPARING_REBALANCE):
             return ErrorCode.REBALANCE_IN_PROGRESS
         return ErrorCode.NONE  # Stable, or CompletingRebalance (members heartbeat before sync)
@@ -606,12 +636,12 @@ class ClassicGroupManager(CoordinatorShard):
                     reason: str | None = None) -> tuple[ErrorCode, list[LeaveMemberResult]]:
         """LeaveGroup for ``(member_id, group_instance_id)`` pairs (batched from v3, KIP-345).
         An empty member id with an instance id removes that static member (admin removal)."""
-        err = self._validate(group_id)
+        err = self.ownership.validate(group_id)
         if err:
             return err, []
         if group_id in self.consumer_groups:
             return ErrorCode.NONE, [LeaveMemberResult(m, i, code) for m, i, code in
-                                    self.classic_leave_consumer_group(group_id, members)]
+                                    self.classic_members.leave(group_id, members)]
         group = self.groups.get(group_id)
         if group is None:
             return ErrorCode.NONE, [LeaveMemberResult(m, i, ErrorCode.UNKNOWN_MEMBER_ID)
@@ -643,9 +673,41 @@ class ClassicGroupManager(CoordinatorShard):
         return ErrorCode.NONE, results
 
     # ==========================================================================================
-    # offsets
+    # lifecycle
+    # ==========================================================================================
 
-    def _unload_group(self, group: GroupMetadata) -> None:
+    def on_loaded(self, partition: int) -> None:
+        """After a load: every member of the partition's groups must heartbeat within its
+        session."""
+        for group in self.groups.values():
+            if self.ownership.partition(group.group_id) == partition:
+                for member in group.members.values():
+                    self.schedule_heartbeat(group, member)
+
+    def unload_partition(self, partition: int) -> None:
+        for gid in [g for g in self.groups if self.ownership.partition(g) == partition]:
+            self.unload_group(self.groups.pop(gid))
+
+    def unload_all(self) -> None:
+        for group in self.groups.values():
+            self.unload_group(group)
+
+    def drop_group(self, group_id: str) -> None:
+        """A GroupMetadata tombstone. Committed offsets are records of their own and outlive it
+        (as in Kafka): any left stay in an Empty group holding only offsets."""
+        group = self.groups.pop(group_id, None)
+        if group is None:
+            return
+        self.unload_group(group)
+        if not group.is_in(GroupState.DEAD):
+            group.transition_to(GroupState.DEAD, self.scheduler.now_ms())
+        if group.offsets or group.pending_txn_offsets:
+            shell = GroupMetadata(group_id, current_state_timestamp=self.scheduler.now_ms())
+            shell.offsets = group.offsets
+            shell.pending_txn_offsets = group.pending_txn_offsets
+            self.groups[group_id] = shell
+
+    def unload_group(self, group: GroupMetadata) -> None:
         for timer in (group.join_timer, group.sync_timer):
             if timer is not None:
                 timer.cancel()
@@ -675,7 +737,7 @@ class ClassicGroupManager(CoordinatorShard):
         # The in-memory group is the truth; the record only makes it durable, so it is not
         # replayed (Kafka's classic groups write with replayRecords=false). The caller acts on
         # the outcome only if the group is still at the generation it wrote.
-        await self._write(group.group_id, [self._group_record(group, assignment)], replay=False)
+        await self.writer.write(group.group_id, [self._group_record(group, assignment)], replay=False)
 
     async def _store_group_logged(self, group: GroupMetadata, assignment: Mapping[str, bytes]) -> None:
         try:
@@ -700,7 +762,7 @@ class ClassicGroupManager(CoordinatorShard):
     def _rebuild_group(self, group_id: str, gv: GroupMetadataValue,
                        old: GroupMetadata | None) -> None:
         if old is not None:
-            self._unload_group(old)
+            self.unload_group(old)
         state = GroupState.STABLE if gv.members else GroupState.EMPTY
         group = GroupMetadata(
             group_id, state=state,
@@ -714,9 +776,9 @@ class ClassicGroupManager(CoordinatorShard):
             group.add(self._member_from_record(mr, gv))
         group.leader_id = gv.leader if gv.leader in group.members else group.leader_id
         self.groups[group_id] = group
-        if self._partition(group_id) in self._owned:
+        if self.ownership.owns(group_id):
             for m in group.members.values():
-                self._schedule_heartbeat(group, m)
+                self.schedule_heartbeat(group, m)
 
 
 @dataclass(slots=True)

@@ -19,9 +19,11 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from log.coordinator_runtime import TimelineDict, committed_view
+from log.coordinator_runtime import CoordinatorRuntime, TimelineDict, committed_view
 from protocol.errors import ErrorCode
 
+from .classic import ClassicGroupManager
+from .config import GroupConfig
 from .consumer.group import ConsumerGroup
 from .group import (
     CONSUMER_PROTOCOL_TYPE,
@@ -36,8 +38,15 @@ from .records import (
     group_metadata_record,
     offset_commit_record,
 )
-from .shard import UNKNOWN_MEMBER_ID, CoordinatorShard, TopicPartition, _map_store_error
+from .shard import (
+    UNKNOWN_MEMBER_ID,
+    PartitionOwnership,
+    RecordWriter,
+    TopicPartition,
+    _map_store_error,
+)
 from .state import GroupState
+from .timer import Scheduler, TimerHandle
 
 log = logging.getLogger("groupcoord.coordinator")
 
@@ -51,8 +60,27 @@ class PartitionOffset:
 
 
 
-class OffsetMetadataManager(CoordinatorShard):
-    """OffsetCommit, OffsetFetch, TxnOffsetCommit, OffsetDelete, and offsets retention."""
+class OffsetMetadataManager:
+    """OffsetCommit, OffsetFetch, TxnOffsetCommit, OffsetDelete, and offsets retention, for the
+    groups of both types (their ``offsets`` and ``pending_txn_offsets``). As Kafka's
+    ``OffsetMetadataManager`` is handed its ``GroupMetadataManager``, this one is handed the
+    classic manager (a commit is a sign of life of the member) and the group maps."""
+
+    def __init__(self, config: GroupConfig, scheduler: Scheduler, ownership: PartitionOwnership,
+                 writer: RecordWriter, runtime: CoordinatorRuntime,
+                 groups: dict[str, GroupMetadata], consumer_groups: dict[str, ConsumerGroup],
+                 classic: ClassicGroupManager) -> None:
+        self.config = config
+        self.scheduler = scheduler
+        self.ownership = ownership
+        self.writer = writer
+        self.runtime = runtime
+        self.groups = groups
+        self.consumer_groups = consumer_groups
+        self.classic = classic
+        self._retention_timer: TimerHandle | None = None
+        # Offset records and transaction markers applied so far: their log order.
+        self._seq = 0
 
     # ==========================================================================================
 
@@ -65,7 +93,7 @@ class OffsetMetadataManager(CoordinatorShard):
         def all_(code: ErrorCode) -> dict[TopicPartition, ErrorCode]:
             return dict.fromkeys(offsets, code)
 
-        err = self._validate(group_id, allow_empty_id=True)
+        err = self.ownership.validate(group_id, allow_empty_id=True)
         if err:
             return all_(err)
         cgroup = self.consumer_groups.get(group_id)
@@ -96,7 +124,7 @@ class OffsetMetadataManager(CoordinatorShard):
             return all_(ErrorCode.ILLEGAL_GENERATION)
         else:
             # PreparingRebalance is fine: members commit before they rejoin (onPartitionsRevoked).
-            self._schedule_heartbeat(group, group.get(member_id))
+            self.classic.schedule_heartbeat(group, group.get(member_id))
         return await self._write_commits(group_id, offsets, retention_ms)
 
     async def _write_commits(self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata],
@@ -116,7 +144,7 @@ class OffsetMetadataManager(CoordinatorShard):
         if not records:
             return results
         try:
-            await self._write(group_id, records)
+            await self.writer.write(group_id, records)
         except Exception as e:
             code = _map_store_error(e, commit=True)
             log.warning("offset commit for group %s failed: %s", group_id, e)
@@ -132,7 +160,7 @@ class OffsetMetadataManager(CoordinatorShard):
         marker answers UNSTABLE_OFFSET_COMMIT, and the client retries. A consumer group's member
         (OffsetFetch v9, KIP-848) names itself and its epoch: UNKNOWN_MEMBER_ID /
         STALE_MEMBER_EPOCH when they are not current."""
-        err = self._validate(group_id, allow_empty_id=True)
+        err = self.ownership.validate(group_id, allow_empty_id=True)
         if err:
             return err, {}
         cgroup = self.consumer_groups.get(group_id)
@@ -163,7 +191,7 @@ class OffsetMetadataManager(CoordinatorShard):
         def all_(code: ErrorCode) -> dict[TopicPartition, ErrorCode]:
             return dict.fromkeys(offsets, code)
 
-        err = self._validate(group_id)
+        err = self.ownership.validate(group_id)
         if err:
             return all_(err)
         cgroup = self.consumer_groups.get(group_id)
@@ -204,7 +232,7 @@ class OffsetMetadataManager(CoordinatorShard):
             results[(topic, partition)] = ErrorCode.NONE
         if records:
             try:
-                await self._write(group_id, records, producer_id=producer_id,
+                await self.writer.write(group_id, records, producer_id=producer_id,
                                   producer_epoch=producer_epoch)
             except Exception as e:
                 code = _map_store_error(e, commit=True)
@@ -224,7 +252,7 @@ class OffsetMetadataManager(CoordinatorShard):
         holders: list[GroupMetadata | ConsumerGroup] = [*self.groups.values(),
                                                         *self.consumer_groups.values()]
         for group in holders:
-            if self._partition(group.group_id) != offsets_partition:
+            if self.ownership.partition(group.group_id) != offsets_partition:
                 continue
             pending = group.pending_txn_offsets.pop(producer_id, None)
             if not pending or not commit:
@@ -242,7 +270,7 @@ class OffsetMetadataManager(CoordinatorShard):
     def _offsets_of(self, group: GroupMetadata | ConsumerGroup,
                     ) -> TimelineDict[TopicPartition, OffsetAndMetadata]:
         """The group's offsets as a timeline over its partition's committed offset."""
-        reg = self.runtime.registry(self._partition(group.group_id))
+        reg = self.runtime.registry(self.ownership.partition(group.group_id))
         offsets = group.offsets
         if not isinstance(offsets, TimelineDict) or offsets.registry is not reg:
             offsets = TimelineDict(reg, dict(offsets))
@@ -252,7 +280,7 @@ class OffsetMetadataManager(CoordinatorShard):
     async def delete_offsets(self, group_id: str, partitions: list[TopicPartition],
                              ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
         """OffsetDelete (KIP-496): only offsets of topics the group does not consume."""
-        err = self._validate(group_id)
+        err = self.ownership.validate(group_id)
         if err:
             return err, {}
         results: dict[TopicPartition, ErrorCode] = {}
@@ -283,7 +311,7 @@ class OffsetMetadataManager(CoordinatorShard):
                 records.append(offset_commit_record(group_id, tp[0], tp[1], None))
         if records:
             try:
-                await self._write(group_id, records)
+                await self.writer.write(group_id, records)
             except Exception as e:
                 return _map_store_error(e, commit=False), {}
         return ErrorCode.NONE, results
@@ -300,18 +328,20 @@ class OffsetMetadataManager(CoordinatorShard):
         return topics
 
     # ==========================================================================================
-    # DescribeGroups, ListGroups, DeleteGroups
-
     # retention
     # ==========================================================================================
 
-    def _schedule_retention(self) -> None:
+    def schedule_retention(self) -> None:
         def fire() -> None:
-            if self.active:
-                self._spawn(self.expire_offsets())
-                self._schedule_retention()
+            if self.ownership.active:
+                self.writer.spawn(self.expire_offsets())
+                self.schedule_retention()
         self._retention_timer = self.scheduler.call_later(
             self.config.offsets_retention_check_interval_ms, fire)
+
+    def cancel_retention(self) -> None:
+        if self._retention_timer is not None:
+            self._retention_timer.cancel()
 
     async def expire_offsets(self) -> int:
         """``offsets.retention.minutes`` (KIP-211): an Empty group's offsets expire that long after
@@ -322,7 +352,7 @@ class OffsetMetadataManager(CoordinatorShard):
         retention = self.config.offsets_retention_minutes * 60_000
         removed = 0
         for group in list(self.groups.values()):
-            if self._partition(group.group_id) not in self._owned or group.is_in(GroupState.DEAD):
+            if self.ownership.partition(group.group_id) not in self.ownership.owned or group.is_in(GroupState.DEAD):
                 continue
             if group.is_in(GroupState.EMPTY):
                 subscribed: set[str] = set()
@@ -352,14 +382,14 @@ class OffsetMetadataManager(CoordinatorShard):
             if not records:
                 continue
             try:
-                await self._write(group.group_id, records)
+                await self.writer.write(group.group_id, records)
                 removed += len(expired)
             except Exception as e:
                 log.warning("expiring offsets of group %s failed: %s", group.group_id, e)
         for cgroup in list(self.consumer_groups.values()):
             # A consumer group's offsets expire once it is Empty, or for topics it no longer
             # subscribes to; the group itself stays until deleted.
-            if self._partition(cgroup.group_id) not in self._owned:
+            if self.ownership.partition(cgroup.group_id) not in self.ownership.owned:
                 continue
             subscribed = set(cgroup.subscription_metadata) if cgroup.members else set()
             expired = [tp for tp, om in cgroup.offsets.items() if tp[0] not in subscribed and (
@@ -368,7 +398,7 @@ class OffsetMetadataManager(CoordinatorShard):
             if not expired:
                 continue
             try:
-                await self._write(cgroup.group_id, [
+                await self.writer.write(cgroup.group_id, [
                     offset_commit_record(cgroup.group_id, t, p, None) for t, p in expired])
                 removed += len(expired)
             except Exception as e:
@@ -378,6 +408,7 @@ class OffsetMetadataManager(CoordinatorShard):
     # ==========================================================================================
 
     def replay_offset_commit(self, k: OffsetCommitKey, value: bytes | None, producer_id: int) -> None:
+        self._seq += 1
         group: GroupMetadata | ConsumerGroup | None = self.consumer_groups.get(k.group) or \
             self.groups.get(k.group)
         tp = (k.topic, k.partition)

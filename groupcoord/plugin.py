@@ -108,12 +108,12 @@ def _on_leadership(coord: GroupCoordinator, topic: str, partition: int, is_leade
     if topic != OFFSETS_TOPIC:
         return
     if is_leader:
-        if partition not in coord._owned and partition not in coord._loading:
+        if not coord.serves(partition):
             log.info("Loading the groups of %s-%d (this broker became its leader)", OFFSETS_TOPIC, partition)
             task = asyncio.get_running_loop().create_task(coord.on_election(partition))
             _tasks.add(task)
             task.add_done_callback(_tasks.discard)
-    elif partition in coord._owned or partition in coord._loading:
+    elif coord.serves(partition):
         coord.unload_partition(partition)
         log.info("Unloaded the groups of %s-%d (its leadership moved)", OFFSETS_TOPIC, partition)
 

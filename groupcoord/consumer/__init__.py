@@ -10,6 +10,8 @@
 * :mod:`.regex` -- topic regular expressions in the RE2/J syntax Kafka accepts.
 * :mod:`.manager` -- :class:`ConsumerGroupManager`: ConsumerGroupHeartbeat,
   ConsumerGroupDescribe, timers, and ``replay`` of the records above.
-* :mod:`.migration` -- KIP-848 online migration: classic members inside consumer groups and
-  conversions between classic and consumer groups (``group.consumer.migration.policy``).
+* :mod:`.migration` -- KIP-848 online migration: conversions between classic and consumer
+  groups (``group.consumer.migration.policy``), pure functions of a group.
+* :mod:`.classic_members` -- :class:`ClassicMembers`: JoinGroup/SyncGroup/Heartbeat/LeaveGroup
+  of classic members inside a consumer group, through the manager's write path.
 """

@@ -10,15 +10,19 @@ fields (everything but the timers and ``reported_owned``, which the manager keep
 from __future__ import annotations
 
 import uuid
-from collections.abc import MutableMapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
 
 from ..group import OffsetAndMetadata
+from ..timer import TimerHandle
+from .regex import InvalidRegularExpression, compile_topic_regex
 
 # A member's partitions: topic id -> partition numbers (no empty sets).
 Assignment = dict[uuid.UUID, set[int]]
+
+# The cluster's topics as consumer groups see them: name -> (topic id, partition count, internal).
+TopicsView = Mapping[str, tuple[uuid.UUID, int, bool]]
 
 JOIN_GROUP_MEMBER_EPOCH = 0
 LEAVE_GROUP_MEMBER_EPOCH = -1
@@ -100,10 +104,10 @@ class ConsumerGroupMember:
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
     # In memory only, owned by the manager.
-    session_timer: Any = None
-    rebalance_timer: Any = None
+    session_timer: TimerHandle | None = None
+    rebalance_timer: TimerHandle | None = None
     rebalance_timer_epoch: int = -1
-    join_timer: Any = None  # a classic member told to rejoin (KIP-848 migration)
+    join_timer: TimerHandle | None = None  # a classic member told to rejoin (KIP-848 migration)
     # The partitions the member last reported owning (a heartbeat's TopicPartitions); None when
     # not known since the group was loaded. Not a record: it only decides whether a heartbeat
     # response repeats the assignment (see manager's theory of operation).
@@ -175,3 +179,25 @@ class ConsumerGroup:
         for m in self.members.values():
             names.update(m.subscribed_topic_names)
         return names
+
+
+def member_topics(m: ConsumerGroupMember, view: TopicsView) -> set[str]:
+    """The topics ``m`` subscribes to that exist: by name, and by regex (non-internal only)."""
+    names = {n for n in m.subscribed_topic_names if n in view}
+    if m.subscribed_topic_regex:
+        try:
+            rx = compile_topic_regex(m.subscribed_topic_regex)
+        except InvalidRegularExpression:
+            return names
+        names.update(n for n, (_, _, internal) in view.items()
+                     if not internal and rx.fullmatch(n))
+    return names
+
+
+def subscription_metadata(members: Iterable[ConsumerGroupMember],
+                          view: TopicsView) -> dict[str, TopicMetadata]:
+    """The metadata of every topic some member subscribes to (the PartitionMetadata record)."""
+    names: set[str] = set()
+    for m in members:
+        names |= member_topics(m, view)
+    return {n: TopicMetadata(view[n][0], n, view[n][1]) for n in sorted(names)}

@@ -49,14 +49,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
-from typing import Any
 
 from protocol import kafka_uuid, kip848
 from protocol.errors import ErrorCode, KafkaError
 
-from ..shard import CoordinatorShard
+from ..config import GroupConfig
+from ..group import GroupMetadata
+from ..records import Record, offset_commit_record
+from ..shard import PartitionOwnership, RecordWriter, _map_store_error
+from ..share.group import ShareGroup
+from ..timer import Scheduler
 from .assignors import MemberSpec, assignor
 from .group import (
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -67,7 +71,10 @@ from .group import (
     ConsumerGroupMember,
     MemberState,
     TopicMetadata,
+    TopicsView,
     copy_assignment,
+    member_topics,
+    subscription_metadata,
 )
 from .messages import (
     ConsumerGroupDescription,
@@ -76,6 +83,7 @@ from .messages import (
     ConsumerMemberDescription,
     GroupError,
 )
+from .migration import downgrade_records, upgrade_classic_group
 from .reconciliation import FencedMemberEpoch, Owned, is_subset, owned_assignment, reconcile
 from .records import (
     CURRENT_MEMBER_ASSIGNMENT,
@@ -87,10 +95,11 @@ from .records import (
     ConsumerRecordKey,
     assignment_from,
     current_assignment_record,
-    current_assignment_tombstone,
     decode_value,
     group_epoch_record,
+    group_tombstones,
     member_metadata_record,
+    member_tombstones,
     partition_metadata_record,
     target_assignment_epoch_record,
     target_assignment_record,
@@ -99,17 +108,34 @@ from .regex import InvalidRegularExpression, compile_topic_regex
 
 log = logging.getLogger("groupcoord.consumer")
 
-# name -> (topic id, partition count, internal)
-TopicsView = Mapping[str, tuple[uuid.UUID, int, bool]]
-Record = tuple[bytes, bytes | None]
+__all__ = ["ConsumerGroupManager", "TopicsView"]
 
 
-class ConsumerGroupManager(CoordinatorShard):
-    """ConsumerGroupHeartbeat and ConsumerGroupDescribe over :class:`ConsumerGroup` state."""
+class ConsumerGroupManager:
+    """ConsumerGroupHeartbeat and ConsumerGroupDescribe over :class:`ConsumerGroup` state
+    (``consumer_groups``, which it owns). It reads the classic ``groups`` (to upgrade one, and
+    to hand an Empty one's offsets to a new consumer group) and ``share_groups`` (an id taken);
+    ``on_downgraded(group id)`` is called when a consumer group has become a classic group."""
 
-    def _init_consumer_groups(self, topics: Callable[[], TopicsView] | None) -> None:
-        self.topics: Callable[[], TopicsView] = topics or (lambda: {})
+    def __init__(self, config: GroupConfig, scheduler: Scheduler, ownership: PartitionOwnership,
+                 writer: RecordWriter, consumer_groups: dict[str, ConsumerGroup],
+                 groups: dict[str, GroupMetadata], share_groups: dict[str, ShareGroup],
+                 topics: Callable[[], TopicsView], on_downgraded: Callable[[str], None]) -> None:
+        self.config = config
+        self.scheduler = scheduler
+        self.ownership = ownership
+        self.writer = writer
+        self.consumer_groups = consumer_groups
+        self.groups = groups
+        self.share_groups = share_groups
+        self.topics = topics
+        self.on_downgraded = on_downgraded
         self._cg_locks: dict[str, asyncio.Lock] = {}
+
+    def lock(self, group_id: str) -> asyncio.Lock:
+        """Serialises the requests and timers of one group: each computes against the state its
+        predecessor left."""
+        return self._cg_locks.setdefault(group_id, asyncio.Lock())
 
     # ==========================================================================================
     # ConsumerGroupHeartbeat
@@ -120,10 +146,10 @@ class ConsumerGroupManager(CoordinatorShard):
                                        client_host: str = "") -> ConsumerGroupHeartbeatResult:
         try:
             self._validate_heartbeat(req, api_version)
-            err = self._validate(req.group_id)
+            err = self.ownership.validate(req.group_id)
             if err:
                 return ConsumerGroupHeartbeatResult(err)
-            if req.group_id in getattr(self, "share_groups", ()):
+            if req.group_id in self.share_groups:
                 raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND,
                                  f"Group {req.group_id} is not a consumer group.")
             if req.member_epoch != 0 and req.group_id not in self.consumer_groups and \
@@ -131,15 +157,13 @@ class ConsumerGroupManager(CoordinatorShard):
                 # Not a group: answered without creating per-group state (a lock) for the id.
                 raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID,
                                  f"Consumer group {req.group_id} not found.")
-            lock = self._cg_locks.setdefault(req.group_id, asyncio.Lock())
-            async with lock:
+            async with self.lock(req.group_id):
                 if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
                     return await self._consumer_group_leave(req)
                 return await self._heartbeat(req, api_version, client_id, client_host)
         except GroupError as e:
             return ConsumerGroupHeartbeatResult(e.code, e.message)
         except Exception as e:  # a storage failure: Kafka's remapping at the boundary
-            from ..shard import _map_store_error
             if not isinstance(e, KafkaError):
                 log.exception("consumer group heartbeat of %s failed", req.group_id)
             return ConsumerGroupHeartbeatResult(_map_store_error(e, commit=False), str(e))
@@ -212,7 +236,8 @@ class ConsumerGroupManager(CoordinatorShard):
             return group, []
         classic = self.groups.get(group_id)
         if classic is not None and (classic.members or classic.pending_members):
-            upgraded = self.upgrade_classic_group(classic) if joining else None
+            upgraded = upgrade_classic_group(classic, self.config, self.topics()) \
+                if joining else None
             if upgraded is None:
                 raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND,
                                  f"Group {group_id} is not a consumer group.")
@@ -222,15 +247,6 @@ class ConsumerGroupManager(CoordinatorShard):
                              f"Consumer group {group_id} not found.")
         # A new group (an Empty classic group, holding only offsets, becomes it at replay).
         return ConsumerGroup(group_id), []
-
-    def upgrade_classic_group(self, classic: Any) -> tuple[ConsumerGroup, list[Record]] | None:
-        return None  # see groupcoord.consumer.migration
-
-    def downgrade_records(self, group: ConsumerGroup, leaving: str) -> list[Record] | None:
-        return None  # see groupcoord.consumer.migration
-
-    def _on_downgraded(self, group_id: str) -> None:
-        pass  # GroupCoordinator starts the classic group's rebalance
 
     async def _heartbeat(self, req: ConsumerGroupHeartbeatRequest, version: int, client_id: str,
                          client_host: str) -> ConsumerGroupHeartbeatResult:
@@ -277,7 +293,7 @@ class ConsumerGroupManager(CoordinatorShard):
                                      f"instance id is owned by {existing.member_id} member.")
                 # KIP-345 for KIP-848: the new member id takes over the old one's subscription
                 # and assignment, at epoch 0, without a rebalance.
-                records += self._removal_records(gid, existing.member_id)
+                records += member_tombstones(gid, existing.member_id)
                 members.pop(existing.member_id, None)
                 old = replace(existing, member_id=member_id, member_epoch=0,
                               previous_member_epoch=0, state=MemberState.STABLE,
@@ -324,7 +340,7 @@ class ConsumerGroupManager(CoordinatorShard):
             assigned=copy_assignment(current.assigned),
             pending_revocation=copy_assignment(current.pending_revocation))
         before = copy_assignment(old.assigned)  # replay mutates the live member in place
-        member = await self._update_member(group, members, targets_now, records, current, updated,
+        member = await self.update_member(group, members, targets_now, records, current, updated,
                                            is_new, req.topic_partitions, released)
         if req.topic_partitions is not None:
             member.reported_owned = owned_assignment(req.topic_partitions)
@@ -343,7 +359,7 @@ class ConsumerGroupManager(CoordinatorShard):
             result.assignment = copy_assignment(member.assigned)
         return result
 
-    async def _update_member(self, group: ConsumerGroup, members: dict[str, ConsumerGroupMember],
+    async def update_member(self, group: ConsumerGroup, members: dict[str, ConsumerGroupMember],
                              targets_now: dict[str, Assignment], records: list[Record],
                              current: ConsumerGroupMember, updated: ConsumerGroupMember,
                              is_new: bool, owned: Owned,
@@ -362,7 +378,7 @@ class ConsumerGroupManager(CoordinatorShard):
                 bump = True
         members[member_id] = updated
         view = self.topics()
-        metadata = self._subscription_metadata(members.values(), view)
+        metadata = subscription_metadata(members.values(), view)
         if metadata != group.subscription_metadata:
             records.append(partition_metadata_record(gid, metadata))
             bump = True
@@ -401,15 +417,15 @@ class ConsumerGroupManager(CoordinatorShard):
                     nxt.assigned, nxt.pending_revocation))
 
         if records:
-            await self._write(gid, records)
+            await self.writer.write(gid, records)
         live = self.consumer_groups.get(gid)
         member = live.members.get(member_id) if live is not None else None
         if live is None or member is None:  # pragma: no cover - replay must have created both
             raise GroupError(ErrorCode.UNKNOWN_SERVER_ERROR, "member vanished after its write")
-        self._schedule_session_timeout(live, member)
+        self.schedule_session_timeout(live, member)
         for m in live.members.values():
             if m.session_timer is None:  # members converted from a classic group
-                self._schedule_session_timeout(live, m)
+                self.schedule_session_timeout(live, m)
         if member.state is MemberState.UNREVOKED_PARTITIONS:
             if member.rebalance_timer is None or member.rebalance_timer_epoch != member.member_epoch:
                 self._schedule_rebalance_timeout(live, member)
@@ -422,30 +438,13 @@ class ConsumerGroupManager(CoordinatorShard):
         return current_assignment_record(gid, m.member_id, m.member_epoch, m.previous_member_epoch,
                                          m.state, m.assigned, m.pending_revocation)
 
-    def _member_topics(self, m: ConsumerGroupMember, view: TopicsView) -> set[str]:
-        names = {n for n in m.subscribed_topic_names if n in view}
-        if m.subscribed_topic_regex:
-            try:
-                rx = compile_topic_regex(m.subscribed_topic_regex)
-            except InvalidRegularExpression:
-                return names
-            names.update(n for n, (_, _, internal) in view.items()
-                         if not internal and rx.fullmatch(n))
-        return names
-
-    def _subscription_metadata(self, members: Any, view: TopicsView) -> dict[str, TopicMetadata]:
-        names: set[str] = set()
-        for m in members:
-            names |= self._member_topics(m, view)
-        return {n: TopicMetadata(view[n][0], n, view[n][1]) for n in sorted(names)}
-
     def _compute_targets(self, current: Mapping[str, Assignment],
                          members: Mapping[str, ConsumerGroupMember],
                          metadata: Mapping[str, TopicMetadata]) -> dict[str, Assignment]:
         view = {n: (t.topic_id, t.num_partitions, False) for n, t in metadata.items()}
         specs = {}
         for mid, m in members.items():
-            ids = {metadata[n].topic_id for n in self._member_topics(m, view)}
+            ids = {metadata[n].topic_id for n in member_topics(m, view)}
             specs[mid] = MemberSpec(ids, current.get(mid, {}))
         topics = {t.topic_id: t.num_partitions for t in metadata.values()}
         preferred = _preferred_assignor(members.values(), self.config.group_consumer_assignors[0])
@@ -468,7 +467,7 @@ class ConsumerGroupManager(CoordinatorShard):
                 raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID,
                                  f"Member {req.member_id} is not a member of group {gid}.")
             log.info("[GroupId %s] member %s left the consumer group", gid, req.member_id)
-            await self._fence_member(group, member)
+            await self.fence_member(group, member)
             return result
         member = group.static_member(req.instance_id)
         if member is None:
@@ -482,43 +481,38 @@ class ConsumerGroupManager(CoordinatorShard):
             # Temporarily gone: keep the partitions for the rejoining instance.
             log.info("[GroupId %s] static member %s (instance %s) temporarily left", gid,
                      member.member_id, req.instance_id)
-            await self._write(gid, [current_assignment_record(
+            await self.writer.write(gid, [current_assignment_record(
                 gid, member.member_id, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
                 member.previous_member_epoch, member.state, member.assigned, {})])
             return result
         log.info("[GroupId %s] static member %s (instance %s) left the consumer group", gid,
                  member.member_id, req.instance_id)
-        await self._fence_member(group, member)
+        await self.fence_member(group, member)
         return result
 
-    def _removal_records(self, gid: str, member_id: str) -> list[Record]:
-        """Kafka's ``removeMember``: the member's three records are tombstoned."""
-        return [current_assignment_tombstone(gid, member_id),
-                target_assignment_record(gid, member_id, None),
-                member_metadata_record(gid, member_id, None)]
-
-    async def _fence_member(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+    async def fence_member(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         gid = group.group_id
-        downgrade = self.downgrade_records(group, member.member_id)
+        downgrade = downgrade_records(group, member.member_id, self.config,
+                                      self.scheduler.now_ms())
         if downgrade is not None:
-            await self._write(gid, downgrade)
-            self._on_downgraded(gid)
+            await self.writer.write(gid, downgrade)
+            self.on_downgraded(gid)
             return
-        records = self._removal_records(gid, member.member_id)
+        records = member_tombstones(gid, member.member_id)
         remaining = [m for mid, m in group.members.items() if mid != member.member_id]
-        metadata = self._subscription_metadata(remaining, self.topics())
+        metadata = subscription_metadata(remaining, self.topics())
         if metadata != group.subscription_metadata:
             records.append(partition_metadata_record(gid, metadata))
         records.append(group_epoch_record(gid, group.group_epoch + 1))
-        await self._write(gid, records)
+        await self.writer.write(gid, records)
 
-    def _schedule_session_timeout(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+    def schedule_session_timeout(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         if member.session_timer is not None:
             member.session_timer.cancel()
         member.session_timer = self.scheduler.call_later(
             member.classic.session_timeout_ms if member.classic is not None
             else self.config.consumer_session_timeout_ms(group.group_id),
-            lambda: self._on_member_timeout(group.group_id, member.member_id, None,
+            lambda: self.on_member_timeout(group.group_id, member.member_id, None,
                                             "session timeout expired"))
 
     def _schedule_rebalance_timeout(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
@@ -528,20 +522,20 @@ class ConsumerGroupManager(CoordinatorShard):
         timeout = member.rebalance_timeout_ms if member.rebalance_timeout_ms > 0 else 300_000
         member.rebalance_timer_epoch = epoch
         member.rebalance_timer = self.scheduler.call_later(
-            timeout, lambda: self._on_member_timeout(
+            timeout, lambda: self.on_member_timeout(
                 group.group_id, member.member_id, epoch,
                 f"it failed to revoke its partitions at epoch {epoch} within {timeout}ms"))
 
-    def _on_member_timeout(self, gid: str, member_id: str, epoch: int | None, why: str, *,
+    def on_member_timeout(self, gid: str, member_id: str, epoch: int | None, why: str, *,
                            rejoin: bool = False) -> None:
         """Fence a member whose session expired; with ``epoch``, only if it is still at that
         epoch: still revoking (rebalance timeout) or, with ``rejoin``, a classic member that was
         told to rejoin and did not (Kafka's join timeout)."""
-        if not self.active:
+        if not self.ownership.active:
             return
 
         async def fence() -> None:
-            async with self._cg_locks.setdefault(gid, asyncio.Lock()):
+            async with self.lock(gid):
                 group = self.consumer_groups.get(gid)
                 member = group.members.get(member_id) if group is not None else None
                 if group is None or member is None:
@@ -552,10 +546,10 @@ class ConsumerGroupManager(CoordinatorShard):
                 log.info("[GroupId %s] member %s fenced from the group because %s", gid,
                          member_id, why)
                 try:
-                    await self._fence_member(group, member)
+                    await self.fence_member(group, member)
                 except Exception as e:
                     log.warning("fencing member %s of group %s failed: %s", member_id, gid, e)
-        self._spawn(fence())
+        self.writer.spawn(fence())
 
     def _unload_consumer_group(self, group: ConsumerGroup) -> None:
         for m in group.members.values():
@@ -564,12 +558,36 @@ class ConsumerGroupManager(CoordinatorShard):
                     timer.cancel()
             m.session_timer = m.rebalance_timer = m.join_timer = None
 
-    def _schedule_consumer_timers(self, partition: int) -> None:
+    def on_loaded(self, partition: int) -> None:
         """After a load: every member gets a fresh session (as Kafka does on load)."""
         for group in self.consumer_groups.values():
-            if self._partition(group.group_id) == partition:
+            if self.ownership.partition(group.group_id) == partition:
                 for m in group.members.values():
-                    self._schedule_session_timeout(group, m)
+                    self.schedule_session_timeout(group, m)
+
+    def unload_partition(self, partition: int) -> None:
+        for gid in [g for g in self.consumer_groups if self.ownership.partition(g) == partition]:
+            self._unload_consumer_group(self.consumer_groups.pop(gid))
+            self._cg_locks.pop(gid, None)
+
+    def unload_all(self) -> None:
+        for group in self.consumer_groups.values():
+            self._unload_consumer_group(group)
+
+    async def delete_group(self, group: ConsumerGroup) -> ErrorCode:
+        """DeleteGroups for a consumer group: its offsets and records tombstoned."""
+        if group.members:
+            return ErrorCode.NON_EMPTY_GROUP
+        gid = group.group_id
+        records = [offset_commit_record(gid, t, p, None) for t, p in group.offsets]
+        records += group_tombstones(group)
+        try:
+            async with self.lock(gid):
+                await self.writer.write(gid, records)
+        except Exception as e:
+            self._drop_consumer_group(gid)
+            return _map_store_error(e, commit=False)
+        return ErrorCode.NONE
 
     # ==========================================================================================
     # ConsumerGroupDescribe
@@ -584,7 +602,7 @@ class ConsumerGroupManager(CoordinatorShard):
                     for t, ps in sorted(a.items(), key=lambda kv: names.get(kv[0], ""))]
 
         for gid in group_ids:
-            err = self._validate(gid)
+            err = self.ownership.validate(gid)
             if err:
                 out.append(ConsumerGroupDescription(gid, err))
                 continue
@@ -713,6 +731,7 @@ class ConsumerGroupManager(CoordinatorShard):
             group.add_partition_epochs(member.pending_revocation, member.member_epoch)
 
     def _drop_consumer_group(self, gid: str) -> None:
+        """The group's tombstone: gone, its committed offsets kept in an Empty classic group."""
         group = self.consumer_groups.pop(gid, None)
         if group is None:
             return
@@ -721,7 +740,6 @@ class ConsumerGroupManager(CoordinatorShard):
         self._cg_locks.pop(gid, None)
         if group.offsets or group.pending_txn_offsets:
             # Offsets are separate records: they outlive the group, as a classic Empty group.
-            from ..group import GroupMetadata
             shell = GroupMetadata(gid, current_state_timestamp=self.scheduler.now_ms())
             shell.offsets = group.offsets
             shell.pending_txn_offsets = group.pending_txn_offsets
@@ -731,29 +749,18 @@ class ConsumerGroupManager(CoordinatorShard):
         """A classic JoinGroup for this id: an Empty consumer group is deleted (its records
         tombstoned; committed offsets stay, in an Empty classic group) so the classic protocol
         can take the id over. False if the group still has members."""
-        async with self._cg_locks.setdefault(group_id, asyncio.Lock()):
+        async with self.lock(group_id):
             group = self.consumer_groups.get(group_id)
             if group is None:
                 return True
             if group.members:
                 return False
             log.info("[GroupId %s] converting the empty consumer group to a classic group", group_id)
-            await self._write(group_id, self.consumer_group_tombstones(group))
+            await self.writer.write(group_id, group_tombstones(group))
             return True
 
-    def consumer_group_tombstones(self, group: ConsumerGroup) -> list[Record]:
-        """Kafka's ``createGroupTombstoneRecords`` for a consumer group."""
-        gid = group.group_id
-        records: list[Record] = []
-        for mid in group.members:
-            records += self._removal_records(gid, mid)
-        records.append(target_assignment_epoch_record(gid, None))
-        records.append(partition_metadata_record(gid, None))
-        records.append(group_epoch_record(gid, None))
-        return records
 
-
-def _preferred_assignor(members: Any, default: str) -> str:
+def _preferred_assignor(members: Iterable[ConsumerGroupMember], default: str) -> str:
     """The server assignor most members ask for (ties by name), else the broker's first."""
     counts: dict[str, int] = {}
     for m in members:

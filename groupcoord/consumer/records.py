@@ -27,7 +27,7 @@ from typing import Any
 from protocol import kip848
 
 from ..records import Record, _Reader, _Writer
-from .group import Assignment, ConsumerGroupMember, MemberState, TopicMetadata
+from .group import Assignment, ConsumerGroup, ConsumerGroupMember, MemberState, TopicMetadata
 
 GROUP_METADATA = 3
 PARTITION_METADATA = 4
@@ -167,6 +167,25 @@ def current_assignment_record(group_id: str, member_id: str, epoch: int, previou
 
 def current_assignment_tombstone(group_id: str, member_id: str) -> Record:
     return ConsumerRecordKey(CURRENT_MEMBER_ASSIGNMENT, group_id, member_id).encode(), None
+
+
+def member_tombstones(group_id: str, member_id: str) -> list[Record]:
+    """Kafka's ``removeMember``: the member's three records are tombstoned."""
+    return [current_assignment_tombstone(group_id, member_id),
+            target_assignment_record(group_id, member_id, None),
+            member_metadata_record(group_id, member_id, None)]
+
+
+def group_tombstones(group: ConsumerGroup) -> list[Record]:
+    """Kafka's ``createGroupTombstoneRecords`` for a consumer group."""
+    gid = group.group_id
+    records: list[Record] = []
+    for mid in group.members:
+        records += member_tombstones(gid, mid)
+    records.append(target_assignment_epoch_record(gid, None))
+    records.append(partition_metadata_record(gid, None))
+    records.append(group_epoch_record(gid, None))
+    return records
 
 
 def topic_id_of(value: Any) -> uuid.UUID:

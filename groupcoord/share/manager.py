@@ -41,7 +41,12 @@ from dataclasses import dataclass, field
 from protocol import kip932
 from protocol.errors import ErrorCode, KafkaError
 
-from ..shard import CoordinatorShard, _map_store_error
+from ..config import GroupConfig
+from ..consumer.group import ConsumerGroup
+from ..group import GroupMetadata
+from ..records import Record
+from ..shard import PartitionOwnership, RecordWriter, _map_store_error
+from ..timer import Scheduler
 from .group import Assignment, ShareGroup, ShareGroupMember
 from .records import (
     SHARE_CURRENT_MEMBER_ASSIGNMENT,
@@ -62,7 +67,6 @@ from .records import (
 log = logging.getLogger("groupcoord.share")
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
-Record = tuple[bytes, bytes | None]
 
 
 class ShareGroupError(KafkaError):
@@ -102,19 +106,28 @@ class ShareGroupDescription:
     members: list[ShareMemberDescription] = field(default_factory=list)
 
 
-class ShareGroupManager(CoordinatorShard):
-    """ShareGroupHeartbeat and ShareGroupDescribe over :class:`ShareGroup` state."""
+class ShareGroupManager:
+    """ShareGroupHeartbeat and ShareGroupDescribe over :class:`ShareGroup` state
+    (``share_groups``, which it owns); ``groups`` and ``consumer_groups`` are read to refuse an
+    id another group type holds."""
 
-    def _init_share_groups(self) -> None:
-        self.share_groups: dict[str, ShareGroup] = {}
+    def __init__(self, config: GroupConfig, scheduler: Scheduler, ownership: PartitionOwnership,
+                 writer: RecordWriter, share_groups: dict[str, ShareGroup],
+                 groups: dict[str, GroupMetadata], consumer_groups: dict[str, ConsumerGroup],
+                 topics: Callable[[], Mapping[str, tuple[uuid.UUID, int, bool]]]) -> None:
+        self.config = config
+        self.scheduler = scheduler
+        self.ownership = ownership
+        self.writer = writer
+        self.share_groups = share_groups
+        self.groups = groups
+        self.consumer_groups = consumer_groups
+        self._topic_view = topics
         self._sg_locks: dict[str, asyncio.Lock] = {}
         # Called with (group id, member id) when a member leaves or is expired.
         self.share_member_removed: list[Callable[[str, str], None]] = []
         # Called with the group id when an empty share group is deleted (its state goes too).
         self.share_group_deleted: list[Callable[[str], None]] = []
-
-    def _topic_view(self) -> Mapping[str, tuple[uuid.UUID, int, bool]]:
-        raise NotImplementedError  # GroupCoordinator: the cluster's topics
 
     # ==========================================================================================
     # ShareGroupHeartbeat
@@ -127,7 +140,7 @@ class ShareGroupManager(CoordinatorShard):
         try:
             self._validate_share_heartbeat(group_id, member_id, member_epoch, rack_id,
                                            subscribed_topic_names)
-            err = self._validate(group_id)
+            err = self.ownership.validate(group_id)
             if err:
                 return ShareGroupHeartbeatResult(err)
             if group_id in self.consumer_groups or group_id in self.groups:
@@ -223,21 +236,21 @@ class ShareGroupManager(CoordinatorShard):
         if bump:
             records.append(group_epoch_record(group_id, group.group_epoch + 1))
         if records:
-            await self._write(group_id, records)
+            await self.writer.write(group_id, records)
         group = self.share_groups[group_id]
         group.subscription_metadata = metadata
         if group.assignment_epoch < group.group_epoch:
             targets = self._share_targets(group, metadata)
             changed_targets = [target_member_record(group_id, mid, t) for mid, t in targets.items()
                                if group.target_assignment.get(mid) != t]
-            await self._write(group_id, changed_targets + [target_epoch_record(group_id, group.group_epoch)])
+            await self.writer.write(group_id, changed_targets + [target_epoch_record(group_id, group.group_epoch)])
         member = group.members[member_id]
         target = group.target_assignment.get(member_id, {})
         full = epoch == 0 or member.member_epoch != group.assignment_epoch
         if member.member_epoch != group.assignment_epoch or member.assignment != target:
             previous = member.member_epoch if member.member_epoch != group.assignment_epoch \
                 else member.previous_member_epoch
-            await self._write(group_id, [current_assignment_record(
+            await self.writer.write(group_id, [current_assignment_record(
                 group_id, member_id, group.assignment_epoch, previous, target)])
         member = group.members[member_id]
         self._schedule_share_session(group, member)
@@ -277,7 +290,7 @@ class ShareGroupManager(CoordinatorShard):
             member.session_timer = None
             log.info("[GroupId %s] share member %s expired (no heartbeat within %d ms)", gid, mid,
                      self.config.share_session_timeout_ms(gid))
-            self._spawn(self._expire_share_member(gid, mid))
+            self.writer.spawn(self._expire_share_member(gid, mid))
 
         member.session_timer = self.scheduler.call_later(
             self.config.share_session_timeout_ms(gid), expire)
@@ -291,7 +304,7 @@ class ShareGroupManager(CoordinatorShard):
     async def _remove_share_member(self, group: ShareGroup, member_id: str, why: str) -> None:
         gid = group.group_id
         log.info("[GroupId %s] member %s leaves the share group: %s", gid, member_id, why)
-        await self._write(gid, [current_assignment_record(gid, member_id),
+        await self.writer.write(gid, [current_assignment_record(gid, member_id),
                                 target_member_record(gid, member_id, None),
                                 member_record(gid, member_id),
                                 group_epoch_record(gid, group.group_epoch + 1)])
@@ -306,7 +319,7 @@ class ShareGroupManager(CoordinatorShard):
     # ==========================================================================================
 
     def share_group_describe(self, group_id: str) -> ShareGroupDescription:
-        err = self._validate(group_id)
+        err = self.ownership.validate(group_id)
         if err:
             return ShareGroupDescription(group_id, err)
         group = self.share_groups.get(group_id)
@@ -385,12 +398,35 @@ class ShareGroupManager(CoordinatorShard):
                 m.session_timer.cancel()
                 m.session_timer = None
 
-    def _schedule_share_timers(self, partition: int) -> None:
+    def on_loaded(self, partition: int) -> None:
         """After loading ``partition``: its members must heartbeat within a session timeout."""
         for group in self.share_groups.values():
-            if self._partition(group.group_id) == partition:
+            if self.ownership.partition(group.group_id) == partition:
                 for m in group.members.values():
                     self._schedule_share_session(group, m)
+
+    def unload_partition(self, partition: int) -> None:
+        for gid in [g for g in self.share_groups if self.ownership.partition(g) == partition]:
+            self._unload_share_group(self.share_groups.pop(gid))
+            self._sg_locks.pop(gid, None)
+
+    def unload_all(self) -> None:
+        for group in self.share_groups.values():
+            self._unload_share_group(group)
+
+    async def delete_group(self, group: ShareGroup) -> ErrorCode:
+        """DeleteGroups for a share group; ``share_group_deleted`` listeners drop its state."""
+        if group.members:
+            return ErrorCode.NON_EMPTY_GROUP
+        try:
+            async with self._sg_locks.setdefault(group.group_id, asyncio.Lock()):
+                await self.writer.write(group.group_id, self.share_group_tombstones(group))
+        except Exception as e:
+            self.share_groups.pop(group.group_id, None)
+            return _map_store_error(e, commit=False)
+        for listener in self.share_group_deleted:
+            listener(group.group_id)
+        return ErrorCode.NONE
 
     def share_group_tombstones(self, group: ShareGroup) -> list[Record]:
         gid = group.group_id

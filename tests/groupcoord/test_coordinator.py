@@ -140,8 +140,8 @@ async def test_group_max_size() -> None:
 async def test_coordinator_load_in_progress_and_not_active() -> None:
     h = Harness()
     assert (await h.join()).error == E.COORDINATOR_NOT_AVAILABLE
-    h.coord._loading.add(partition_for("g"))
-    h.coord.active = True
+    h.coord.ownership.loading.add(partition_for("g"))
+    h.coord.ownership.active = True
     assert (await h.join()).error == E.COORDINATOR_LOAD_IN_PROGRESS
     assert h.coord.heartbeat("g", "m", 1) == E.COORDINATOR_LOAD_IN_PROGRESS
     assert h.coord.fetch_offsets("g", None)[0] == E.COORDINATOR_LOAD_IN_PROGRESS
