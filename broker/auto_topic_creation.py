@@ -41,7 +41,7 @@ from typing import Any
 from protocol.errors import ErrorCode, KafkaError
 
 from .cluster.metadata import TopicInfo
-from .configs import validate_topic_configs
+from .config.resolution import validate_topic_configs
 
 log = logging.getLogger("samsa.topics")
 

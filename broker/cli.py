@@ -33,7 +33,7 @@ def add_broker_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_broker(args: argparse.Namespace) -> int:
-    from .config import BrokerConfig  # noqa: PLC0415
+    from .config.properties import BrokerConfig  # noqa: PLC0415
     from .security import SecurityConfigError  # noqa: PLC0415
     from .server import Broker  # noqa: PLC0415
 

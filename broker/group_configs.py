@@ -39,7 +39,8 @@ from urllib.parse import quote, unquote
 from protocol.errors import InvalidConfigError
 
 from .cluster.zk import zk_data as zd
-from .configs import ConfigDef, ConfigSource, ConfigType, Resolved
+from .config.definitions import ConfigDef, ConfigSource, ConfigType
+from .config.resolution import Resolved
 
 log = logging.getLogger("samsa.group_configs")
 

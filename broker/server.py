@@ -53,8 +53,8 @@ from protocol.messages import (
 from . import apis, hooks, security
 from .apis import DelayedResponse, EncodedResponse, RequestContext
 from .cluster.metadata import TopicRegistry
-from .config import BrokerConfig, Listener
-from .configs import DynamicBrokerConfigs
+from .config.dynamic import DynamicBrokerConfigs
+from .config.properties import BrokerConfig, Listener
 from .group_configs import GroupConfigStore
 from .hooks import HookedRequest, RequestHook
 from .metrics.stats import RequestTimer, note_errors, response_error_counts

@@ -421,7 +421,7 @@ def config_from_args(args: argparse.Namespace) -> PipelineConfig:
 
 def read_client_properties(path: str) -> dict[str, str]:
     """A Kafka client.properties file (Java properties syntax, JAAS continuation lines included)."""
-    from broker.config import read_properties
+    from broker.config.properties import read_properties
 
     return read_properties(Path(path))
 

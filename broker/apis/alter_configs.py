@@ -23,7 +23,9 @@ from kafka.protocol.admin import AlterConfigsRequest, AlterConfigsResponse
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
-from .. import configs as cfgs
+from ..config.definitions import check_thread_pools, check_update_mode, validate_broker_config
+from ..config.dynamic import DynamicBrokerConfigs
+from ..config.resolution import validate_topic_configs
 from ..security.acl import (
     ALTER_CONFIGS,
     CLUSTER,
@@ -66,7 +68,7 @@ def apply_resource(ctx: RequestContext, resource_type: int, name: str, new: dict
         info = broker.topics.get(name)
         if info is None:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
-        checked = cfgs.validate_topic_configs(new, broker.config)
+        checked = validate_topic_configs(new, broker.config)
         if not validate_only:
             broker.topics.set_configs(name, checked)
     elif resource_type == RESOURCE_BROKER:
@@ -74,11 +76,11 @@ def apply_resource(ctx: RequestContext, resource_type: int, name: str, new: dict
         if not default_entity and name != str(broker.broker_id):
             raise KafkaError(ErrorCode.INVALID_REQUEST,
                              f"Unexpected broker id, expected {broker.broker_id} but received {name}")
-        checked = {k: cfgs.validate_broker_config(k, v) for k, v in new.items()}
+        checked = {k: validate_broker_config(k, v) for k, v in new.items()}
         check_password_configs(broker, checked, default_entity)
-        cfgs.check_update_mode(checked, default_entity)
-        cfgs.check_thread_pools(broker.config, checked)
-        dyn = cfgs.DynamicBrokerConfigs.attach(broker)
+        check_update_mode(checked, default_entity)
+        check_thread_pools(broker.config, checked)
+        dyn = DynamicBrokerConfigs.attach(broker)
         if broker.security is not None:  # a new keystore/truststore must load before it is accepted
             broker.security.validate_reconfiguration({**broker.config.props, **checked})
         validate_connection_quotas({**broker.config.props, **checked})
@@ -101,8 +103,8 @@ def apply_resource(ctx: RequestContext, resource_type: int, name: str, new: dict
 
 def check_password_configs(broker: Any, configs: dict[str, str], default_entity: bool) -> None:
     """Kafka's DynamicBrokerConfig.toPersistentProps: password configs are stored encrypted with
-    password.encoder.secret (broker/security/password_encoder.py), only per broker."""
-    from broker.security.password_encoder import NO_SECRET, PasswordEncoder, is_password_config
+    password.encoder.secret (broker/config/password_encoder.py), only per broker."""
+    from broker.config.password_encoder import NO_SECRET, PasswordEncoder, is_password_config
 
     if not any(is_password_config(k) for k in configs):
         return
@@ -118,7 +120,7 @@ def check_password_configs(broker: Any, configs: dict[str, str], default_entity:
 
 def validate_connection_quotas(props: dict[str, str]) -> None:
     """max.connections* must parse (overrides resolve) before they are stored."""
-    from broker.config import BrokerConfig
+    from broker.config.properties import BrokerConfig
     from broker.network.connection_quotas import ConnectionQuotas
 
     ConnectionQuotas(BrokerConfig(dict(props)), [], None)
@@ -131,7 +133,7 @@ def current_overrides(ctx: RequestContext, resource_type: int, name: str) -> dic
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
         return dict(info.configs)
     if resource_type == RESOURCE_BROKER:
-        dyn = cfgs.DynamicBrokerConfigs.attach(ctx.broker)
+        dyn = DynamicBrokerConfigs.attach(ctx.broker)
         return dict(dyn.cluster_default if name == "" else dyn.per_broker)
     if resource_type == RESOURCE_GROUP:
         if not name:

@@ -28,7 +28,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
 from ..cluster.metadata import validate_topic_name
-from ..configs import effective_topic_config, validate_topic_configs
+from ..config.resolution import effective_topic_config, validate_topic_configs
 from ..security.acl import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE_CONFIGS, TOPIC, TOPIC_DENIED, Requires
 from . import RequestContext, api
 

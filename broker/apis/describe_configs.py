@@ -2,7 +2,7 @@
 
 For a TOPIC resource every topic config is listed (or the requested keys) with its value
 resolved as Kafka does: the topic's override, else a broker synonym (dynamic per-broker,
-dynamic cluster default, static), else Kafka's default; see ``broker/configs.py``. For a
+dynamic cluster default, static), else Kafka's default; see ``broker/config/resolution.py``. For a
 BROKER resource named by this broker's id every broker config is listed, read-only unless
 it can be altered dynamically (KIP-226); the resource named "" is the cluster-wide dynamic
 default and lists only what has been set there.
@@ -31,7 +31,17 @@ from kafka.protocol.data_container import DataContainer
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
-from .. import configs as cfgs
+from ..config.definitions import (
+    TOPIC_CONFIGS,
+    ConfigDef,
+    ConfigSource,
+    ConfigType,
+    broker_config_def,
+    broker_configs,
+    is_sensitive,
+)
+from ..config.dynamic import DynamicBrokerConfigs
+from ..config.resolution import Resolved, resolve_broker_config, resolve_topic_config
 from ..group_configs import GROUP_CONFIGS, GroupConfigStore, resolve_group_config
 from ..security.acl import (
     CLUSTER,
@@ -57,7 +67,7 @@ RESOURCE_GROUP = 32
     Requires(DESCRIBE_CONFIGS, CLUSTER, CLUSTER_DENIED, "each BROKER / BROKER_LOGGER resource")))
 async def handle_describe_configs(ctx: RequestContext, req: DescribeConfigsRequest) -> DescribeConfigsResponse:
     broker = ctx.broker
-    cfgs.DynamicBrokerConfigs.attach(broker)
+    DynamicBrokerConfigs.attach(broker)
     R = ctx.response_class
     Result = R.DescribeConfigsResult
     Entry = Result.DescribeConfigsResourceResult
@@ -82,10 +92,10 @@ async def handle_describe_configs(ctx: RequestContext, req: DescribeConfigsReque
                 code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, \
                     f"Topic '{res.resource_name}' does not exist."
             else:
-                for name, d in sorted(cfgs.TOPIC_CONFIGS.items()):
+                for name, d in sorted(TOPIC_CONFIGS.items()):
                     if keys is not None and name not in keys:
                         continue
-                    r = cfgs.resolve_topic_config(broker.config, info.configs, name)
+                    r = resolve_topic_config(broker.config, info.configs, name)
                     entries.append(_entry(Entry, Synonym, v, d, r, read_only=False,
                                           synonyms=include_synonyms, docs=include_docs))
         elif res.resource_type == RESOURCE_BROKER:
@@ -94,11 +104,11 @@ async def handle_describe_configs(ctx: RequestContext, req: DescribeConfigsReque
                 code, message = ErrorCode.INVALID_REQUEST, \
                     f"Unexpected broker id, expected {broker.broker_id} but received {res.resource_name}"
             else:
-                for name, d in sorted(cfgs.broker_configs().items()):
+                for name, d in sorted(broker_configs().items()):
                     if keys is not None and name not in keys:
                         continue
-                    r = cfgs.resolve_broker_config(broker.config, name, default_entity=default_entity)
-                    if default_entity and r.source != cfgs.ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG:
+                    r = resolve_broker_config(broker.config, name, default_entity=default_entity)
+                    if default_entity and r.source != ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG:
                         continue
                     entries.append(_entry(Entry, Synonym, v, d, r, read_only=not d.dynamic,
                                           synonyms=include_synonyms, docs=include_docs))
@@ -127,37 +137,37 @@ def _listener_overrides(broker: Any, keys: list[str] | None, default_entity: boo
                         v: int, synonyms: bool, docs: bool) -> list[DataContainer]:
     """Dynamic configs set under a listener prefix (``listener.name.<listener>.<config>``): shown as
     set, typed as the listener config they override, passwords as sensitive with a null value
-    (stored encrypted, password_encoder.py). As in Kafka, the synonyms are the prefixed name, then
+    (stored encrypted, broker/config/password_encoder.py). As in Kafka, the synonyms are the prefixed name, then
     the base config's own chain."""
-    dyn = cfgs.DynamicBrokerConfigs.attach(broker)
+    dyn = DynamicBrokerConfigs.attach(broker)
     layer = dyn.cluster_default if default_entity else {**dyn.cluster_default, **dyn.per_broker}
     out = []
-    for name in sorted(set(layer) - set(cfgs.broker_configs())):
+    for name in sorted(set(layer) - set(broker_configs())):
         if keys is not None and name not in keys:
             continue
-        src = cfgs.ConfigSource.DYNAMIC_BROKER_CONFIG if name in dyn.per_broker and not default_entity \
-            else cfgs.ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
-        d = cfgs.broker_config_def(name)
+        src = ConfigSource.DYNAMIC_BROKER_CONFIG if name in dyn.per_broker and not default_entity \
+            else ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+        d = broker_config_def(name)
         if d is None:  # a keystore setting accepted before the listener table (broker/security/tls.py)
-            sensitive = cfgs.is_sensitive(name)
-            d = cfgs.ConfigDef(name, cfgs.ConfigType.PASSWORD if sensitive else cfgs.ConfigType.STRING, None,
+            sensitive = is_sensitive(name)
+            d = ConfigDef(name, ConfigType.PASSWORD if sensitive else ConfigType.STRING, None,
                                f"Listener config {name}.", sensitive=sensitive)
-        chain: tuple[tuple[str, str | None, cfgs.ConfigSource], ...] = ((name, layer[name], src),)
+        chain: tuple[tuple[str, str | None, ConfigSource], ...] = ((name, layer[name], src),)
         base = name.split(".", 3)[3] if name.startswith("listener.name.") else name
-        if not default_entity and base in cfgs.broker_configs():
-            chain += cfgs.resolve_broker_config(broker.config, base).synonyms
-        r = cfgs.Resolved(name, layer[name], src, chain)
+        if not default_entity and base in broker_configs():
+            chain += resolve_broker_config(broker.config, base).synonyms
+        r = Resolved(name, layer[name], src, chain)
         out.append(_entry(Entry, Synonym, v, d, r, read_only=False, synonyms=synonyms, docs=docs))
     return out
 
 
-def _entry(Entry: type[DataContainer], Synonym: type[DataContainer], v: int, d: cfgs.ConfigDef, r: cfgs.Resolved, *, read_only: bool,
+def _entry(Entry: type[DataContainer], Synonym: type[DataContainer], v: int, d: ConfigDef, r: Resolved, *, read_only: bool,
            synonyms: bool, docs: bool) -> Any:
     value = None if d.sensitive else r.value
     fields: dict[str, object] = {"name": d.name, "value": value, "read_only": read_only,
                               "is_sensitive": d.sensitive}
     if v == 0:
-        fields["is_default"] = r.source == cfgs.ConfigSource.DEFAULT_CONFIG
+        fields["is_default"] = r.source == ConfigSource.DEFAULT_CONFIG
     else:
         fields["config_source"] = int(r.source)
         fields["synonyms"] = [Synonym(name=n, value=None if d.sensitive else val, source=int(src))

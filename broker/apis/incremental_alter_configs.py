@@ -20,7 +20,8 @@ from kafka.protocol.admin import IncrementalAlterConfigsRequest, IncrementalAlte
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
-from .. import configs as cfgs
+from ..config.definitions import TOPIC_CONFIGS, ConfigDef, ConfigType, broker_config_def
+from ..config.resolution import resolve_topic_config
 from ..group_configs import GROUP_CONFIGS
 from ..security.acl import (
     ALTER_CONFIGS,
@@ -44,9 +45,9 @@ from .alter_configs import (
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
 
 
-def _def(resource_type: int, name: str) -> cfgs.ConfigDef:
-    d = cfgs.TOPIC_CONFIGS.get(name) if resource_type == RESOURCE_TOPIC else \
-        GROUP_CONFIGS.get(name) if resource_type == RESOURCE_GROUP else cfgs.broker_config_def(name)
+def _def(resource_type: int, name: str) -> ConfigDef:
+    d = TOPIC_CONFIGS.get(name) if resource_type == RESOURCE_TOPIC else \
+        GROUP_CONFIGS.get(name) if resource_type == RESOURCE_GROUP else broker_config_def(name)
     if d is None:
         kind = "topic" if resource_type == RESOURCE_TOPIC else "group" if resource_type == RESOURCE_GROUP \
             else "broker"
@@ -83,7 +84,7 @@ async def handle_incremental_alter_configs(ctx: RequestContext, req: Incremental
                     current.pop(c.name, None)
                 elif op in (OP_APPEND, OP_SUBTRACT):
                     d = _def(res.resource_type, c.name)
-                    if d.type is not cfgs.ConfigType.LIST:
+                    if d.type is not ConfigType.LIST:
                         verb = "append" if op == OP_APPEND else "subtract"
                         raise KafkaError(ErrorCode.INVALID_CONFIG,
                                          f"Config value {verb} is not allowed for config key: {c.name}")
@@ -91,7 +92,7 @@ async def handle_incremental_alter_configs(ctx: RequestContext, req: Incremental
                         base = current.get(c.name)
                         if base is None:
                             info = ctx.broker.topics.get(res.resource_name)
-                            base = cfgs.resolve_topic_config(ctx.broker.config, info.configs if info else {},
+                            base = resolve_topic_config(ctx.broker.config, info.configs if info else {},
                                                              c.name).value
                     else:
                         base = current.get(c.name, d.default)

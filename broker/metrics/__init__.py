@@ -19,7 +19,7 @@ of about 2 ms with Kafka requests served in between (:meth:`BrokerMetrics.render
 failure (port in use) is logged as an error and the broker serves Kafka without metrics; a
 collector that raises answers that scrape with a 500 and is logged, the broker carries on.
 
-Imports: the services it reads (replica manager, log/), broker/config.py and protocol/; nothing from the request
+Imports: the services it reads (replica manager, log/), broker/config/ and protocol/; nothing from the request
 layer or above.
 """
 
@@ -36,7 +36,7 @@ from prometheus_client import GCCollector, PlatformCollector, ProcessCollector, 
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from ..config import parse_listener
+from ..config.properties import parse_listener
 from . import collectors
 from .http import MetricsHttpServer
 from .stats import BrokerTopicStats, Histogram, RequestStats, RequestTimer

@@ -61,8 +61,8 @@ from protocol.recompress import recompress_to
 from protocol.records import COMPRESSION_CODES, ValidatedRecords, validate_batches
 
 from ..cluster.metadata import INTERNAL_TOPICS, TopicRegistry, topic_id_base64
-from ..config import BrokerConfig
-from ..configs import effective_topic_config
+from ..config.properties import BrokerConfig
+from ..config.resolution import effective_topic_config
 from .partition import FollowerState, IsrChangeCounts, IsrWriter, Partition, TopicPartition
 from .purgatory import DelayedFetch, DelayedProduce, PartitionProduceResult
 

@@ -27,7 +27,7 @@ from .jaas import parse_jaas
 from .listeners import ListenerConfig, inter_broker_listener
 
 if TYPE_CHECKING:
-    from broker.config import BrokerConfig
+    from broker.config.properties import BrokerConfig
 
 
 class InterBrokerSecurity:

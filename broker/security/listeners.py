@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from . import SecurityConfigError
 
 if TYPE_CHECKING:
-    from broker.config import BrokerConfig
+    from broker.config.properties import BrokerConfig
 
 SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 

@@ -19,14 +19,16 @@ import ssl
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from broker.config.definitions import RELOADABLE
+
 from . import SecurityConfigError, openssl_transport
 from .authenticator import SaslAuthenticator, mechanism_factory
 from .credentials import CredentialStore
 from .listeners import ListenerConfig, listener_configs
-from .tls import RELOADABLE, build_server_context, parse_mapping_rules, peer_principal
+from .tls import build_server_context, parse_mapping_rules, peer_principal
 
 if TYPE_CHECKING:
-    from broker.config import BrokerConfig
+    from broker.config.properties import BrokerConfig
 
 log = logging.getLogger("samsa.security")
 
@@ -107,7 +109,7 @@ class BrokerSecurity:
     def validate_reconfiguration(self, props: dict[str, str]) -> None:
         """Build each TLS listener's context from ``props`` (the configs an AlterConfigs would leave);
         a keystore or truststore that does not load is INVALID_CONFIG with the reason."""
-        from broker.config import BrokerConfig
+        from broker.config.properties import BrokerConfig
         from protocol.errors import InvalidConfigError
 
         candidate = BrokerConfig(dict(props))

@@ -47,18 +47,6 @@ _VERSIONS = {"TLSv1": ssl.TLSVersion.TLSv1, "TLSv1.1": ssl.TLSVersion.TLSv1_1,
              "TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
 
-# Settings whose change (AlterConfigs) rebuilds a listener's TLS context.
-RELOADABLE = ("ssl.keystore.location", "ssl.keystore.type", "ssl.keystore.password", "ssl.key.password",
-              "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.truststore.location",
-              "ssl.truststore.type", "ssl.truststore.password", "ssl.truststore.certificates")
-
-
-def is_reconfigurable(name: str) -> bool:
-    """``ssl.keystore.location``, ``listener.name.ssl.ssl.keystore.location`` ...: AlterConfigs may set these."""
-    m = re.fullmatch(r"(?:listener\.name\.[a-z0-9_.-]+?\.)?(ssl\.[a-z.]+)", name)
-    return m is not None and m.group(1) in RELOADABLE
-
-
 @contextmanager
 def private_file(data: bytes) -> Iterator[str]:
     fd, path = tempfile.mkstemp(prefix="samsa-tls-", suffix=".pem")

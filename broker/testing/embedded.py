@@ -168,7 +168,7 @@ class SamsaBroker:
         return self
 
     def _config(self) -> Any:
-        from ..config import BrokerConfig  # noqa: PLC0415
+        from ..config.properties import BrokerConfig  # noqa: PLC0415
 
         assert self.data_dir is not None
         listeners = [f"PLAINTEXT://{self.host}:{self.ports['PLAINTEXT']}"]

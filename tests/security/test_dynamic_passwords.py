@@ -1,4 +1,4 @@
-"""Dynamic password configs encrypted at rest (issue 10, broker/security/password_encoder.py): a PKCS12
+"""Dynamic password configs encrypted at rest (issue 10, broker/config/password_encoder.py): a PKCS12
 keystore's password set with AlterConfigs is stored encrypted with password.encoder.secret, described
 as sensitive, used after a restart, re-encoded when the secret rotates, and refused without a secret."""
 
@@ -13,7 +13,7 @@ from cryptography import x509
 from kafka.admin import KafkaAdminClient
 from kafka.protocol.admin import DescribeConfigsRequest, IncrementalAlterConfigsRequest
 
-from broker.security.password_encoder import CBC, GCM, PasswordEncoder, PasswordEncoderError
+from broker.config.password_encoder import CBC, GCM, PasswordEncoder, PasswordEncoderError
 from broker.tools._common import send_request
 from tests.support.net import recv_frame
 from tests.support.security import P12_PASSWORD, make_pki, start_secure_broker

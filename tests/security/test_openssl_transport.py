@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import uvloop
 
-from broker.config import BrokerConfig
+from broker.config.properties import BrokerConfig
 from broker.security import openssl_transport as ot
 from broker.security.listeners import listener_configs
 from broker.security.tls import build_server_context, parse_mapping_rules, peer_principal

@@ -14,7 +14,7 @@ import pytest
 from cryptography import x509
 from kafka.admin import KafkaAdminClient
 
-from broker.config import BrokerConfig
+from broker.config.properties import BrokerConfig
 from broker.security import SecurityConfigError
 from broker.security.listeners import inter_broker_client_config, listener_configs
 from broker.security.tls import build_server_context, parse_mapping_rules, peer_principal
@@ -181,7 +181,7 @@ def test_client_auth_required_and_certificate_reload_via_alter_configs(broker_fa
 
 
 def test_properties_file_line_continuation_for_jaas(tmp_path):
-    from broker.config import read_properties
+    from broker.config.properties import read_properties
     from broker.security.jaas import parse_jaas
 
     f = tmp_path / "server.properties"

@@ -132,7 +132,8 @@ BROKER_DEFAULTS: dict[str, tuple[type, object]] = {
 }
 
 
-def _parse(key: str, typ: type, raw: str) -> object:
+def parse_value(key: str, typ: type, raw: str) -> object:
+    """``raw`` as the ``typ`` of ``key`` in BROKER_DEFAULTS, or InvalidConfigError."""
     raw = raw.strip()
     try:
         if typ is bool:
@@ -214,7 +215,7 @@ class BrokerConfig:
         self._values: dict[str, object] = {}
         for key, (typ, default) in BROKER_DEFAULTS.items():
             raw = self.props.get(key)
-            self._values[key] = default if raw is None else _parse(key, typ, raw)
+            self._values[key] = default if raw is None else parse_value(key, typ, raw)
         for key in self.props:
             if key not in BROKER_DEFAULTS:
                 log.debug("Configuration %s is not used by Samsa (kept as given)", key)
@@ -237,6 +238,19 @@ class BrokerConfig:
         props = read_properties(path) if path else {}
         props.update(overrides or {})
         return cls(props)
+
+    def replace_props(self, merged: Mapping[str, str]) -> None:
+        """Make ``props`` exactly ``merged`` (the static, cluster-default and per-broker layers of
+        :class:`~.dynamic.DynamicBrokerConfigs`), retyping every value that changed."""
+        for name in set(self.props) | set(merged):
+            if name in merged:
+                self.props[name] = merged[name]
+            else:
+                self.props.pop(name, None)
+            if name in BROKER_DEFAULTS:
+                typ, default = BROKER_DEFAULTS[name]
+                raw = merged.get(name)
+                self._values[name] = default if raw is None else parse_value(name, typ, raw)
 
     def __getitem__(self, key: str) -> object:
         if key in self._values:

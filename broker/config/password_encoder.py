@@ -17,7 +17,7 @@ that decode only with the old secret are re-encoded (:meth:`DynamicBrokerConfigs
 Without ``password.encoder.secret`` a password config cannot be stored at all: AlterConfigs
 answers INVALID_REQUEST "Password encoder secret not configured", as Kafka does.
 
-Never log a decoded value; the secret itself is a sensitive config (``broker.configs.is_sensitive``).
+Never log a decoded value; the secret itself is a sensitive config (``broker.config.definitions.is_sensitive``).
 """
 
 from __future__ import annotations

@@ -1,60 +1,38 @@
-"""Topic and broker configs as the admin APIs see them: names, types, defaults, validation,
-synonyms, sources, and the dynamic broker configs (KIP-226) persisted beside the topics.
+"""Config definitions: every topic and broker config's name, type, Kafka's default, validation.
 
-Theory of operation. A *topic* config's value is resolved the way Kafka resolves it:
-
-1. the topic's own override (``DYNAMIC_TOPIC_CONFIG``), kept in the topic registry;
-2. else the first of its broker *synonyms* that is set, each looked up as a dynamic
-   per-broker config (``DYNAMIC_BROKER_CONFIG``), then the dynamic cluster default
-   (``DYNAMIC_DEFAULT_BROKER_CONFIG``), then ``server.properties``/``--override``
-   (``STATIC_BROKER_CONFIG``). Synonyms are ordered by precedence and may carry a unit:
-   ``retention.ms`` <- ``log.retention.ms``, ``log.retention.minutes`` (x60000),
-   ``log.retention.hours`` (x3600000);
-3. else Kafka's default (``DEFAULT_CONFIG``).
-
-DescribeConfigs reports that chain as the config's synonyms (v1+). A *broker* config's
-value follows steps 2-3 for its own name.
-
-Dynamic broker configs (IncrementalAlterConfigs/AlterConfigs on a BROKER resource, name
-"0" or "" for the cluster default) are persisted in ``<log.dirs[0]>/samsa-dynamic-configs.json``
-and pushed into the running :class:`~broker.config.BrokerConfig` (its ``props`` and typed
-values), after which every topic's LogConfig is rebuilt, so a new ``log.retention.ms``
-default applies to topics without an override at once, as in Kafka.
-
-Which broker configs may change dynamically is Kafka 4.x's list (DynamicBrokerConfig.
-AllDynamicConfigs: ``KAFKA_DYNAMIC_BROKER_CONFIGS`` below, merged into the one broker table):
-the listener and security configs only per broker (not at the cluster default), the listener
-configs also as ``listener.name.<listener>.<config>``, validated as the base config; unknown
-names and static configs are refused. Configs whose mechanism Samsa lacks (Kerberos, tiered
-storage, thread pools) are stored and described all the same (the README lists them).
+Kafka's ConfigDef, as the admin APIs see it. ``TOPIC_CONFIGS`` are Kafka 3.9's topic configs
+(TopicConfig / LogConfig) with their broker *synonyms* in precedence order, each with its unit
+(``retention.ms`` <- ``log.retention.ms``, ``log.retention.minutes`` (x60000),
+``log.retention.hours`` (x3600000)). :func:`broker_configs` is the one broker table: every
+property :mod:`.properties` reads, the topic configs' synonyms, and Kafka 4.x's dynamic broker
+configs (DynamicBrokerConfig.AllDynamicConfigs: ``KAFKA_DYNAMIC_BROKER_CONFIGS`` below). Which
+of them may change dynamically is Kafka's list: the listener and security configs only per
+broker (not at the cluster default), the listener configs also as
+``listener.name.<listener>.<config>``, validated as the base config; unknown names and static
+configs are refused. Configs whose mechanism Samsa lacks (Kerberos, tiered storage, thread
+pools) are stored and described all the same (the README lists them).
 
 Validation follows Kafka's ConfigDef: a type (Not a number of type LONG), a range (Value
 must be at least -1, Value must be no more than 1.0), or a set of strings (String must be one
 of: compact, delete). Every failure is an :class:`InvalidConfigError` (INVALID_CONFIG) carrying
 Kafka's message.
 
-This module owns no sockets; handlers in ``broker/apis`` call it.
+How a value is resolved through the layers is :mod:`.resolution`; the dynamic layers themselves
+are :mod:`.dynamic`. This module holds tables and pure checks only.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import logging
-import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from protocol.errors import ErrorCode, InvalidConfigError, KafkaError
+from protocol.errors import InvalidConfigError
 
-if TYPE_CHECKING:
-    from broker.config import BrokerConfig
-
-log = logging.getLogger("samsa.configs")
+from .properties import BROKER_DEFAULTS, BrokerConfig
 
 LONG_MAX = 9223372036854775807
 INT_MAX = 2147483647
@@ -477,8 +455,6 @@ THREAD_POOL_CONFIGS = ("num.io.threads", "num.replica.fetchers", "num.recovery.t
 
 def _broker_defs() -> dict[str, ConfigDef]:
     """Broker configs: every property the broker reads, plus the topic defaults' synonyms."""
-    from broker.config import BROKER_DEFAULTS
-
     static_only = {"broker.id", "node.id", "listeners", "advertised.listeners", "log.dirs", "cluster.id",
                    "offsets.topic.num.partitions", "offsets.topic.replication.factor",
                    "transaction.state.log.num.partitions", "delete.topic.enable", "log.level",
@@ -555,16 +531,6 @@ def validate_topic_config(name: str, value: str | None) -> str:
     return d.parse(value)
 
 
-def validate_topic_configs(configs: Mapping[str, str | None], broker_config: BrokerConfig | None = None,
-                           ) -> dict[str, str]:
-    """A topic's whole override map; also checks cross-field rules and that the log accepts it."""
-    out = {name: validate_topic_config(name, value) for name, value in configs.items()}
-    from log.config import LogConfig
-
-    base = effective_topic_config(broker_config, {}) if broker_config is not None else {}
-    LogConfig.from_properties({**base, **out})
-    return out
-
 
 def _broker_config_defs(name: str) -> tuple[ConfigDef, ConfigDef] | None:
     """(the definition ``name`` is described with, the one its value is checked with): the same for
@@ -599,8 +565,6 @@ def validate_broker_config(name: str, value: str | None) -> str:
     """One dynamic broker config: normalised value, or InvalidConfigError with Kafka's message."""
     defs = _broker_config_defs(name)
     if defs is None:
-        from broker.security.tls import is_reconfigurable
-
         if is_reconfigurable(name) and value is not None:
             return value  # a listener's keystore/truststore (dynamic listener reconfiguration)
         raise InvalidConfigError(message=f"Unknown broker config name: {name}")
@@ -642,211 +606,16 @@ def check_thread_pools(broker_config: BrokerConfig, new: Mapping[str, str]) -> N
                 message=f"{failed}, value should not be greater than double the current value {current}")
 
 
-# --- resolution ----------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Resolved:
-    name: str
-    value: str | None
-    source: ConfigSource
-    synonyms: tuple[tuple[str, str | None, ConfigSource], ...]
+# Settings whose change (AlterConfigs) rebuilds a listener's TLS context (broker/security/tls.py).
+RELOADABLE = ("ssl.keystore.location", "ssl.keystore.type", "ssl.keystore.password", "ssl.key.password",
+              "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.truststore.location",
+              "ssl.truststore.type", "ssl.truststore.password", "ssl.truststore.certificates")
 
 
-def _dyn(broker_config: BrokerConfig | None) -> DynamicBrokerConfigs | None:
-    return getattr(broker_config, "_samsa_dynamic", None)
-
-
-def _broker_chain(broker_config: BrokerConfig | None, name: str) -> list[tuple[str, str | None, ConfigSource]]:
-    """(name, value, source) of every place ``name`` is set for this broker, by precedence."""
-    out: list[tuple[str, str | None, ConfigSource]] = []
-    if broker_config is None:
-        return out
-    dyn = _dyn(broker_config)
-    if dyn is not None:
-        if name in dyn.per_broker:
-            out.append((name, dyn.per_broker[name], ConfigSource.DYNAMIC_BROKER_CONFIG))
-        if name in dyn.cluster_default:
-            out.append((name, dyn.cluster_default[name], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG))
-        static = dyn.static_props
-    else:
-        static = broker_config.props
-    if name in static:
-        out.append((name, str(static[name]), ConfigSource.STATIC_BROKER_CONFIG))
-    return out
-
-
-def resolve_topic_config(broker_config: BrokerConfig | None, overrides: Mapping[str, str], name: str) -> Resolved:
-    d = TOPIC_CONFIGS[name]
-    chain: list[tuple[str, str | None, ConfigSource]] = []
-    if name in overrides:
-        chain.append((name, overrides[name], ConfigSource.DYNAMIC_TOPIC_CONFIG))
-    value: str | None = None
-    for syn, mult in d.synonyms:
-        for sname, sval, src in _broker_chain(broker_config, syn):
-            if sval is not None and mult != 1:
-                try:
-                    n = int(sval)
-                    sval_conv = str(n * mult if n >= 0 else n)
-                except ValueError:
-                    sval_conv = sval
-                chain.append((sname, sval, src))
-                if value is None:
-                    value = sval_conv
-            else:
-                chain.append((sname, sval, src))
-                if value is None:
-                    value = sval
-    if d.synonyms:
-        first = d.synonyms[-1][0] if d.name == "retention.ms" or d.name == "segment.ms" else d.synonyms[0][0]
-        bdef = broker_configs().get(first)
-        chain.append((first, bdef.default if bdef else d.default, ConfigSource.DEFAULT_CONFIG))
-    if name in overrides:
-        return Resolved(name, overrides[name], ConfigSource.DYNAMIC_TOPIC_CONFIG, tuple(chain))
-    if value is not None:
-        src = next(s for n_, v, s in chain if s != ConfigSource.DYNAMIC_TOPIC_CONFIG)
-        return Resolved(name, value, src, tuple(chain))
-    return Resolved(name, d.default, ConfigSource.DEFAULT_CONFIG, tuple(chain))
-
-
-def effective_topic_config(broker_config: BrokerConfig | None, overrides: Mapping[str, str]) -> dict[str, str]:
-    """Every topic config's value for a topic with these overrides (what its LogConfig obeys)."""
-    out: dict[str, str] = {}
-    for name in TOPIC_CONFIGS:
-        r = resolve_topic_config(broker_config, overrides, name)
-        if r.value is not None:
-            out[name] = r.value
-    for name, value in overrides.items():  # names log/ knows that we do not (kept as given)
-        out.setdefault(name, value)
-    return out
-
-
-def resolve_broker_config(broker_config: BrokerConfig, name: str, *, default_entity: bool = False) -> Resolved:
-    d = broker_configs()[name]
-    chain = _broker_chain(broker_config, name)
-    if default_entity:  # the cluster-wide default resource shows only the dynamic default layer
-        chain = [c for c in chain if c[2] == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG]
-    if chain:
-        return Resolved(name, chain[0][1], chain[0][2], tuple(chain + [(name, d.default, ConfigSource.DEFAULT_CONFIG)]))
-    return Resolved(name, d.default, ConfigSource.DEFAULT_CONFIG, ((name, d.default, ConfigSource.DEFAULT_CONFIG),))
-
-
-# --- dynamic broker configs ---------------------------------------------------------------
-
-class DynamicBrokerConfigs:
-    """Per-broker and cluster-default dynamic configs of one broker: persisted, then applied.
-
-    Invariant: ``BrokerConfig.props`` equals ``static_props`` overlaid with ``cluster_default``
-    and then ``per_broker`` (broker's own wins), so every reader of the broker config sees the
-    dynamic value without knowing about this class.
-    """
-
-    FILE = "samsa-dynamic-configs.json"
-
-    def __init__(self, broker_config: BrokerConfig, path: Path) -> None:
-        self.config = broker_config
-        self.path = path
-        self.static_props = dict(broker_config.props)
-        self.per_broker: dict[str, str] = {}
-        self.cluster_default: dict[str, str] = {}
-
-    @classmethod
-    def attach(cls, broker: Any) -> DynamicBrokerConfigs:
-        """The broker's instance, created (and the persisted file applied) on first use."""
-        existing = getattr(broker.config, "_samsa_dynamic", None)
-        if existing is not None:
-            return existing  # type: ignore[no-any-return]
-        dyn = cls(broker.config, broker.config.log_dirs[0] / cls.FILE)
-        dyn.load()
-        broker.config._samsa_dynamic = dyn
-        if dyn.per_broker or dyn.cluster_default:
-            dyn.apply(broker)
-        return dyn
-
-    def load(self) -> None:
-        """Read the file; password configs are decoded (broker/security/password_encoder.py)."""
-        if not self.path.exists():
-            return
-        data = json.loads(self.path.read_text())
-        self.per_broker = self._decoded({k: str(v) for k, v in data.get("broker", {}).items()})
-        self.cluster_default = {k: str(v) for k, v in data.get("default", {}).items()}
-
-    def _decoded(self, stored: dict[str, str]) -> dict[str, str]:
-        """Kafka's DynamicBrokerConfig: decode with password.encoder.secret, else with
-        password.encoder.old.secret (and store again under the new secret); a value neither
-        decodes is dropped with an error (the static config, if any, applies)."""
-        from broker.security.password_encoder import OLD_SECRET, PasswordEncoder, PasswordEncoderError
-        from broker.security.password_encoder import is_password_config as is_pw
-
-        out, reencode = {}, False
-        encoders = [PasswordEncoder.from_config(self.config), PasswordEncoder.from_config(self.config, OLD_SECRET)]
-        for k, v in stored.items():
-            if not is_pw(k):
-                out[k] = v
-                continue
-            for i, enc in enumerate(encoders):
-                if enc is None:
-                    continue
-                try:
-                    out[k] = enc.decode(v)
-                    reencode |= i == 1
-                    break
-                except PasswordEncoderError:
-                    continue
-            else:
-                log.error("Dynamic password config %s of %s could not be decoded with password.encoder.secret "
-                          "(or password.encoder.old.secret); ignoring it", k, self.path)
-        if reencode and encoders[0] is not None:
-            self.per_broker = out
-            self._persist()
-            log.info("Dynamic password configs re-encoded with the new password.encoder.secret")
-        return out
-
-    def _persist(self) -> None:
-        from broker.security.password_encoder import NO_SECRET, PasswordEncoder
-        from broker.security.password_encoder import is_password_config as is_pw
-
-        stored = dict(self.per_broker)
-        if any(is_pw(k) for k in stored):
-            enc = PasswordEncoder.from_config(self.config)
-            if enc is None:
-                raise KafkaError(ErrorCode.INVALID_REQUEST, NO_SECRET)
-            stored = {k: enc.encode(v) if is_pw(k) else v for k, v in stored.items()}
-        tmp = self.path.with_suffix(".tmp")
-        with open(tmp, "w") as f:
-            json.dump({"version": 1, "broker": stored, "default": self.cluster_default}, f, indent=1)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
-
-    def replace(self, default_entity: bool, configs: Mapping[str, str]) -> None:
-        if default_entity:
-            self.cluster_default = dict(configs)
-        else:
-            self.per_broker = dict(configs)
-        self._persist()
-
-    def apply(self, broker: Any) -> None:
-        """Push the layers into BrokerConfig and rebuild every topic's LogConfig."""
-        from broker import config as bc
-
-        cfg = self.config
-        merged = {**self.static_props, **self.cluster_default, **self.per_broker}
-        for name in set(cfg.props) | set(merged):
-            if name in merged:
-                cfg.props[name] = merged[name]
-            else:
-                cfg.props.pop(name, None)
-            if name in bc.BROKER_DEFAULTS:
-                typ, default = bc.BROKER_DEFAULTS[name]
-                raw = merged.get(name)
-                cfg._values[name] = default if raw is None else bc._parse(name, typ, raw)
-        for name in broker.topics.names():
-            try:
-                broker.replica_manager.apply_topic_config(name)
-            except Exception:
-                log.exception("Could not apply new broker defaults to topic %s", name)
-        log.info("Dynamic broker configs now %s (cluster default %s)", _masked(self.per_broker),
-                 _masked(self.cluster_default))
+def is_reconfigurable(name: str) -> bool:
+    """``ssl.keystore.location``, ``listener.name.ssl.ssl.keystore.location`` ...: AlterConfigs may set these."""
+    m = re.fullmatch(r"(?:listener\.name\.[a-z0-9_.-]+?\.)?(ssl\.[a-z.]+)", name)
+    return m is not None and m.group(1) in RELOADABLE
 
 
 def is_sensitive(name: str) -> bool:
@@ -854,12 +623,3 @@ def is_sensitive(name: str) -> bool:
     secrets: never logged or described."""
     return name.endswith((".password", "ssl.keystore.key", "sasl.jaas.config", "password.encoder.secret",
                           "password.encoder.old.secret"))
-
-
-def _masked(configs: Mapping[str, str]) -> dict[str, str]:
-    return {k: "[hidden]" if is_sensitive(k) else v for k, v in configs.items()}
-
-
-def topic_log_config_properties(broker: Any, topic: str) -> dict[str, str]:
-    info = broker.topics.get(topic)
-    return effective_topic_config(broker.config, info.configs if info else {})
