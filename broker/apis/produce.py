@@ -55,7 +55,7 @@ from txn.plugin import verify_transactional_produce_in_cluster
 
 from ..replica.purgatory import DelayedProduce
 from ..replica.replica_manager import PartitionProduceResult
-from ..schema_registry.validation import validate_schema_ids
+from ..schema_registry.validation import prepare_schema_validation, validate_schema_ids
 from ..security.acl import TOPIC, TOPIC_DENIED, TRANSACTIONAL_ID, TXN_DENIED, WRITE, Requires
 from . import DelayedResponse, RequestContext, api
 
@@ -97,6 +97,7 @@ async def handle_produce(ctx: RequestContext, req: ProduceRequest) -> ProduceRes
     def validate_schemas(topic: str, records: Any, cfg: Any) -> None:  # confluent.value.schema.validation & co
         validate_schema_ids(broker, topic, records, cfg)
 
+    await prepare_schema_validation(broker, entries)  # ids registered a moment ago are known to the check
     appended, delayed = await broker.replica_manager.append_records(
         entries, required_acks=acks, timeout_ms=req.timeout_ms, api_version=ctx.version, verify_transaction=verify,
         record_validator=validate_schemas, stats=stats, client_id=ctx.header.client_id)

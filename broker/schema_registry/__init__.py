@@ -39,9 +39,11 @@ from .election import PrimaryElection
 from .http import HttpServer
 from .metrics import RegistryMetrics
 from .rest import RestApp
+from .security import RegistrySecurity
 from .service import Registry
 from .state import RegistryState
-from .store import KafkaStore
+from .store import KafkaStore, kafka_client_settings
+from .validation import stop_schema_view
 
 log = logging.getLogger("samsa.schema_registry")
 
@@ -153,21 +155,12 @@ async def start(broker: Any) -> None:
         if ssl_context is None:
             log.error("Schema registry not started: %s needs a TLS listener's keystore (ssl.keystore.location)", spec)
             return
-    from .security import RegistrySecurity  # noqa: PLC0415
-    from .store import client_options  # noqa: PLC0415
-
     security = RegistrySecurity.from_broker(broker)
-    prefix = "schema.registry.kafkastore."
     try:
-        options = client_options({k[len(prefix):]: str(v) for k, v in broker.config.props.items()
-                                  if k.startswith(prefix) and v not in (None, "")})
+        bootstrap, options = kafka_client_settings(broker)
     except ValueError as e:
-        log.error("Schema registry not started: %s%s", prefix, e)
+        log.error("Schema registry not started: %s", e)
         return
-    bootstrap = str(broker.config.get("schema.registry.bootstrap.servers") or "").strip()
-    if not bootstrap:
-        adv = broker.advertised
-        bootstrap = f"{'127.0.0.1' if adv.host in ('0.0.0.0', '::', '') else adv.host}:{adv.port}"
     max_body = int(broker.config.get("schema.registry.max.request.bytes") or 1048576)
     advertised = str(broker.config.get("schema.registry.advertised.listener") or "").strip()
     if not advertised and host in ("0.0.0.0", "::", ""):
@@ -193,7 +186,8 @@ async def start(broker: Any) -> None:
 
 
 async def stop(broker: Any) -> None:
-    sr = getattr(broker, "schema_registry", None)
+    await stop_schema_view(broker)
+    sr = broker.schema_registry
     if sr is not None:
         broker.schema_registry = None
         await sr.stop()

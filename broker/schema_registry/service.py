@@ -53,21 +53,11 @@ class Registry:
             return self.state.modes[subject]
         return self.state.modes.get(None, "READWRITE")
 
-    def parsed(self, stored: StoredSchema, depth: int = 0) -> ParsedSchema:
-        deps = self._dependencies(stored.references, depth)
-        return formats.parse(stored.schema_type, stored.schema, stored.references, deps)
+    def parsed(self, stored: StoredSchema) -> ParsedSchema:
+        return parse_stored(self.state, stored)
 
-    def _dependencies(self, refs: tuple[Reference, ...], depth: int = 0) -> list[Dependency]:
-        if depth > 32:
-            raise errors.invalid_schema("references nest deeper than 32 levels (a cycle?)")
-        out = []
-        for r in refs:
-            sv = self.state.subjects.get(r.subject, {}).get(r.version)
-            if sv is None:
-                raise errors.invalid_schema(f"reference {r.name} names subject {r.subject!r} version {r.version}, "
-                                            "which does not exist")
-            out.append(Dependency(r.name, self.parsed(self.state.schemas[sv.schema_id], depth + 1)))
-        return out
+    def _dependencies(self, refs: tuple[Reference, ...]) -> list[Dependency]:
+        return _dependencies(self.state, refs, 0)
 
     async def parse_request(self, body: dict[str, Any], normalize: bool) -> ParsedSchema:
         schema_type = str(body.get("schemaType") or "AVRO").upper()
@@ -319,6 +309,25 @@ class Registry:
         if verbose:
             out["messages"] = problems
         return out
+
+
+def parse_stored(st: RegistryState, stored: StoredSchema, depth: int = 0) -> ParsedSchema:
+    """A stored schema parsed, its references resolved through ``st`` (RegistryError 42201 if one is gone)."""
+    deps = _dependencies(st, stored.references, depth)
+    return formats.parse(stored.schema_type, stored.schema, stored.references, deps)
+
+
+def _dependencies(st: RegistryState, refs: tuple[Reference, ...], depth: int) -> list[Dependency]:
+    if depth > 32:
+        raise errors.invalid_schema("references nest deeper than 32 levels (a cycle?)")
+    out = []
+    for r in refs:
+        sv = st.subjects.get(r.subject, {}).get(r.version)
+        if sv is None:
+            raise errors.invalid_schema(f"reference {r.name} names subject {r.subject!r} version {r.version}, "
+                                        "which does not exist")
+        out.append(Dependency(r.name, parse_stored(st, st.schemas[sv.schema_id], depth + 1)))
+    return out
 
 
 def valid_subject(subject: str) -> bool:

@@ -27,6 +27,10 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import TopicAlreadyExistsError
+
 from .errors import RegistryError, operation_timeout, schema_too_large, store_error
 from .state import RegistryState
 
@@ -39,7 +43,8 @@ GROUP = "schema-registry"
 class KafkaStore:
     def __init__(self, bootstrap: str, state: RegistryState, *, topic: str = TOPIC,
                  client_options: dict[str, Any] | None = None, timeout_s: float = 60.0,
-                 replication_factor: int = 3) -> None:
+                 replication_factor: int = 3, read_only: bool = False) -> None:
+        self.read_only = read_only  # a reader only: no producer, and the topic is not created
         self.replication_factor = max(1, replication_factor)
         self.bootstrap = bootstrap
         self.state = state
@@ -55,18 +60,19 @@ class KafkaStore:
         self.listeners: list[Callable[[], None]] = []  # called after each batch of replayed records
 
     async def start(self) -> None:
-        from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition  # noqa: PLC0415
-
-        await self._ensure_topic()
-        self._producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, acks="all", linger_ms=0,
-                                          enable_idempotence=False, client_id="samsa-schema-registry",
-                                          **self.options)
-        await self._producer.start()
+        if not self.read_only:
+            await self._ensure_topic()
+            self._producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, acks="all", linger_ms=0,
+                                              enable_idempotence=False, client_id="samsa-schema-registry",
+                                              **self.options)
+            await self._producer.start()
         self._consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False,
                                           auto_offset_reset="earliest", isolation_level="read_committed",
                                           client_id="samsa-schema-registry-reader", fetch_max_wait_ms=100,
                                           **self.options)
         await self._consumer.start()
+        if self.read_only and self.topic not in await self._consumer.topics():
+            raise store_error(f"there is no {self.topic} topic yet (no schema has been registered)")
         tp = TopicPartition(self.topic, 0)
         self._consumer.assign([tp])
         await self._consumer.seek_to_beginning(tp)
@@ -74,9 +80,6 @@ class KafkaStore:
         self._reader = asyncio.get_running_loop().create_task(self._read(tp, end))
 
     async def _ensure_topic(self) -> None:
-        from aiokafka.admin import AIOKafkaAdminClient, NewTopic  # noqa: PLC0415
-        from aiokafka.errors import TopicAlreadyExistsError  # noqa: PLC0415
-
         admin = AIOKafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="samsa-schema-registry-admin",
                                     **self.options)
         await admin.start()
@@ -162,6 +165,16 @@ class KafkaStore:
         await self.wait_applied(md.offset)
         return int(md.offset)
 
+    async def catch_up(self) -> None:
+        """Read the topic up to the end it has now: every write acknowledged before is then applied
+        (Confluent's waitUntilKafkaReaderReachesLastOffset)."""
+        tp = TopicPartition(self.topic, 0)
+        try:
+            end = (await asyncio.wait_for(self._consumer.end_offsets([tp]), self.timeout_s))[tp]
+        except TimeoutError:
+            raise operation_timeout(f"the end offset of {self.topic} was not answered in time") from None
+        await self.wait_applied(end - 1)
+
     async def wait_applied(self, offset: int) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout_s
@@ -200,6 +213,23 @@ async def stop_client(client: Any, timeout_s: float = 10.0) -> None:
 
 def encode_json(doc: Any) -> bytes:
     return json.dumps(doc, separators=(",", ":")).encode()
+
+
+def kafka_client_settings(broker: Any) -> tuple[str, dict[str, Any]]:
+    """(bootstrap servers, aiokafka options) of the registry's own Kafka clients on a broker:
+    ``schema.registry.bootstrap.servers`` (default: the broker's own advertised listener) and the
+    ``schema.registry.kafkastore.*`` properties. ValueError names a property it cannot use."""
+    prefix = "schema.registry.kafkastore."
+    try:
+        options = client_options({k[len(prefix):]: str(v) for k, v in broker.config.props.items()
+                                  if k.startswith(prefix) and v not in (None, "")})
+    except ValueError as e:
+        raise ValueError(f"{prefix}{e}") from None
+    bootstrap = str(broker.config.get("schema.registry.bootstrap.servers") or "").strip()
+    if not bootstrap:
+        adv = broker.advertised
+        bootstrap = f"{'127.0.0.1' if adv.host in ('0.0.0.0', '::', '') else adv.host}:{adv.port}"
+    return bootstrap, options
 
 
 def client_options(props: dict[str, str]) -> dict[str, Any]:

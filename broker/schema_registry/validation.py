@@ -15,19 +15,41 @@ strategy names (``confluent.value.subject.name.strategy``, Redpanda's
 A null key or value (a tombstone) is not checked. Anything else fails the whole batch with
 INVALID_RECORD and a record error naming each failing record (KIP-467), as those brokers do.
 
-The produce path makes one call, :func:`validate_schema_ids`; it costs one dict lookup per
-partition when no validation is configured. Records are decoded only on topics that ask for it.
+Every broker validates, whether or not it serves the registry (``schema.registry.listeners``):
+a broker that does not keeps a read-only view of ``_schemas`` (:class:`SchemaIdView`: the
+registry's own reader and replay, without a producer, an election or an HTTP listener), started
+the first time a topic it leads asks for validation. This is Redpanda's way (every node reads the
+registry's topic and checks ids locally) rather than Confluent Server's (each broker asks a
+registry over HTTP, ``confluent.schema.registry.url``): it needs no registry URL, no HTTP
+round trip, and keeps working while no registry node is up, since the ids are in the topic.
+A record naming an id the view does not know makes it read ``_schemas`` to its current end
+first (:func:`prepare_schema_validation`), so an id registered a moment ago through any registry
+node is accepted, as Redpanda re-reads its store on a miss.
+
+The produce path makes two calls: :func:`prepare_schema_validation` (async, before the append)
+and :func:`validate_schema_ids` (in the append). Both cost one dict lookup per partition when no
+validation is configured; records are decoded only on topics that ask for it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
 from log.validator import RecordValidationError, iter_records
-from protocol.errors import ErrorCode
-from protocol.records import read_varint
+from protocol.errors import ErrorCode, KafkaError
+from protocol.records import read_varint, validate_batches
+
+from .errors import RegistryError
+from .service import parse_stored
+from .state import RegistryState, StoredSchema
+from .store import KafkaStore, kafka_client_settings
+
+log = logging.getLogger("samsa.schema_registry")
 
 _ON = ("true",)
 
@@ -43,23 +65,128 @@ def _strategy(others: dict[str, str], part: str) -> str:
     return raw.rsplit(".", 1)[-1]
 
 
+def _parts(others: dict[str, str]) -> list[str]:
+    return [p for p in ("key", "value") if _enabled(others, p)] if others else []
+
+
+class SchemaIdView:
+    """A broker's read-only copy of the registry's state, read from ``_schemas`` (see above)."""
+
+    def __init__(self, bootstrap: str, options: dict[str, Any]) -> None:
+        self.state = RegistryState()
+        self.store = KafkaStore(bootstrap, self.state, client_options=options, read_only=True, timeout_s=30.0)
+        self._started = False
+        self._lock = asyncio.Lock()
+        self._retry_at = 0.0  # after a failed start, when to try again (not on every produce)
+
+    async def ready(self) -> bool:
+        """Started and caught up with ``_schemas``; False (logged) while it cannot be read."""
+        async with self._lock:
+            loop = asyncio.get_running_loop()
+            if not self._started and loop.time() < self._retry_at:
+                return False
+            try:
+                if not self._started:
+                    await self.store.start()
+                    self._started = True
+                    log.info("Schema validation: reading %s at %s for this broker's schema id checks",
+                             self.store.topic, self.store.bootstrap)
+                await self.store.wait_ready()
+                return True
+            except Exception as e:  # RegistryError, or whatever aiokafka raises connecting
+                log.warning("Schema validation: cannot read %s yet: %s", self.store.topic, e)
+                if not self._started:
+                    self._retry_at = loop.time() + 5.0
+                    await self.store.stop()
+                    self.store = KafkaStore(self.store.bootstrap, self.state, client_options=self.store.options,
+                                            read_only=True, timeout_s=30.0)
+                return False
+
+    async def stop(self) -> None:
+        await self.store.stop()
+
+
+_VIEWS: weakref.WeakKeyDictionary[object, SchemaIdView] = weakref.WeakKeyDictionary()
+
+
+async def _source(broker: Any) -> tuple[RegistryState, KafkaStore] | None:
+    """The state schema ids are checked against: this broker's registry's, else its view's."""
+    sr = broker.schema_registry
+    if sr is not None:
+        return (sr.state, sr.store) if sr.store.ready.is_set() else None
+    view = _VIEWS.get(broker)
+    if view is None:
+        try:
+            bootstrap, options = kafka_client_settings(broker)
+        except ValueError as e:
+            log.error("Schema validation: %s", e)
+            return None
+        view = _VIEWS[broker] = SchemaIdView(bootstrap, options)
+    return (view.state, view.store) if await view.ready() else None
+
+
+def _state(broker: Any) -> RegistryState | None:
+    sr = broker.schema_registry
+    if sr is not None:
+        return sr.state if sr.store.ready.is_set() else None
+    view = _VIEWS.get(broker)
+    return view.state if view is not None and view.store.ready.is_set() else None
+
+
+async def stop_schema_view(broker: Any) -> None:
+    view = _VIEWS.pop(broker, None)
+    if view is not None:
+        await view.stop()
+
+
+async def prepare_schema_validation(broker: Any, entries: list[tuple[str, int, Any]]) -> None:
+    """Before a produce's append: where a partition's topic validates schema ids, make sure the
+    ids its records name are known if they are registered (reading ``_schemas`` to its end once
+    when one is not). Malformed records are left to the append's own validation."""
+    source: tuple[RegistryState, KafkaStore] | None = None
+    for topic, index, raw in entries:
+        if raw is None:
+            continue
+        try:
+            cfg = broker.replica_manager.get_partition(topic, index).log.config
+        except KafkaError:
+            continue
+        parts = _parts(cfg.others)
+        if not parts:
+            continue
+        if source is None:
+            source = await _source(broker)
+            if source is None:
+                return
+        st, store = source
+        try:
+            records = validate_batches(raw, max_batch_bytes=cfg.max_message_bytes)
+            ids = {int.from_bytes(d[1:5], "big") for _, key, value in _records(records)
+                   for d in ((key if p == "key" else value) for p in parts) if d is not None and len(d) >= 5}
+        except (KafkaError, ValueError, IndexError):
+            continue
+        if ids - st.schemas.keys():
+            try:
+                await store.catch_up()
+            except RegistryError as e:
+                log.warning("Schema validation: cannot read %s to its end: %s", store.topic, e.message)
+            return  # read to the end once per request is enough
+
+
 def validate_schema_ids(broker: Any, topic: str, records: Any, config: Any) -> None:
     """Raise RecordValidationError (INVALID_RECORD) if a record lacks a valid schema id."""
-    others = config.others
-    if not others:
-        return
-    parts = [p for p in ("key", "value") if _enabled(others, p)]
+    parts = _parts(config.others)
     if not parts:
         return
-    sr = broker.schema_registry
+    st = _state(broker)
     errors: list[tuple[int, str]] = []
     for index, key, value in _records(records):
         for part in parts:
             data = key if part == "key" else value
             if data is None:
                 continue
-            problem = "the schema registry is not running on this broker (set schema.registry.listeners)" \
-                if sr is None else _check(sr, topic, part, _strategy(others, part), data)
+            problem = "the _schemas topic cannot be read by this broker" \
+                if st is None else _check(broker, st, topic, part, _strategy(config.others, part), data)
             if problem is not None:
                 errors.append((index, f"This record has failed the validation on broker and hence will be "
                                       f"rejected: {problem}"))
@@ -71,18 +198,17 @@ def validate_schema_ids(broker: Any, topic: str, records: Any, config: Any) -> N
                                     f"in total, and only showing the first three errors at most: [{shown}]", errors)
 
 
-def _check(sr: Any, topic: str, part: str, strategy: str, data: bytes) -> str | None:
+def _check(broker: Any, st: RegistryState, topic: str, part: str, strategy: str, data: bytes) -> str | None:
     if len(data) < 5 or data[0] != 0:
         return f"the {part} does not start with the magic byte 0 and a schema id"
     schema_id = int.from_bytes(data[1:5], "big")
-    st = sr.state
     stored = st.schemas.get(schema_id)
     if stored is None:
         return f"the {part}'s schema id {schema_id} is not registered"
     if strategy == "TopicNameStrategy":
         subject = f"{topic}-{part}"
     else:
-        name = _record_name(sr, stored)
+        name = _record_name(st, stored)
         if name is None:
             return f"the {part}'s schema {schema_id} has no record name for {strategy}"
         subject = name if strategy == "RecordNameStrategy" else f"{topic}-{name}"
@@ -91,19 +217,20 @@ def _check(sr: Any, topic: str, part: str, strategy: str, data: bytes) -> str | 
     return None
 
 
-def _record_name(sr: Any, stored: Any) -> str | None:
+def _record_name(st: RegistryState, stored: StoredSchema) -> str | None:
     try:
-        parsed = sr.registry.parsed(stored)
-    except Exception:
+        parsed = parse_stored(st, stored)
+    except RegistryError:
         return None
     if stored.schema_type == "AVRO":
-        return parsed.parsed.get("name") if isinstance(parsed.parsed, dict) else None
+        name = parsed.doc.get("name") if isinstance(parsed.doc, dict) else None
+        return name if isinstance(name, str) else None
     if stored.schema_type == "PROTOBUF":
-        fdp = parsed.parsed
+        fdp = parsed.descriptor
         if not fdp.message_type:
             return None
         return f"{fdp.package}.{fdp.message_type[0].name}" if fdp.package else fdp.message_type[0].name
-    title = parsed.parsed.get("title") if isinstance(parsed.parsed, dict) else None
+    title = parsed.doc.get("title") if isinstance(parsed.doc, dict) else None
     return title if isinstance(title, str) else json.dumps(title) if title is not None else None
 
 

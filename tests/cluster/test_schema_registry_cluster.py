@@ -11,7 +11,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
@@ -106,3 +107,51 @@ def test_primary_election_forwarding_and_failover(cluster_factory: Callable[...,
     regs[primary].wait_ready(90)
     assert wait_until(lambda: _agree([regs[primary]], "cl-c-value", {"id": third, "version": 1}), 60)
     assert sorted(regs[primary].get("/subjects")[1]) == ["cl-a-value", "cl-b-value", "cl-c-value", "cl-d-value", "cl-orders-value"]
+
+
+def _produce(bootstrap: str, topic: str, value: bytes) -> Any:
+    errors: list[Any] = []
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "retries": 0})
+    p.produce(topic, value=value, on_delivery=lambda err, msg: errors.append(err))
+    assert p.flush(60) == 0
+    return errors[0]
+
+
+def test_validation_on_a_broker_that_does_not_serve_the_registry(cluster_factory: Callable[..., Any]) -> None:
+    """Only broker 0 serves the registry; the topic's leader is broker 2, which checks schema ids
+    against its own read-only view of _schemas (Redpanda's way), including an id registered just
+    before the produce."""
+    port = free_port()
+    cluster = cluster_factory(3, broker_overrides={0: {"schema.registry.listeners": f"http://127.0.0.1:{port}"}})
+    reg = RegistryHttp(port)
+    reg.wait_ready(90)
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    topic = NewTopic("validated", num_partitions=1, replica_assignment=[[2, 1]],
+                     config={"confluent.value.schema.validation": "true"})
+    for f in admin.create_topics([topic]).values():
+        f.result(60)
+    leader2 = cluster[2].bootstrap
+
+    # not even a schema yet (no _schemas topic on a fresh cluster before the first registration)
+    err = _produce(leader2, "validated", b"\x00\x00\x00\x00\x01not registered")
+    assert err is not None and err.code() == KafkaError.INVALID_RECORD, err
+    client = SchemaRegistryClient({"url": reg.url})
+    registered = client.register_schema("validated-value", Schema(_schema(7), "AVRO"))
+    other = client.register_schema("elsewhere-value", Schema(_schema(8), "AVRO"))
+    # registered a moment ago through broker 0's registry: broker 2 reads _schemas to its end
+    ser = AvroSerializer(client, _schema(7), conf={"auto.register.schemas": False, "use.latest.version": True})
+    good = ser({"f": 1}, SerializationContext("validated", MessageField.VALUE))
+    assert good[1:5] == registered.to_bytes(4, "big")
+    assert _produce(leader2, "validated", good) is None
+    for bad in (b"\x00" + (registered + other + 100).to_bytes(4, "big") + b"x",  # an id nobody registered
+                b"\x00" + other.to_bytes(4, "big") + b"x",  # registered under another subject
+                b"no magic byte"):
+        err = _produce(leader2, "validated", bad)
+        assert err is not None and err.code() == KafkaError.INVALID_RECORD, (bad, err)
+    # the leader's log holds the one good record
+    c = Consumer({"bootstrap.servers": leader2, "group.id": "validated-reader", "auto.offset.reset": "earliest"})
+    try:
+        low, high = c.get_watermark_offsets(TopicPartition("validated", 0), timeout=30)
+    finally:
+        c.close()
+    assert (low, high) == (0, 1)
