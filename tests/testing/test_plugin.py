@@ -7,10 +7,12 @@ this checkout's plugin with its own embedded broker.
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Iterator
 from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
+from kafka import KafkaProducer
 
 from broker.testing import SamsaBroker
 
@@ -74,15 +76,27 @@ def test_fixtures_in_a_test_file(pytester: pytest.Pytester, monkeypatch: pytest.
     result.assert_outcomes(passed=7)
 
 
-def test_samsa_bootstrap_runs_against_an_external_broker(pytester: pytest.Pytester,
+@pytest.fixture(scope="module")
+def outside() -> Iterator[SamsaBroker]:
+    """An in-process broker started before (module scope) the test's ``pytester``. pytester
+    snapshots ``sys.modules`` when it is set up and, when the test ends, drops every module
+    imported meanwhile, but not the attributes that name them on the packages that stay
+    (``broker.apis`` on ``broker``): a broker started inside the test would leave the next one
+    in this process half old modules and half new (``from . import apis`` finds the dropped
+    module, ``from .apis import x`` imports a second copy), and that broker then answered
+    Metadata without leaders (test_a_broker_started_after_a_pytester_test_serves_leaders)."""
+    with SamsaBroker() as kafka:
+        yield kafka
+
+
+def test_samsa_bootstrap_runs_against_an_external_broker(outside: SamsaBroker, pytester: pytest.Pytester,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     pytester.makepyfile(test_app=APP_TESTS.replace(
         "def test_no_broker_unless_asked", "def _not_here").replace(
         "def test_faults_do_not_leak_into_the_next_test", "def _not_here_either"))
-    with SamsaBroker() as outside:
-        result = _run(pytester, monkeypatch, f"--samsa-bootstrap={outside.bootstrap_servers}")
-        created = outside.requests(api="CreateTopics")
-        produced = outside.requests(api="Produce")
+    result = _run(pytester, monkeypatch, f"--samsa-bootstrap={outside.bootstrap_servers}")
+    created = outside.requests(api="CreateTopics")
+    produced = outside.requests(api="Produce")
     # inject() needs the embedded broker: that test is skipped, the others ran against `outside`
     result.assert_outcomes(passed=4, skipped=1)
     assert len(created) == 5  # one fresh topic per test using samsa_topic (the skipped one too)
@@ -105,3 +119,21 @@ def test_loading_the_plugin_imports_no_broker_code() -> None:
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "['broker.testing', 'broker.testing.pytest_plugin']"
+
+
+def test_a_broker_started_after_a_pytester_test_serves_leaders() -> None:
+    """Runs after the pytester tests above (a file's tests run in order): a fresh broker in this
+    process answers Metadata with its leader, so an idempotent producer gets through injected
+    NOT_LEADER_OR_FOLLOWER errors (it hung in Metadata when a broker had been started inside
+    a pytester test: see ``outside``)."""
+    with SamsaBroker() as kafka:
+        topic = kafka.create_topic()
+        rule = kafka.inject(api="Produce", error="NOT_LEADER_OR_FOLLOWER", times=2, topic=topic)
+        producer = KafkaProducer(bootstrap_servers=kafka.bootstrap_servers, enable_idempotence=True,
+                                 retry_backoff_ms=10, linger_ms=0, max_block_ms=20000)
+        try:
+            assert producer.send(topic, value=b"after").get(timeout=30).offset == 0
+        finally:
+            producer.close(timeout=5)
+        assert rule.fired == 2
+        assert [r.value for r in kafka.records(topic)] == [b"after"]
