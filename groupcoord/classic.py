@@ -28,7 +28,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from protocol.errors import ErrorCode
 
@@ -36,7 +36,16 @@ from .config import GroupConfig
 from .consumer.classic_members import ClassicMembers
 from .consumer.group import ConsumerGroup
 from .consumer.manager import ConsumerGroupManager
-from .group import CONSUMER_PROTOCOL_TYPE, GroupMetadata, MemberMetadata
+from .group import (
+    CONSUMER_PROTOCOL_TYPE,
+    UNKNOWN_MEMBER_ID,
+    GroupMetadata,
+    JoinGroupMember,
+    JoinGroupResult,
+    LeaveMemberResult,
+    MemberMetadata,
+    SyncGroupResult,
+)
 from .records import (
     GroupMetadataValue,
     MemberMetadataRecord,
@@ -44,8 +53,6 @@ from .records import (
     group_metadata_record,
 )
 from .shard import (
-    NO_GENERATION,
-    UNKNOWN_MEMBER_ID,
     PartitionOwnership,
     RecordWriter,
     _map_store_error,
@@ -55,43 +62,10 @@ from .share.group import ShareGroup
 from .state import GroupState
 from .timer import Scheduler
 
+__all__ = ["ClassicGroupManager", "JoinGroupMember", "JoinGroupResult", "LeaveMemberResult",
+           "SyncGroupResult"]
+
 log = logging.getLogger("groupcoord.coordinator")
-
-
-@dataclass(slots=True)
-class JoinGroupMember:
-    member_id: str
-    group_instance_id: str | None
-    metadata: bytes
-
-
-@dataclass(slots=True)
-class JoinGroupResult:
-    error: ErrorCode
-    member_id: str = UNKNOWN_MEMBER_ID
-    generation_id: int = NO_GENERATION
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    leader_id: str = ""
-    skip_assignment: bool = False
-    members: list[JoinGroupMember] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class SyncGroupResult:
-    error: ErrorCode
-    assignment: bytes = b""
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-
-
-@dataclass(slots=True)
-class LeaveMemberResult:
-    member_id: str
-    group_instance_id: str | None
-    error: ErrorCode
-
-
 
 
 class ClassicGroupManager:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
+from .consumer.assignors import ASSIGNORS
 from .records import DEFAULT_OFFSETS_TOPIC_PARTITIONS
 
 
@@ -83,7 +83,7 @@ class GroupConfig:
     MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
 
     @classmethod
-    def from_properties(cls, props: Mapping[str, Any]) -> GroupConfig:
+    def from_properties(cls, props: Mapping[str, object]) -> GroupConfig:
         cfg = cls()
         for prop, attr in cls._PROPERTIES.items():
             raw = props.get(prop)
@@ -95,7 +95,7 @@ class GroupConfig:
             elif attr == "group_consumer_migration_policy":
                 setattr(cfg, attr, str(raw).strip().lower())
             else:
-                setattr(cfg, attr, int(raw))
+                setattr(cfg, attr, int(raw) if isinstance(raw, (int, float)) else int(str(raw)))
         cfg.validate()
         return cfg
 
@@ -128,7 +128,6 @@ class GroupConfig:
         if self.group_consumer_heartbeat_interval_ms >= self.group_consumer_session_timeout_ms:
             raise ValueError("group.consumer.heartbeat.interval.ms must be less than "
                              "group.consumer.session.timeout.ms")
-        from .consumer.assignors import ASSIGNORS
         unknown = [a for a in self.group_consumer_assignors if a not in ASSIGNORS]
         if unknown or not self.group_consumer_assignors:
             raise ValueError(f"group.consumer.assignors: unknown assignor(s) {unknown}; "

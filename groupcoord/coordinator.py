@@ -56,7 +56,7 @@ from .consumer.messages import (
     ConsumerGroupHeartbeatResult,
 )
 from .consumer.records import decode_consumer_key
-from .group import GroupMetadata, OffsetAndMetadata
+from .group import NO_GENERATION, NO_PROTOCOL, UNKNOWN_MEMBER_ID, GroupMetadata, OffsetAndMetadata
 from .offsets import OffsetMetadataManager, PartitionOffset
 from .records import (
     GroupMetadataKey,
@@ -67,9 +67,6 @@ from .records import (
     offset_commit_record,
 )
 from .shard import (
-    NO_GENERATION,
-    NO_PROTOCOL,
-    UNKNOWN_MEMBER_ID,
     PartitionOwnership,
     RecordWriter,
     TopicPartition,

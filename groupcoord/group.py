@@ -14,11 +14,50 @@ import struct
 from collections import Counter
 from collections.abc import MutableMapping
 from dataclasses import dataclass, field
-from typing import Any
+
+from protocol.errors import ErrorCode
 
 from .state import GroupState, check_transition
+from .timer import TimerHandle
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
+UNKNOWN_MEMBER_ID = ""
+NO_GENERATION = -1
+NO_PROTOCOL = ""
+
+
+@dataclass(slots=True)
+class JoinGroupMember:
+    member_id: str
+    group_instance_id: str | None
+    metadata: bytes
+
+
+@dataclass(slots=True)
+class JoinGroupResult:
+    error: ErrorCode
+    member_id: str = UNKNOWN_MEMBER_ID
+    generation_id: int = NO_GENERATION
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader_id: str = ""
+    skip_assignment: bool = False
+    members: list[JoinGroupMember] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class SyncGroupResult:
+    error: ErrorCode
+    assignment: bytes = b""
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+
+
+@dataclass(slots=True)
+class LeaveMemberResult:
+    member_id: str
+    group_instance_id: str | None
+    error: ErrorCode
 
 
 @dataclass(slots=True)
@@ -47,10 +86,10 @@ class MemberMetadata:
     # A member that joined but has not yet completed a join: its heartbeat deadline is the
     # (long) new-member timeout rather than its session timeout (KIP-394).
     is_new: bool = False
-    awaiting_join: asyncio.Future[Any] | None = None
-    awaiting_sync: asyncio.Future[Any] | None = None
+    awaiting_join: asyncio.Future[JoinGroupResult] | None = None
+    awaiting_sync: asyncio.Future[SyncGroupResult] | None = None
     last_heartbeat_ms: int = 0
-    heartbeat_timer: Any = None
+    heartbeat_timer: TimerHandle | None = None
     join_reason: str | None = None
 
     @property
@@ -105,8 +144,8 @@ class GroupMetadata:
     # Rebalance bookkeeping, owned by the coordinator.
     new_member_added: bool = False
     initial_join_delay: bool = False
-    join_timer: Any = None
-    sync_timer: Any = None
+    join_timer: TimerHandle | None = None
+    sync_timer: TimerHandle | None = None
 
     # --- state ------------------------------------------------------------------------------
 

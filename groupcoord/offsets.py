@@ -27,6 +27,7 @@ from .config import GroupConfig
 from .consumer.group import ConsumerGroup
 from .group import (
     CONSUMER_PROTOCOL_TYPE,
+    UNKNOWN_MEMBER_ID,
     GroupMetadata,
     OffsetAndMetadata,
     parse_subscription_topics,
@@ -39,7 +40,6 @@ from .records import (
     offset_commit_record,
 )
 from .shard import (
-    UNKNOWN_MEMBER_ID,
     PartitionOwnership,
     RecordWriter,
     TopicPartition,

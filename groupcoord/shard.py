@@ -43,9 +43,6 @@ from .storage import OffsetsStorage
 
 log = logging.getLogger("groupcoord.coordinator")
 
-UNKNOWN_MEMBER_ID = ""
-NO_GENERATION = -1
-NO_PROTOCOL = ""
 TopicPartition = tuple[str, int]
 
 T = TypeVar("T")

@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import struct
 import uuid
-from collections.abc import Container
+from collections.abc import Container, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeVar
 
-from protocol import kip848
+from kafka.protocol.api_data import ApiData
+from kafka.protocol.data_container import DataContainer
+
+from protocol import kafka_uuid, kip848
 
 from ..records import Record, _Reader, _Writer
 from .group import Assignment, ConsumerGroup, ConsumerGroupMember, MemberState, TopicMetadata
@@ -77,22 +80,25 @@ def decode_consumer_key(data: bytes) -> ConsumerRecordKey | None:
     return ConsumerRecordKey(*got) if got is not None else None
 
 
-def _value(obj: Any) -> bytes:
+D = TypeVar("D", bound=ApiData)
+
+
+def _value(obj: ApiData) -> bytes:
     return struct.pack(">h", 0) + bytes(obj.encode(version=0, header=False))
 
 
-def decode_value(cls: Any, data: bytes) -> Any:
+def decode_value(cls: type[D], data: bytes) -> D:
     (version,) = struct.unpack_from(">h", data, 0)
     if version != 0:
         raise ValueError(f"unknown {cls.__name__} version {version}")
     return cls.decode(data[2:], version=0, header=False)
 
 
-def _topic_partitions(cls: Any, a: Assignment) -> list[Any]:
+def _topic_partitions(cls: type[DataContainer], a: Assignment) -> list[DataContainer]:
     return [cls(topic_id=t, partitions=sorted(ps)) for t, ps in sorted(a.items(), key=lambda kv: str(kv[0])) if ps]
 
 
-def assignment_from(items: Any) -> Assignment:
+def assignment_from(items: Iterable[DataContainer] | None) -> Assignment:
     out: Assignment = {}
     for tp in items or []:
         if tp.partitions:
@@ -188,11 +194,7 @@ def group_tombstones(group: ConsumerGroup) -> list[Record]:
     return records
 
 
-def topic_id_of(value: Any) -> uuid.UUID:
-    return value if isinstance(value, uuid.UUID) else uuid.UUID(bytes=bytes(value))
-
-
-VALUE_CLASSES: dict[int, Any] = {
+VALUE_CLASSES: dict[int, type[ApiData]] = {
     GROUP_METADATA: kip848.ConsumerGroupMetadataValue,
     PARTITION_METADATA: kip848.ConsumerGroupPartitionMetadataValue,
     MEMBER_METADATA: kip848.ConsumerGroupMemberMetadataValue,
@@ -202,11 +204,9 @@ VALUE_CLASSES: dict[int, Any] = {
 }
 
 
-def value_to_plain(key_type: int, value: bytes) -> Any:
+def value_to_plain(key_type: int, value: bytes) -> object:
     """A consumer-group record value as plain data (topic ids in Kafka's text form), for tools."""
-    from protocol import kafka_uuid
-
-    def plain(obj: Any) -> Any:
+    def plain(obj: object) -> object:
         if isinstance(obj, uuid.UUID):
             return kafka_uuid.to_string(obj)
         if isinstance(obj, dict):

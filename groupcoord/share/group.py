@@ -12,7 +12,8 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+
+from ..timer import TimerHandle
 
 Assignment = dict[uuid.UUID, set[int]]
 
@@ -35,7 +36,7 @@ class ShareGroupMember:
     client_host: str = ""
     subscribed_topic_names: list[str] = field(default_factory=list)
     assignment: Assignment = field(default_factory=dict)
-    session_timer: Any = None
+    session_timer: TimerHandle | None = None
 
 
 @dataclass(slots=True)

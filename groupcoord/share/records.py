@@ -21,8 +21,10 @@ loading such a record would merely see a changed hash and bump the group epoch o
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+
+from kafka.protocol.data_container import DataContainer
 
 from protocol import kip932
 
@@ -73,12 +75,12 @@ def member_record(group_id: str, member: ShareGroupMember | str) -> Record:
         subscribed_topic_names=list(member.subscribed_topic_names)))
 
 
-def _partitions(cls: Any, a: Assignment) -> list[Any]:
+def _partitions(cls: type[DataContainer], a: Assignment) -> list[DataContainer]:
     return [cls(topic_id=t, partitions=sorted(ps))
             for t, ps in sorted(a.items(), key=lambda kv: str(kv[0])) if ps]
 
 
-def assignment_of(items: Any) -> Assignment:
+def assignment_of(items: Iterable[DataContainer] | None) -> Assignment:
     return {tp.topic_id: set(tp.partitions or []) for tp in items or []}
 
 

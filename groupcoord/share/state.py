@@ -34,7 +34,9 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
+
+from kafka.protocol.data_container import DataContainer
 
 from log.coordinator_runtime import CoordinatorRuntime, OnAppended
 from protocol import kafka_uuid, kip932
@@ -82,7 +84,7 @@ def decode_key(data: bytes) -> tuple[int, SharePartitionKey]:
     return kind, (group, topic_id, r.int32())
 
 
-def _batches(cls: Any, batches: Iterable[StateBatch]) -> list[Any]:
+def _batches(cls: type[DataContainer], batches: Iterable[StateBatch]) -> list[DataContainer]:
     return [cls(first_offset=f, last_offset=la, delivery_state=s, delivery_count=c)
             for f, la, s, c in batches]
 
