@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from .varint import read_uvarint, uvarint
 
@@ -73,10 +73,10 @@ _ABORTED = struct.Struct(">qq")
 def encode_fetch_response(version: int, correlation_id: int, topics: Sequence[TopicData], *,
                           throttle_time_ms: int = 0, error_code: int = 0, session_id: int = 0,
                           node_endpoints: Sequence[tuple[int, str, int, str | None]] = (),
-                          ) -> tuple[list[Any], int]:
+                          ) -> tuple[list[bytes | Region], int]:
     """Return (chunks, total size) of the framed response; chunks are bytes or regions."""
     flexible = version >= 12
-    chunks: list[Any] = []
+    chunks: list[bytes | Region] = []
     buf = bytearray()
 
     def arr_len(n: int) -> bytes:
@@ -202,7 +202,8 @@ class FetchResponseData:
     topics: list[TopicData]
 
 
-def _skip_tags(buf: memoryview, pos: int, on_tag: Any = None) -> int:
+def _skip_tags(buf: memoryview, pos: int,
+               on_tag: Callable[[int, memoryview], None] | None = None) -> int:
     count, pos = read_uvarint(buf, pos)
     for _ in range(count):
         tag, pos = read_uvarint(buf, pos)

@@ -11,18 +11,20 @@ this module builds a registry of them by API key and does the header work around
 * Produce requests keep their records in the frame: kafka-python's generated decoder copies a
   ``records`` field into new ``bytes`` (and ``validate_batches`` would copy it again to patch
   offsets); here ProduceRequest's records field decodes as a ``memoryview`` slice of the body
-  instead (:class:`_RecordsView`). A large request has a buffer of its own
+  instead (:class:`protocol.kafka_python_internals.RecordsView`). A large request has a buffer of its own
   (``protocol.framing``), so its batches are validated, patched and written where they were
   read. Everything else about the decode (versions, compact and tagged forms, nulls) is
   kafka-python's own.
+
+What this needs of kafka-python's internals (the compiled decoder with its end position, the
+records codec) is in :mod:`protocol.kafka_python_internals`, and only there.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from kafka.protocol import admin as _admin
 from kafka.protocol import consumer as _consumer
@@ -30,13 +32,14 @@ from kafka.protocol import metadata as _metadata
 from kafka.protocol import producer as _producer
 from kafka.protocol import sasl as _sasl
 from kafka.protocol.api_message import ApiMessage
-from kafka.protocol.schemas.fields.codecs.types import Bytes, UnsignedVarInt32
+from kafka.protocol.data_container import DataContainer
 
 from . import inter_broker as _inter_broker
 from . import kip714 as _kip714
 from . import kip848 as _kip848
 from . import kip932 as _kip932
 from .api_keys import ApiKey
+from .kafka_python_internals import SchemaField, compiled_decoder, decode_records_in_place
 from .varint import read_uvarint
 
 _HDR = struct.Struct(">hhi")
@@ -45,9 +48,9 @@ _HDR0 = struct.Struct(">ii")
 _FLEX_HDR = struct.Struct(">iib")
 
 
-def _collect() -> tuple[dict[int, Any], dict[int, Any]]:
-    requests: dict[int, Any] = {}
-    responses: dict[int, Any] = {}
+def _collect() -> tuple[dict[int, type[ApiMessage]], dict[int, type[ApiMessage]]]:
+    requests: dict[int, type[ApiMessage]] = {}
+    responses: dict[int, type[ApiMessage]] = {}
     # protocol.inter_broker, protocol.kip848, protocol.kip714 and protocol.kip932: classes
     # kafka-python lacks, from the schemas in protocol/schemas.
     for mod in (_producer, _consumer, _metadata, _admin, _inter_broker, _kip848, _kip714, _kip932, _sasl):
@@ -55,7 +58,7 @@ def _collect() -> tuple[dict[int, Any], dict[int, Any]]:
             obj = getattr(mod, name, None)
             if not isinstance(obj, type) or not issubclass(obj, ApiMessage) or obj is ApiMessage:
                 continue
-            cls: Any = obj
+            cls: type[ApiMessage] = obj
             try:
                 key = cls.API_KEY
                 kind = cls.type
@@ -68,50 +71,7 @@ def _collect() -> tuple[dict[int, Any], dict[int, Any]]:
 REQUEST_CLASSES, RESPONSE_CLASSES = _collect()
 
 
-class _RecordsView(Bytes):
-    """kafka-python's ``records`` codec (Bytes), decoding to a slice of the input, not a copy."""
-
-    @classmethod
-    def emit_decode_from(cls, ctx: Any, var_name: str, indent: str, compact: bool = False) -> None:
-        ln = ctx.next_var("ln")
-        if compact:
-            UnsignedVarInt32.emit_decode_from(ctx, ln, indent)
-            ctx.emit(indent, f"{ln} -= 1")
-        else:
-            ctx.emit(indent, f'{ln} = unpack_from(">i", data, pos)[0]')
-            ctx.emit(indent, "pos += 4")
-        ctx.emit(indent, f"if {ln} < 0:")
-        ctx.emit(indent, f"    {var_name} = None")
-        ctx.emit(indent, "else:")
-        ctx.emit(indent, f"    {var_name} = data[pos:pos+{ln}]")
-        ctx.emit(indent, f"    pos += {ln}")
-
-
-def _records_in_place(cls: Any) -> int:
-    """Make ``cls``'s ``records`` fields decode with :class:`_RecordsView`; how many there were.
-
-    Must run before the class first decodes (kafka-python compiles a decoder per version on
-    first use). A kafka-python laying its schemas out otherwise finds none: decoding still
-    works, with the copies.
-    """
-    found = 0
-    stack, seen = [cls._struct], set()
-    while stack:
-        field = stack.pop()
-        if id(field) in seen:
-            continue
-        seen.add(id(field))
-        if getattr(field, "_type_str", None) == "records" and getattr(field, "_type", None) is Bytes:
-            field._type = _RecordsView
-            found += 1
-        stack.extend(getattr(field, "_fields", None) or ())
-        inner = getattr(field, "array_of", None)  # an array of structs decodes through its element struct
-        if inner is not None:
-            stack.append(inner)
-    return found
-
-
-_records_in_place(REQUEST_CLASSES[ApiKey.PRODUCE])
+decode_records_in_place(REQUEST_CLASSES[ApiKey.PRODUCE])
 
 
 class MalformedRequest(Exception):
@@ -177,7 +137,7 @@ def parse_header(frame: bytes | memoryview) -> RequestHeader:
     return RequestHeader(api_key, api_version, correlation_id, client_id, pos)
 
 
-def decode_body(header: RequestHeader, frame: bytes | memoryview) -> Any:
+def decode_body(header: RequestHeader, frame: bytes | memoryview) -> ApiMessage:
     cls = REQUEST_CLASSES.get(header.api_key)
     if cls is None:
         raise MalformedRequest(f"unknown API key {header.api_key}")
@@ -185,10 +145,8 @@ def decode_body(header: RequestHeader, frame: bytes | memoryview) -> Any:
         raise UnsupportedVersion(f"{cls.name} v{header.api_version}")
     version = header.api_version
     body = memoryview(frame)[header.size:]
-    flexible = cls.flexible_version_q(version)
     try:
-        decode = cls._struct.compiled_decode_from(version, compact=flexible, tagged=flexible, data_class=cls)
-        request, end = decode(body, 0)
+        request, end = compiled_decoder(cls, version)(body, 0)
     except Exception as e:
         raise MalformedRequest(f"cannot decode {cls.name} v{version}: {e}") from e
     # kafka-python's decoders slice without bounds checks: a length prefix that runs past the
@@ -213,28 +171,28 @@ def decode_body(header: RequestHeader, frame: bytes | memoryview) -> Any:
 # arrays and structs that contain such fields, so a Produce costs a few attribute reads per
 # partition, never a look at the records.
 
-NullCheck = Callable[[Any], "str | None"]
+NullCheck = Callable[[DataContainer], "str | None"]
 _NULL_CHECKS: dict[tuple[int, int], NullCheck] = {}
 _NULLABLE_TYPES = frozenset({"string", "bytes", "records"})
 
 
-def _null_check(api_key: int, version: int, cls: Any) -> NullCheck:
+def _null_check(api_key: int, version: int, cls: type[ApiMessage]) -> NullCheck:
     check = _NULL_CHECKS.get((api_key, version))
     if check is None:
-        check = _NULL_CHECKS[(api_key, version)] = _struct_check(cls._struct, version) or (lambda _r: None)
+        check = _NULL_CHECKS[(api_key, version)] = _struct_check(cls.fields, version) or (lambda _r: None)
     return check
 
 
-def _struct_check(struct: Any, version: int) -> NullCheck | None:
+def _struct_check(fields: Mapping[str, SchemaField], version: int) -> NullCheck | None:
     """A function returning the path of the first illegal null in a decoded struct, or None
     when nothing in the struct can be an illegal null (then no check is needed)."""
     checks: list[tuple[str, bool, str, NullCheck | None]] = []  # (name, nullable, kind, inner)
-    for f in struct.fields.values():
+    for f in fields.values():
         if not f.for_version_q(version) or f.tagged_field_q(version):
             continue  # an absent tagged field takes its default, which may be null
         nullable = f.nullable_for_version_q(version)
         if f.is_struct_array():
-            inner = _struct_check(f.array_of, version)
+            inner = _struct_check(f.array_of.fields, version)
             if not nullable or inner is not None:
                 checks.append((f.name, nullable, "structs", inner))
         elif f.is_array():
@@ -242,7 +200,7 @@ def _struct_check(struct: Any, version: int) -> NullCheck | None:
             if not nullable or elem_can_be_null:
                 checks.append((f.name, nullable, "values" if elem_can_be_null else "array", None))
         elif f.is_struct():
-            inner = _struct_check(f, version)
+            inner = _struct_check(f.fields, version)
             if not nullable or inner is not None:
                 checks.append((f.name, nullable, "struct", inner))
         elif f.type_str in _NULLABLE_TYPES and not nullable:
@@ -250,7 +208,7 @@ def _struct_check(struct: Any, version: int) -> NullCheck | None:
     if not checks:
         return None
 
-    def check(obj: Any) -> str | None:
+    def check(obj: DataContainer) -> str | None:
         for name, nullable, kind, inner in checks:
             value = getattr(obj, name, None)
             if value is None:
@@ -275,11 +233,11 @@ def _struct_check(struct: Any, version: int) -> NullCheck | None:
     return check
 
 
-def response_class(api_key: int, version: int) -> Any:
+def response_class(api_key: int, version: int) -> type[ApiMessage]:
     return RESPONSE_CLASSES[api_key][version]
 
 
-def encode_response(api_key: int, version: int, correlation_id: int, response: Any) -> bytes:
+def encode_response(api_key: int, version: int, correlation_id: int, response: ApiMessage) -> bytes:
     """Frame ``response`` (a kafka-python response object) for the wire.
 
     Response header v1 (flexible versions) is the correlation id plus an empty tagged-field
