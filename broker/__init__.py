@@ -1,4 +1,4 @@
-"""The broker: network layer and composition root (server.py), request layer (apis/), the replica
+"""The broker: composition root (server.py), network layer (network/), request layer (apis/), the replica
 manager and log dirs, the cluster (zk/, controller/, replication/, metadata_cache.py), security/,
 configuration (config.py, configs.py), metrics/ and console/, tools/.
 

@@ -61,7 +61,7 @@ class HookedRequest:
     ctx: Any  # broker.apis.RequestContext (not imported: the request layer sits below this module)
     request: Any  # the decoded kafka.protocol request object: valid during the call only
     frame: bytes | memoryview  # the request's frame (header and body), valid during the call only
-    connection: Any  # broker.server.KafkaConnection
+    connection: Any  # broker.network.connection.KafkaConnection
 
     @property
     def api_key(self) -> int:

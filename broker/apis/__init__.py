@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,9 +25,12 @@ from protocol.api_keys import ApiKey
 from protocol.messages import REQUEST_CLASSES, RequestHeader, response_class
 
 from ..security.acl import AclOperation, Requires, ResourceType
+from .responses import DelayedResponse, EncodedResponse
 
 if TYPE_CHECKING:
     from broker.server import Broker
+
+__all__ = ["ApiSpec", "DelayedResponse", "EncodedResponse", "Handler", "RequestContext", "api", "load_all"]
 
 Handler = Callable[["RequestContext", Any], Awaitable[Any]]
 
@@ -139,32 +142,6 @@ def _api_name(key: int) -> str:
         return ApiKey(key).name
     except ValueError:
         return str(key)
-
-
-class DelayedResponse:
-    """A handler's answer whose work is done but whose response must wait: Kafka's delayed
-    operations (an acks=all Produce parked until the ISR has its records).
-
-    Everything that orders requests (validation, the append) has happened when the handler
-    returns this; ``wait`` is a coroutine that only waits and then builds the response. The
-    connection serves the client's next requests meanwhile and writes the responses in request
-    order (see ``broker/server.py``), so a producer that pipelines requests is not held to one
-    replication round trip per request.
-    """
-
-    __slots__ = ("wait",)
-
-    def __init__(self, wait: Coroutine[Any, Any, Any]) -> None:
-        self.wait = wait
-
-
-@dataclass(slots=True)
-class EncodedResponse:
-    """A response a handler framed itself: ``chunks`` are bytes or file regions (``.size``,
-    ``.read()``, ``.fd``, ``.position``) that the connection writes in order."""
-
-    chunks: list[Any]
-    size: int
 
 
 def load_all() -> dict[int, ApiSpec]:

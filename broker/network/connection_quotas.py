@@ -1,7 +1,7 @@
 """Connection limits, as Kafka's ``kafka.network.ConnectionQuotas`` (KIP-308, KIP-402, KIP-612).
 
 What it owns: the count of open connections per client address, per listener and for the
-broker, and the connection-creation rates; the broker's acceptors (``broker.server.Acceptor``)
+broker, and the connection-creation rates; the broker's acceptors (``broker.network.acceptor.Acceptor``)
 ask it before each new connection is served and tell it when one closes.
 
 Kafka's rules, which this module keeps:

@@ -1,4 +1,4 @@
-"""Pipelined acks=all Produce requests on one connection (broker/server.py, DelayedResponse).
+"""Pipelined acks=all Produce requests on one connection (broker/network/connection.py, DelayedResponse).
 
 While an acks=all Produce waits for the ISR, the leader serves the connection's next requests;
 the responses must still leave in request order, each acks=all answer must come only once the
