@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Protocol
 from protocol.framing import FrameDecoder, FrameError
 
 from ..apis.responses import DelayedResponse
-from ..config import BrokerConfig
+from ..config.properties import BrokerConfig
 from ..metrics.stats import RequestTimer
 from ..repeated_warnings import RepeatedWarnings
 from .connection_quotas import ConnectionQuotas, ConnectionSlot
