@@ -84,7 +84,7 @@ def add_schema_registry_arguments(p: argparse.ArgumentParser) -> None:
 
 def run_schema_registry(args: argparse.Namespace) -> int:
     """``samsa schema-registry``: the broker's registry as its own process, over the Kafka protocol."""
-    from .schema_registry import SchemaRegistry, parse_listener  # noqa: PLC0415
+    from .schema_registry import SchemaRegistry, parse_listener, standalone_security  # noqa: PLC0415
     from .schema_registry.store import client_options  # noqa: PLC0415
 
     logging.basicConfig(level=args.log_level.upper(), format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
@@ -105,11 +105,13 @@ def run_schema_registry(args: argparse.Namespace) -> int:
     async def serve() -> None:
         sr = SchemaRegistry(host, port, args.bootstrap_server, max_body=args.max_request_bytes,
                             advertised_url=args.advertised_listener, eligible=not args.no_leader_eligibility,
-                            replication_factor=args.replication_factor, client_options=options)
+                            replication_factor=args.replication_factor, client_options=options,
+                            security=standalone_security(args.bootstrap_server, options))
         await sr.start()
         logging.getLogger("samsa.schema_registry").info(
-            "Schema registry listening on %s, storing schemas in _schemas at %s", sr.advertised_url,
-            args.bootstrap_server)
+            "Schema registry listening on %s, storing schemas in _schemas at %s (%s)", sr.advertised_url,
+            args.bootstrap_server, "HTTP Basic authentication checked by the cluster's SASL and ACLs"
+            if sr.app.security is not None else "no authentication")
         stopping = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):

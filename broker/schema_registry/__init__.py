@@ -35,6 +35,7 @@ import ssl
 from typing import Any
 from urllib.parse import urlparse
 
+from .cluster_auth import standalone_security
 from .election import PrimaryElection
 from .http import HttpServer
 from .metrics import RegistryMetrics
@@ -44,6 +45,8 @@ from .service import Registry
 from .state import RegistryState
 from .store import KafkaStore, kafka_client_settings
 from .validation import stop_schema_view
+
+__all__ = ["SchemaRegistry", "forward_ssl_context", "parse_listener", "standalone_security", "start", "stop"]
 
 log = logging.getLogger("samsa.schema_registry")
 

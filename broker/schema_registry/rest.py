@@ -107,7 +107,7 @@ class RestApp:
         if req.segments and req.segments != ["metrics"]:
             await self.registry.store.wait_ready()  # reads are served once caught up with _schemas
         if self.security is not None and req.segments != ["metrics"]:
-            self.security.check(req, operation, subject)
+            await self.security.check(req, operation, subject)
         if write and self.forwarder is not None:
             if not self.forwarder.is_primary():
                 if FORWARDED in req.headers:
@@ -230,8 +230,8 @@ class RestApp:
         doc["schema"] = text
         return doc
 
-    def _may_read(self, req: Request, subject: str) -> bool:
-        return self.security is None or self.security.may_read(req, subject)
+    async def _readable(self, req: Request, subjects: list[str]) -> set[str]:
+        return set(subjects) if self.security is None else await self.security.readable(req, subjects)
 
     @staticmethod
     def _schema_id(raw: str) -> int:
@@ -263,8 +263,10 @@ class RestApp:
         deleted = _bool(req.query, "deleted")
         latest_only = _bool(req.query, "latestOnly")
         out = []
-        for subject in st.subject_names(deleted):
-            if not subject.startswith(prefix) or not self._may_read(req, subject):
+        names = [s for s in st.subject_names(deleted) if s.startswith(prefix)]
+        readable = await self._readable(req, names)
+        for subject in names:
+            if subject not in readable:
                 continue
             versions = st.versions(subject, deleted)
             for sv in versions[-1:] if latest_only else versions:
@@ -288,19 +290,22 @@ class RestApp:
         if sid not in self.registry.state.schemas:
             raise errors.schema_not_found(sid)
         uses = self.registry.state.usages(sid, _bool(req.query, "deleted"))
-        return sorted({sv.subject for sv in uses if self._may_read(req, sv.subject)})
+        readable = await self._readable(req, [sv.subject for sv in uses])
+        return sorted({sv.subject for sv in uses if sv.subject in readable})
 
     async def schema_versions(self, req: Request, schema_id: str) -> Any:
         sid = self._schema_id(schema_id)
         if sid not in self.registry.state.schemas:
             raise errors.schema_not_found(sid)
-        return [{"subject": sv.subject, "version": sv.version}
-                for sv in self.registry.state.usages(sid, _bool(req.query, "deleted")) if self._may_read(req, sv.subject)]
+        uses = self.registry.state.usages(sid, _bool(req.query, "deleted"))
+        readable = await self._readable(req, [sv.subject for sv in uses])
+        return [{"subject": sv.subject, "version": sv.version} for sv in uses if sv.subject in readable]
 
     async def list_subjects(self, req: Request) -> Any:
         prefix = req.query.get("subjectPrefix", "")
-        return [s for s in self.registry.state.subject_names(_bool(req.query, "deleted"))
-                if s.startswith(prefix) and self._may_read(req, s)]
+        names = [s for s in self.registry.state.subject_names(_bool(req.query, "deleted")) if s.startswith(prefix)]
+        readable = await self._readable(req, names)
+        return [s for s in names if s in readable]
 
     async def list_versions(self, req: Request, subject: str) -> Any:
         st = self.registry.state

@@ -26,6 +26,9 @@ import hmac
 import logging
 from typing import Any
 
+from ..security.acl import ALTER_CONFIGS, CLUSTER, CLUSTER_NAME, DESCRIBE, DESCRIBE_CONFIGS, TOPIC, WRITE
+from ..security.jaas import parse_jaas
+from ..security.scram import ScramCredential
 from .errors import RegistryError
 from .http import Request
 
@@ -39,6 +42,21 @@ def unauthorized() -> RegistryError:
 def forbidden(operation: str, subject: str | None) -> RegistryError:
     what = f"Subject: {subject}" if subject is not None else "the global configuration"
     return RegistryError(403, 40301, f"User is denied operation {operation} on {what}")
+
+
+def basic_credentials(req: Request) -> tuple[str, str]:
+    """(user, password) of the request's ``Authorization: Basic``; a 401 without them."""
+    header = req.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "basic" or not token:
+        raise unauthorized()
+    try:
+        user, sep, password = base64.b64decode(token.strip(), validate=True).decode("utf-8").partition(":")
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        raise unauthorized() from None
+    if not sep or not user:
+        raise unauthorized()
+    return user, password
 
 
 def subject_topic(subject: str) -> str:
@@ -60,8 +78,6 @@ class RegistrySecurity:
 
     @classmethod
     def from_broker(cls, broker: Any) -> RegistrySecurity | None:
-        from broker.security.jaas import parse_jaas  # noqa: PLC0415
-
         plain: dict[str, str] = {}
         sasl = False
         for ls in broker.security.listeners.values():
@@ -82,15 +98,8 @@ class RegistrySecurity:
     def principal(self, req: Request) -> str:
         if not self.authenticate:
             return "User:ANONYMOUS"
-        header = req.headers.get("authorization", "")
-        scheme, _, token = header.partition(" ")
-        if scheme.lower() != "basic" or not token:
-            raise unauthorized()
-        try:
-            user, sep, password = base64.b64decode(token.strip(), validate=True).decode("utf-8").partition(":")
-        except (binascii.Error, ValueError, UnicodeDecodeError):
-            raise unauthorized() from None
-        if not sep or not user or not self._check_password(user, password):
+        user, password = basic_credentials(req)
+        if not self._check_password(user, password):
             log.info("Schema registry: failed authentication of user %r from %s", user, req.peer)
             raise unauthorized()
         return f"User:{user}"
@@ -99,8 +108,6 @@ class RegistrySecurity:
         expected = self.plain_users.get(user)
         if expected is not None and hmac.compare_digest(expected.encode(), password.encode()):
             return True
-        from broker.security.scram import ScramCredential  # noqa: PLC0415
-
         for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
             cred = self.credentials.get(user, mechanism) if self.credentials is not None else None
             if cred is None:
@@ -112,22 +119,12 @@ class RegistrySecurity:
 
     # --- authorization ----------------------------------------------------------------------
 
-    def check(self, req: Request, operation: str, subject: str | None) -> None:
+    async def check(self, req: Request, operation: str, subject: str | None) -> None:
         """``operation`` as the REST layer names it: read, write, delete, read_config, write_config."""
         principal = self.principal(req)
         req.principal = principal
         if self.authorizer is None:
             return
-        from broker.security.acl import (  # noqa: PLC0415
-            ALTER_CONFIGS,
-            CLUSTER,
-            CLUSTER_NAME,
-            DESCRIBE,
-            DESCRIBE_CONFIGS,
-            TOPIC,
-            WRITE,
-        )
-
         host = req.peer.rsplit(":", 1)[0] if req.peer else ""
         if subject is None:
             if operation in ("read", "delete", "write"):
@@ -141,11 +138,11 @@ class RegistrySecurity:
         if not self.authorizer.authorize(principal, host, op, TOPIC, subject_topic(subject), api="SchemaRegistry"):
             raise forbidden(name, subject)
 
-    def may_read(self, req: Request, subject: str) -> bool:
+    async def readable(self, req: Request, subjects: list[str]) -> set[str]:
+        """Those of ``subjects`` the request's user may read (listings show only those)."""
         if self.authorizer is None:
-            return True
-        from broker.security.acl import DESCRIBE, TOPIC  # noqa: PLC0415
-
+            return set(subjects)
         host = req.peer.rsplit(":", 1)[0] if req.peer else ""
-        return bool(self.authorizer.authorize(req.principal or "User:ANONYMOUS", host, DESCRIBE, TOPIC,
-                                              subject_topic(subject), api="SchemaRegistry", log_denied=False))
+        return {s for s in subjects if self.authorizer.authorize(req.principal or "User:ANONYMOUS", host, DESCRIBE,
+                                                                 TOPIC, subject_topic(s), api="SchemaRegistry",
+                                                                 log_denied=False)}

@@ -25,6 +25,7 @@ from broker.schema_registry.election import forward
 from broker.schema_registry.http import Request
 from tests.support.brokers import REPO_ROOT
 from tests.support.net import free_port, wait_until
+from tests.support.schema_registry import RegistryHttp
 from tests.support.security import make_pki, scram_user, start_secure_broker
 
 SCHEMA = json.dumps({"type": "record", "name": "S", "fields": [{"name": "a", "type": "int"}]})
@@ -115,6 +116,75 @@ def test_https_basic_auth_and_subject_acls(broker_factory: Any, tmp_path: Path) 
         raise AssertionError("a wrong password was accepted")
     except Exception as e:  # SchemaRegistryError
         assert getattr(e, "http_status_code", None) == 401
+
+
+def test_standalone_registry_checks_http_users_against_the_cluster(broker_factory: Any, tmp_path: Path) -> None:
+    """``samsa schema-registry`` against a SASL cluster: HTTP Basic users are the cluster's (a PLAIN
+    user and a SCRAM-SHA-512 user, checked by SASL logins to the cluster), subjects follow the
+    cluster's topic ACLs (asked of the cluster as the user, KIP-430); Confluent's 401 and 403."""
+    pki = make_pki(tmp_path / "pki")
+    sb = start_secure_broker(broker_factory, pki, **{"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+                                                      "allow.everyone.if.no.acl.found": "true"})
+    bootstrap = sb.addr(sb.plaintext)
+    scram_user(bootstrap, "reg", "reg-pw", "SCRAM-SHA-256")
+    scram_user(bootstrap, "carol", "carol-pw", "SCRAM-SHA-512")
+    out = subprocess.run([sys.executable, "-m", "broker.tools", "topics", "--bootstrap-server", bootstrap, "--create",
+                          "--topic", "secret", "--partitions", "1", "--replication-factor", "1"],
+                         cwd=str(REPO_ROOT), capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    out = subprocess.run([sys.executable, "-m", "broker.tools", "acls", "--bootstrap-server", bootstrap, "--add",
+                          "--allow-principal", "User:alice", "--operation", "Write", "--operation", "Describe",
+                          "--topic", "secret"], cwd=str(REPO_ROOT), capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    props = tmp_path / "client.properties"
+    props.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"
+                     "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+                     'username="reg" password="reg-pw";\n')
+    port = free_port()
+    log = open(tmp_path / "standalone.log", "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "broker.cli", "schema-registry", "--bootstrap-server",
+                             sb.addr(sb.sasl_plaintext), "--listener", f"http://127.0.0.1:{port}",
+                             "--replication-factor", "1", "--command-config", str(props)],
+                            cwd=str(REPO_ROOT), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    reg = RegistryHttp(port)
+
+    def call(method: str, path: str, user: str | None, body: Any = None) -> tuple[int, Any, dict[str, str]]:
+        headers = {} if user is None else {"Authorization": "Basic " + base64.b64encode(user.encode()).decode()}
+        return reg.request(method, path, body, headers=headers)
+
+    try:
+        assert wait_until(lambda: _ok(lambda: call("GET", "/config", "reg:reg-pw")[0] == 200), 60), \
+            (tmp_path / "standalone.log").read_text()[-3000:]
+        for user in (None, "alice:wrong", "nobody:x", "carol:alice-secret", "carol:carol-pw:"):
+            status, doc, headers = call("GET", "/subjects", user)
+            assert (status, doc) == (401, {"error_code": 401, "message": "Unauthorized"}), user
+            assert headers["www-authenticate"].startswith("Basic")
+        # alice (PLAIN, ACL'd on topic "secret") may write its subject; carol (SCRAM-SHA-512) may not
+        assert call("POST", "/subjects/secret-value/versions", "alice:alice-secret", {"schema": SCHEMA})[0] == 200
+        status, doc, _ = call("POST", "/subjects/secret-value/versions", "carol:carol-pw", {"schema": SCHEMA})
+        assert (status, doc["error_code"]) == (403, 40301) and "secret-value" in doc["message"]
+        status, doc, _ = call("GET", "/subjects/secret-value/versions/latest", "carol:carol-pw")
+        assert (status, doc["error_code"]) == (403, 40301)
+        # a subject whose topic does not exist yet: no ACL on it, so everyone may (as the cluster says)
+        assert call("POST", "/subjects/open-value/versions", "carol:carol-pw", {"schema": SCHEMA})[0] == 200
+        assert call("GET", "/subjects", "carol:carol-pw")[1] == ["open-value"]
+        assert call("GET", "/subjects", "alice:alice-secret")[1] == ["open-value", "secret-value"]
+        # confluent-kafka's client with basic auth
+        client = SchemaRegistryClient({"url": reg.url, "basic.auth.user.info": "alice:alice-secret"})
+        assert client.get_latest_version("secret-value").version == 1
+        denied = SchemaRegistryClient({"url": reg.url, "basic.auth.user.info": "alice:nope"})
+        try:
+            denied.get_subjects()
+            raise AssertionError("a wrong password was accepted")
+        except Exception as e:  # SchemaRegistryError
+            assert getattr(e, "http_status_code", None) == 401
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
 
 
 def test_standalone_registry_over_sasl_reads_the_same_schemas(broker_factory: Any, tmp_path: Path) -> None:
