@@ -92,7 +92,7 @@ async def create_topic(broker: Any, name: str, num_partitions: int,
     auto-creation). Configs are validated like CreateTopics' (INVALID_CONFIG with the reason).
     """
     checked = validate_topic_configs(dict(configs or {}), broker.config)
-    return broker.topics.create(name, num_partitions, checked)  # type: ignore[no-any-return]
+    return await broker.metadata_support.create_topic(name, num_partitions, checked)  # type: ignore[no-any-return]
 
 
 async def auto_create_topic(broker: Any, name: str) -> TopicInfo | None:
@@ -113,7 +113,7 @@ async def auto_create_topic(broker: Any, name: str) -> TopicInfo | None:
     except KafkaError as e:
         if e.code != ErrorCode.TOPIC_ALREADY_EXISTS:
             raise
-        info = broker.cluster.topics.refresh_topic(name) if broker.cluster is not None else None
+        info = await broker.metadata_support.refresh_topic(name)
         if info is None:
             raise KafkaError(ErrorCode.LEADER_NOT_AVAILABLE, f"Topic {name} is being created") from None
         return info  # type: ignore[no-any-return]

@@ -22,6 +22,8 @@ from typing import Any
 from . import apis, security
 from .apis import RequestContext
 from .cluster.metadata import TopicRegistry
+from .cluster.support import LocalMetadataSupport, MetadataSupport
+from .cluster.zk.cluster import ZkMetadataSupport
 from .config.dynamic import DynamicBrokerConfigs
 from .config.properties import BrokerConfig, Listener
 from .group_configs import GroupConfigStore
@@ -58,19 +60,21 @@ class Broker:
         self.zk: Any = None
         self.metadata_cache: Any = None
         self.controller: Any = None
-        self.cluster: Any = None
+        self.cluster: ZkMetadataSupport | None = None
         self.inter_broker_listener: str | None = str(config.get("inter.broker.listener.name") or "") or None
         if self.inter_broker_listener is None and config.get("security.inter.broker.protocol"):
             # Kafka: security.inter.broker.protocol=X means the listener named X
             self.inter_broker_listener = str(config.get("security.inter.broker.protocol")).strip().upper()
         if str(config.get("zookeeper.connect") or "").strip():
-            from .cluster.zk.cluster import ZkCluster  # noqa: PLC0415
-
-            self.cluster = ZkCluster(self)
+            self.cluster = ZkMetadataSupport(self)
             self.topics: TopicRegistry = self.cluster.topics
         else:
             self.topics = TopicRegistry(first_dir / "samsa-metadata.json")
         self.replica_manager = ReplicaManager(config, self.topics)
+        # The one seam between single broker and cluster (Kafka's MetadataSupport): a single
+        # broker is a cluster of one behind the same interface.
+        self.metadata_support: MetadataSupport = self.cluster if self.cluster is not None else \
+            LocalMetadataSupport(config, self.topics, self.replica_manager)
         self.topics.listeners.append(self.replica_manager.on_topic_event)
         self.connections: set[KafkaConnection] = set()
         self.acceptors: list[Acceptor] = []
@@ -97,17 +101,6 @@ class Broker:
     def cluster_id(self) -> str:
         return self.topics.cluster_id
 
-    def is_cluster_broker(self, broker_id: int) -> bool:
-        """Inter-broker requests (follower fetches, the controller's requests) are honoured only
-        from brokers registered in this cluster."""
-        if self.metadata_cache is None or broker_id < 0:
-            return False
-        if broker_id in self.metadata_cache.brokers:
-            return True
-        # not in our view yet (we have just started, or it has just joined): ask ZooKeeper
-        from .cluster.zk import zk_data  # noqa: PLC0415
-
-        return self.zk is not None and self.zk.get(zk_data.broker_path(broker_id)) is not None
 
     @property
     def advertised(self) -> Listener:
@@ -125,8 +118,7 @@ class Broker:
                 d.mkdir(parents=True, exist_ok=True)
             except OSError:
                 pass  # the LogManager takes an unusable log dir offline (JBOD)
-        if self.cluster is not None:
-            await self.cluster.connect()
+        await self.metadata_support.connect()
         self.topics.load()
         self._init_meta_properties()
         self.replica_manager.startup()
@@ -135,14 +127,7 @@ class Broker:
         self.security.reconfigure()  # TLS listeners whose keystores were set dynamically (KIP-226)
         security.configure(self)  # authorizer and client quotas
         GroupConfigStore.attach(self)  # dynamic group configs, read by the coordinators started next
-        if self.cluster is not None:
-            from .cluster.zk.cluster import ZkProducerIdManager  # noqa: PLC0415
-
-            self.producer_ids = ZkProducerIdManager(self.cluster.zk, self.broker_id)
-        else:
-            from txn.producer_ids import ProducerIdManager  # noqa: PLC0415
-
-            self.producer_ids = ProducerIdManager(self.config.log_dirs[0] / "producer-id-block")
+        self.producer_ids = self.metadata_support.producer_id_manager()
         await self._start_components()
         loop = asyncio.get_running_loop()
         for lst in self.config.listeners:
@@ -151,8 +136,7 @@ class Broker:
             await acceptor.bind(lst.host, lst.port)
             self.acceptors.append(acceptor)
         self._tasks.append(loop.create_task(self._retention_loop()))
-        if self.cluster is not None:
-            await self.cluster.start()
+        await self.metadata_support.start()
         self.started.set()
         addrs = ", ".join(f"{lst.host}:{lst.port}" for lst in self.config.listeners)
         log.info("Samsa broker %d started, listening on %s (cluster id %s, log dirs %s) in %.0f ms",
@@ -196,8 +180,7 @@ class Broker:
 
     async def stop(self) -> None:
         log.info("Samsa broker %d shutting down", self.broker_id)
-        if self.cluster is not None:
-            await self.cluster.controlled_shutdown()
+        await self.metadata_support.controlled_shutdown()
         if self.schema_registry is not None:
             # its Kafka clients talk to this broker: they leave the group while it still answers
             from .schema_registry import stop as stop_schema_registry  # noqa: PLC0415
@@ -220,8 +203,7 @@ class Broker:
                     await stop(self)
             except Exception:
                 log.exception("Error stopping %s", name)
-        if self.cluster is not None:
-            await self.cluster.stop()
+        await self.metadata_support.stop()
         self.replica_manager.shutdown()
         log.info("Samsa broker %d shut down completed", self.broker_id)
 

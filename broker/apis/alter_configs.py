@@ -60,7 +60,7 @@ def config_resource_authorized(ctx: RequestContext, operation: AclOperation, res
 RESOURCE_BROKER = 4
 
 
-def apply_resource(ctx: RequestContext, resource_type: int, name: str, new: dict[str, str],
+async def apply_resource(ctx: RequestContext, resource_type: int, name: str, new: dict[str, str],
                    validate_only: bool) -> None:
     """Validate ``new`` as the complete override set of a resource and (unless validating) apply it."""
     broker = ctx.broker
@@ -70,7 +70,7 @@ def apply_resource(ctx: RequestContext, resource_type: int, name: str, new: dict
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
         checked = validate_topic_configs(new, broker.config)
         if not validate_only:
-            broker.topics.set_configs(name, checked)
+            await broker.metadata_support.set_topic_configs(name, checked)
     elif resource_type == RESOURCE_BROKER:
         default_entity = name == ""
         if not default_entity and name != str(broker.broker_id):
@@ -164,7 +164,7 @@ async def handle_alter_configs(ctx: RequestContext, req: AlterConfigsRequest) ->
                 if c.value is None:
                     raise KafkaError(ErrorCode.INVALID_REQUEST, f"Null value not supported for : {c.name}")
                 new[c.name] = c.value
-            apply_resource(ctx, res.resource_type, res.resource_name, new, bool(req.validate_only))
+            await apply_resource(ctx, res.resource_type, res.resource_name, new, bool(req.validate_only))
         except KafkaError as e:
             code, message = e.code, e.message
         out.append(Resp(error_code=int(code), error_message=message, resource_type=res.resource_type,

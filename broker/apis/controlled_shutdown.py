@@ -20,7 +20,7 @@ async def handle_controlled_shutdown(ctx: RequestContext, req: ControlledShutdow
     broker = ctx.broker
     if not ctx.authorize(CLUSTER_ACTION, CLUSTER, CLUSTER_NAME):
         return R(error_code=int(CLUSTER_DENIED), remaining_partitions=[])
-    if broker.cluster is None or not broker.is_cluster_broker(req.broker_id):
+    if not await broker.metadata_support.is_cluster_member(req.broker_id):
         return R(error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), remaining_partitions=[])
     controller = broker.controller
     if controller is None or not controller.is_active:

@@ -61,7 +61,7 @@ async def handle_create_partitions(ctx: RequestContext, req: CreatePartitionsReq
     counts: dict[str, int] = {}
     for t in req.topics:
         counts[t.name] = counts.get(t.name, 0) + 1
-    registered = set(broker.cluster.live_broker_ids() if broker.cluster is not None else [broker.broker_id])
+    registered = set(await broker.metadata_support.registered_broker_ids())
     grown: dict[str, int] = {}   # topic -> its partition count once grown
     out = []
     for t in req.topics:
@@ -91,11 +91,11 @@ async def handle_create_partitions(ctx: RequestContext, req: CreatePartitionsReq
                     validate_manual_assignment(list(a.broker_ids), registered, rf)
                 assignment = {current + i: list(a.broker_ids) for i, a in enumerate(t.assignments)}
             if not req.validate_only:
-                broker.topics.add_partitions(t.name, t.count, assignment)
+                await broker.metadata_support.add_partitions(t.name, t.count, assignment)
                 grown[t.name] = t.count
         except KafkaError as e:
             code, message = e.code, e.message
         out.append(Result(name=t.name, error_code=int(code), error_message=message))
-    if grown and broker.cluster is not None:
+    if grown:
         await wait_for_metadata(broker, grown, req.timeout_ms / 1000)
     return R(throttle_time_ms=0, results=out)

@@ -47,8 +47,9 @@ async def handle_create_topics(ctx: RequestContext, req: CreateTopicsRequest) ->
     Result = R.CreatableTopicResult
     out = []
     seen: set[str] = set()
-    live = broker.cluster.live_broker_ids() if broker.cluster is not None else [broker.broker_id]
-    created: dict[str, int] = {}  # topic -> partitions, in a cluster
+    support = broker.metadata_support
+    live = await support.registered_broker_ids()
+    created: dict[str, int] = {}  # topic -> partitions
     secured = broker.authorizer is not None
     cluster_create = secured and ctx.authorize(CREATE, CLUSTER, CLUSTER_NAME, log_denied=False)
     for t in req.topics:
@@ -100,13 +101,10 @@ async def handle_create_topics(ctx: RequestContext, req: CreateTopicsRequest) ->
                 configs[c.name] = c.value
             configs = validate_topic_configs(configs, broker.config)
             if not req.validate_only:
-                if broker.cluster is not None:
-                    assignment = {a.partition_index: list(a.broker_ids) for a in t.assignments} or None
-                    info = broker.cluster.topics.create(t.name, partitions, configs, replication_factor=rf,
-                                                        assignment=assignment)
-                    created[t.name] = partitions
-                else:
-                    info = broker.topics.create(t.name, partitions, configs)
+                assignment = {a.partition_index: list(a.broker_ids) for a in t.assignments} or None
+                info = await support.create_topic(t.name, partitions, configs, replication_factor=rf,
+                                                  assignment=assignment)
+                created[t.name] = partitions
                 tid = info.topic_id
         except KafkaError as e:
             code, message = e.code, e.message
@@ -133,7 +131,7 @@ async def wait_for_metadata(broker: Any, topics: dict[str, int], timeout: float)
     timeout: the topics exist all the same, and clients retry what they find missing)."""
     if timeout <= 0:
         return
-    lagging = await broker.cluster.await_topic_metadata(topics, present=True, timeout=timeout)
+    lagging = await broker.metadata_support.await_topic_metadata(topics, present=True, timeout=timeout)
     if lagging and timeout > 0:
         log.warning("CreateTopics: brokers %s had no leader for every partition of %s within %.0f ms",
                     lagging, sorted(topics), timeout * 1000)

@@ -42,7 +42,7 @@ async def handle_delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) ->
     else:
         targets = [(n, None) for n in req.topic_names]
     out = []
-    queued: dict[str, int] = {}  # topic -> partitions, in a cluster
+    queued: dict[str, int] = {}  # topic -> partitions
     for name, tid in targets:
         code, message = ErrorCode.NONE, None
         try:
@@ -59,15 +59,14 @@ async def handle_delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) ->
             if info is None:
                 raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
             tid = info.topic_id
-            broker.topics.delete(info.name)
-            if broker.cluster is not None:
-                queued[info.name] = info.num_partitions
+            await broker.metadata_support.delete_topic(info.name)
+            queued[info.name] = info.num_partitions
         except KafkaError as e:
             code, message = e.code, e.message
         out.append(Result(name=name, topic_id=tid or ZERO, error_code=int(code), error_message=message))
     timeout = req.timeout_ms / 1000
     if queued and timeout > 0:
-        lagging = await broker.cluster.await_topic_metadata(queued, present=False, timeout=timeout)
+        lagging = await broker.metadata_support.await_topic_metadata(queued, present=False, timeout=timeout)
         if lagging:
             log.warning("DeleteTopics: brokers %s still listed %s after %.0f ms", lagging, sorted(queued),
                         timeout * 1000)

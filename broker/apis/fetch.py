@@ -62,8 +62,8 @@ async def handle_fetch(ctx: RequestContext, req: FetchRequest) -> FetchResponse 
         replica_id = state.replica_id if state is not None else -1
     else:
         replica_id = req.replica_id
-    if replica_id >= 0 and not broker.is_cluster_broker(replica_id):
-        replica_id = -1  # inter-broker fetches only from brokers of this cluster (see is_cluster_broker)
+    if replica_id >= 0 and not await broker.metadata_support.is_cluster_member(replica_id):
+        replica_id = -1  # inter-broker fetches only from brokers of this cluster (see is_cluster_member)
 
     # Resolve names once: [(topic_name or None, topic_id, [fetch partitions])]
     wanted = []

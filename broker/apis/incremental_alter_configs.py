@@ -105,7 +105,7 @@ async def handle_incremental_alter_configs(ctx: RequestContext, req: Incremental
                     current[c.name] = ",".join(items)
                 else:
                     raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown config operation {op} for {c.name}")
-            apply_resource(ctx, res.resource_type, res.resource_name, current, bool(req.validate_only))
+            await apply_resource(ctx, res.resource_type, res.resource_name, current, bool(req.validate_only))
         except KafkaError as e:
             code, message = e.code, e.message
         out.append(Resp(error_code=int(code), error_message=message, resource_type=res.resource_type,

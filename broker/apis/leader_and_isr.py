@@ -19,12 +19,12 @@ from ..security.acl import CLUSTER, CLUSTER_ACTION, CLUSTER_DENIED, CLUSTER_NAME
 from . import RequestContext, api
 
 
-def check_from_controller(ctx: RequestContext, controller_id: int, controller_epoch: int) -> ErrorCode:
+async def check_from_controller(ctx: RequestContext, controller_id: int, controller_epoch: int) -> ErrorCode:
     """The checks every controller request passes before it is applied."""
     broker = ctx.broker
     if not ctx.authorize(CLUSTER_ACTION, CLUSTER, CLUSTER_NAME):
         return CLUSTER_DENIED
-    if broker.cluster is None or not broker.is_cluster_broker(controller_id):
+    if not await broker.metadata_support.is_cluster_member(controller_id):
         return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     try:
         broker.replica_manager.check_controller_epoch(controller_epoch)
@@ -37,15 +37,15 @@ def check_from_controller(ctx: RequestContext, controller_id: int, controller_ep
 async def handle_leader_and_isr(ctx: RequestContext, req: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
     R = ctx.response_class
     PE = R.LeaderAndIsrPartitionError
-    code = check_from_controller(ctx, req.controller_id, req.controller_epoch)
+    code = await check_from_controller(ctx, req.controller_id, req.controller_epoch)
     if code != ErrorCode.NONE:
         return R(error_code=int(code), partition_errors=[])
     broker = ctx.broker
     rm = broker.replica_manager
     errors = []
     for t in req.topic_states:
-        if broker.topics.get(t.topic_name) is None and hasattr(broker.topics, "refresh_topic"):
-            broker.topics.refresh_topic(t.topic_name)  # the watch has not fired yet
+        if broker.topics.get(t.topic_name) is None:
+            await broker.metadata_support.refresh_topic(t.topic_name)  # the watch has not fired yet
         for p in t.partition_states:
             pcode = rm.become_leader_or_follower(t.topic_name, p.partition_index, p.leader, p.leader_epoch,
                                                  list(p.isr), list(p.replicas), p.zk_version, p.controller_epoch)

@@ -18,7 +18,7 @@ from .leader_and_isr import check_from_controller
 @api(ApiKey.STOP_REPLICA, versions=(3, 3), authz=(Requires(CLUSTER_ACTION, CLUSTER, CLUSTER_DENIED, "from the controller / a broker"),))  # checked in check_from_controller
 async def handle_stop_replica(ctx: RequestContext, req: StopReplicaRequest) -> StopReplicaResponse:
     R = ctx.response_class
-    code = check_from_controller(ctx, req.controller_id, req.controller_epoch)
+    code = await check_from_controller(ctx, req.controller_id, req.controller_epoch)
     if code != ErrorCode.NONE:
         return R(error_code=int(code), partition_errors=[])
     rm = ctx.broker.replica_manager

@@ -17,10 +17,10 @@ from .leader_and_isr import check_from_controller
 
 @api(ApiKey.UPDATE_METADATA, versions=(7, 7), authz=(Requires(CLUSTER_ACTION, CLUSTER, CLUSTER_DENIED, "from the controller / a broker"),))  # checked in check_from_controller
 async def handle_update_metadata(ctx: RequestContext, req: UpdateMetadataRequest) -> UpdateMetadataResponse:
-    code = check_from_controller(ctx, req.controller_id, req.controller_epoch)
+    code = await check_from_controller(ctx, req.controller_id, req.controller_epoch)
     if code == ErrorCode.NONE:
         ctx.broker.metadata_cache.apply_update_metadata(req)
         for t in req.topic_states:  # a topic we have not heard of yet (the watch is behind)
-            if ctx.broker.topics.get(t.topic_name) is None and hasattr(ctx.broker.topics, "refresh_topic"):
-                ctx.broker.topics.refresh_topic(t.topic_name)
+            if ctx.broker.topics.get(t.topic_name) is None:
+                await ctx.broker.metadata_support.refresh_topic(t.topic_name)
     return ctx.response(error_code=int(code))

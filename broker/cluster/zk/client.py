@@ -20,15 +20,24 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from kazoo.protocol.states import ZnodeStat
 
+from protocol.errors import ErrorCode, KafkaError
+
 from . import zk_data as zd
 
 log = logging.getLogger("samsa.zk")
+
+T = TypeVar("T")
+
+# How long a request handler waits for ZooKeeper before it answers REQUEST_TIMED_OUT (Kafka's
+# zookeeper.session.timeout.ms bounds its ZooKeeper requests; a client request must not wait longer)
+DEFAULT_REQUEST_TIMEOUT_S = 10.0
 
 
 class ZooKeeperUnavailable(RuntimeError):
@@ -37,6 +46,13 @@ class ZooKeeperUnavailable(RuntimeError):
 
 class BrokerIdInUse(RuntimeError):
     """``/brokers/ids/<id>`` is held by another live broker's session."""
+
+
+class ZooKeeperRequestTimeout(KafkaError):
+    """A ZooKeeper request did not complete in time (ZooKeeper slow, stopped or unreachable):
+    answered as REQUEST_TIMED_OUT, as Kafka answers an admin request whose ZooKeeper write timed out."""
+
+    code = ErrorCode.REQUEST_TIMED_OUT
 
 
 class ControllerMovedError(RuntimeError):
@@ -64,6 +80,9 @@ class KafkaZkClient:
         self.on_session_reestablished: list[Callable[[], Any]] = []
         self._lost = False
         self._closing = False
+        # The threads that run ZooKeeper requests for the event loop (see call()): their own, so
+        # that requests stuck on a hung ZooKeeper never starve the loop's default executor.
+        self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="zk-request")
 
     # --- session -------------------------------------------------------------------------------
     def start(self) -> None:
@@ -103,8 +122,27 @@ class KafkaZkClient:
                 log.warning("Waiting for ZooKeeper at %s (attempt %d): %s", hosts, attempt, e or type(e).__name__)
                 time.sleep(0.5)
 
+    async def call(self, fn: Callable[..., T], *args: Any, timeout: float = DEFAULT_REQUEST_TIMEOUT_S) -> T:
+        """Run the blocking ZooKeeper request ``fn(*args)`` on a ZooKeeper request thread and await
+        its result on the loop, for at most ``timeout`` seconds: a slow or unreachable ZooKeeper
+        never stalls the event loop. Raises ZooKeeperRequestTimeout when the time runs out (the
+        request may still complete later) or at once while the connection is down."""
+        if not self.connected:
+            raise ZooKeeperRequestTimeout(message=f"not connected to ZooKeeper at {self.connect_string}")
+        fut = asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+        try:
+            return await asyncio.wait_for(fut, timeout)
+        except TimeoutError:
+            raise ZooKeeperRequestTimeout(message=f"ZooKeeper at {self.connect_string} did not answer within "
+                                                  f"{timeout:.1f} s") from None
+
+    def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
+        """Run ``fn(*args)`` on a ZooKeeper request thread, for a caller that does not wait for it."""
+        return self._executor.submit(fn, *args)
+
     def close(self) -> None:
         self._closing = True
+        self._executor.shutdown(wait=False, cancel_futures=True)
         if self.zk is not None:
             try:
                 self.zk.stop()

@@ -22,9 +22,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+import threading
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from kafka.protocol.api_message import ApiMessage
@@ -35,10 +36,12 @@ from txn.producer_ids import MAX_PRODUCER_ID, PRODUCER_ID_BLOCK_SIZE, ProducerId
 
 from ..controller.controller import KafkaController
 from ..interbroker import BrokerClient
-from ..metadata_cache import MetadataCache
+from ..metadata import TopicInfo
+from ..metadata_cache import MetadataCache, PartitionMetadata
 from ..replication.fetcher import ReplicaFetcherManager
+from ..support import MetadataSupport, PartitionResult, Reassignment, advertised_broker_info, not_controller
 from . import zk_data as zd
-from .client import BadVersionError, KafkaZkClient
+from .client import DEFAULT_REQUEST_TIMEOUT_S, BadVersionError, KafkaZkClient, ZooKeeperRequestTimeout
 from .topics import ZkTopicRegistry
 
 log = logging.getLogger("samsa.cluster")
@@ -49,34 +52,79 @@ ISR_CHANGE_PROPAGATION_S = 0.5
 
 
 class ZkProducerIdManager(ProducerIdManager):
-    """Producer-id blocks claimed from ``/latest_producer_id_block``: never the same id on two brokers."""
+    """Producer-id blocks claimed from ``/latest_producer_id_block``: never the same id on two brokers.
+
+    As Kafka's RPCProducerIdManager, the next block is fetched in the background (on a ZooKeeper
+    request thread) once 90 % of the current one is used, so that handing out an id never waits
+    for ZooKeeper on the event loop; with no block at hand ``generate_producer_id`` raises the
+    retriable COORDINATOR_LOAD_IN_PROGRESS and :meth:`ready` awaits one."""
 
     def __init__(self, zk: KafkaZkClient, broker_id: int) -> None:
         self.zk = zk
         self.broker_id = broker_id
         self.block_size = PRODUCER_ID_BLOCK_SIZE
-        import threading  # noqa: PLC0415
-
         self._lock = threading.Lock()
         self._next, self._block_end = 0, -1
+        self._prefetched: tuple[int, int] | None = None
+        self._fetching: Future[tuple[int, int]] | None = None
+
+    def _claim(self) -> tuple[int, int]:  # a ZooKeeper request thread
+        start, end = self.zk.allocate_producer_id_block(self.broker_id, self.block_size)
+        log.info("Claimed producer id block %d-%d", start, end)
+        return start, end
+
+    def _prefetch(self) -> Future[tuple[int, int]]:
+        with self._lock:
+            if self._fetching is None:
+                fut = self.zk.submit(self._claim)
+                self._fetching = fut
+                fut.add_done_callback(self._fetched)
+            return self._fetching
+
+    def _fetched(self, fut: Future[tuple[int, int]]) -> None:
+        with self._lock:
+            self._fetching = None
+            try:
+                self._prefetched = fut.result()
+            except Exception as e:
+                log.warning("Could not claim a producer id block from ZooKeeper: %s", e or type(e).__name__)
+
+    async def ready(self, timeout: float = DEFAULT_REQUEST_TIMEOUT_S) -> None:
+        """Until an id can be handed out without ZooKeeper (ZooKeeperRequestTimeout after ``timeout``)."""
+        with self._lock:
+            if self._next <= self._block_end or self._prefetched is not None:
+                return
+        try:
+            await asyncio.wait_for(asyncio.wrap_future(self._prefetch()), timeout)
+        except TimeoutError:
+            raise ZooKeeperRequestTimeout(message=f"no producer id block from ZooKeeper within {timeout:.1f} s") \
+                from None
 
     def generate_producer_id(self) -> int:
+        prefetch = False
         with self._lock:
             if self._next > self._block_end:
-                start, end = self.zk.allocate_producer_id_block(self.broker_id, self.block_size)
+                if self._prefetched is None:
+                    raise KafkaError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                                     "waiting for a producer id block from ZooKeeper")
+                start, end = self._prefetched
+                self._prefetched = None
                 if end > MAX_PRODUCER_ID:
                     raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, "producer ids exhausted")
                 self._next, self._block_end = start, end
-                log.info("Claimed producer id block %d-%d", start, end)
             pid = self._next
             self._next += 1
-            return pid
+            used = self.block_size - (self._block_end - pid)
+            prefetch = self._prefetched is None and self._fetching is None and used >= self.block_size * 0.9
+        if prefetch:
+            self._prefetch()
+        return pid
 
     generate = generate_producer_id
 
 
-class ZkCluster:
-    """Everything a broker does because it is part of a cluster."""
+class ZkMetadataSupport(MetadataSupport):
+    """Everything a broker does because it is part of a ZooKeeper-mode cluster (Kafka's ZkSupport)."""
 
     def __init__(self, broker: Any) -> None:
         self.broker = broker
@@ -90,9 +138,9 @@ class ZkCluster:
                        "__transaction_state": cfg.int("transaction.state.log.replication.factor"),
                        "__share_group_state": int(str(cfg.get("share.coordinator.state.topic.replication.factor")
                                                       or 3))}
-        self.topics = ZkTopicRegistry(self.zk, self.live_broker_ids, cfg.int("default.replication.factor"),
-                                      internal_rf)
-        self.topics.broker_racks = self.live_broker_racks
+        self.broker_id: int = broker.broker_id
+        self.topics: ZkTopicRegistry = ZkTopicRegistry(self.zk, cfg.int("default.replication.factor"), internal_rf)
+        self._producer_ids = ZkProducerIdManager(self.zk, broker.broker_id)
         self.controller: KafkaController | None = None
         self.fetchers = ReplicaFetcherManager(broker)
         self.broker_epoch = -1
@@ -105,31 +153,110 @@ class ZkCluster:
         self._isr_executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="isr-writer")
         self._isr_executor_stopped = False
 
-    def live_broker_ids(self) -> list[int]:
+    # --- MetadataSupport: the brokers ---------------------------------------------------------
+    def live_brokers(self) -> list[zd.BrokerInfo]:
+        if not self.cache.brokers:  # no UpdateMetadata yet: this broker alone
+            return [self.broker_info()]
+        return sorted(self.cache.brokers.values(), key=lambda b: b.id)
+
+    def live_broker(self, broker_id: int) -> zd.BrokerInfo | None:
+        return self.cache.brokers.get(broker_id)
+
+    def controller_id(self) -> int:
+        return self.cache.controller_id
+
+    async def registered_broker_ids(self) -> list[int]:
         """The registered brokers, read from ZooKeeper as Kafka's AdminZkClient does for replica
-        placement (the metadata cache can trail a broker's (re)registration by a moment)."""
+        placement (the metadata cache can trail a broker's (re)registration by a moment); the
+        cache's view when ZooKeeper does not answer in time."""
         try:
-            return sorted(int(b) for b in self.zk.children(zd.BROKER_IDS))
+            return sorted(int(b) for b in await self.zk.call(self.zk.children, zd.BROKER_IDS))
         except Exception:
             return sorted(self.cache.brokers)
 
-    def live_broker_racks(self) -> dict[int, str | None]:
-        """Registered broker -> its ``broker.rack`` (None where unset), from ZooKeeper."""
+    async def is_cluster_member(self, broker_id: int) -> bool:
+        if broker_id < 0:
+            return False
+        if broker_id in self.cache.brokers:
+            return True
+        # not in our view yet (we have just started, or it has just joined): ask ZooKeeper
         try:
-            return {b: info.rack for b, info in self.zk.get_all_brokers().items()}
-        except Exception:
-            return {}
+            return await self.zk.call(self.zk.get, zd.broker_path(broker_id)) is not None
+        except Exception as e:
+            log.info("Cannot tell whether broker %d is registered: %s", broker_id, e)
+            return False
+
+    # --- MetadataSupport: partitions ----------------------------------------------------------
+    def partition(self, topic: str, partition: int) -> PartitionMetadata | None:
+        return self.cache.partition(topic, partition)
+
+    @property
+    def leadership_moves(self) -> bool:
+        return True
+
+    # --- MetadataSupport: topics --------------------------------------------------------------
+    async def create_topic(self, name: str, num_partitions: int, configs: dict[str, str], *,
+                           replication_factor: int = -1,
+                           assignment: dict[int, list[int]] | None = None) -> TopicInfo:
+        return await self.topics.create_topic(name, num_partitions, configs, replication_factor=replication_factor,
+                                              assignment=assignment)
+
+    async def delete_topic(self, name: str) -> TopicInfo:
+        return await self.topics.delete_topic(name)
+
+    async def add_partitions(self, name: str, new_total: int, assignment: dict[int, list[int]] | None) -> None:
+        await self.topics.add_topic_partitions(name, new_total, assignment)
+
+    async def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
+        await self.topics.set_topic_configs(name, configs)
+
+    async def refresh_topic(self, name: str) -> TopicInfo | None:
+        return await self.topics.refresh(name)
+
+    # --- MetadataSupport: the controller's operations -----------------------------------------
+    def _active_controller(self) -> KafkaController:
+        if self.controller is None or not self.controller.is_active:
+            raise not_controller()
+        return self.controller
+
+    def require_controller(self) -> None:
+        self._active_controller()
+
+    async def elect_leaders(self, partitions: list[tuple[str, int]] | None, unclean: bool,
+                            timeout: float) -> dict[tuple[str, int], ErrorCode]:
+        controller = self._active_controller()
+        fut = controller.enqueue("unclean_election" if unclean else "preferred_election", partitions, wait=True)
+        assert fut is not None
+        results: dict[tuple[str, int], ErrorCode] = await asyncio.wait_for(fut, timeout)
+        return results
+
+    async def alter_reassignments(self, moves: dict[tuple[str, int], list[int] | None], allow_rf_change: bool,
+                                  timeout: float) -> dict[tuple[str, int], PartitionResult]:
+        controller = self._active_controller()
+        results: dict[tuple[str, int], PartitionResult] = {}
+        accepted: dict[tuple[str, int], list[int] | None] = {}
+        for (topic, p), target in moves.items():
+            current = controller.assignments.get(topic, {}).get(p)
+            if not allow_rf_change and target is not None and current is not None and len(target) != len(current):
+                results[(topic, p)] = (ErrorCode.INVALID_REPLICATION_FACTOR,
+                                       "The replication factor is changed but allow_replication_factor_change "
+                                       "is false")
+            else:
+                accepted[(topic, p)] = target
+        if accepted:
+            fut = controller.enqueue("reassign", accepted, wait=True)
+            assert fut is not None
+            results.update(await asyncio.wait_for(fut, timeout))
+        return results
+
+    def list_reassignments(self) -> dict[tuple[str, int], Reassignment]:
+        return self._active_controller().list_reassignments()
+
+    def producer_id_manager(self) -> ZkProducerIdManager:
+        return self._producer_ids
 
     def broker_info(self) -> zd.BrokerInfo:
-        cfg = self.broker.config
-        rack = str(cfg["broker.rack"]) or None
-        from broker.security.listeners import protocol_map
-
-        protocols = protocol_map(cfg)  # listener.security.protocol.map, as Kafka registers it
-        eps = tuple(zd.BrokerEndpoint(lst.name, lst.host, lst.port,
-                                      protocols[lst.name].value if lst.name in protocols else "PLAINTEXT")
-                    for lst in cfg.advertised_listeners)
-        return zd.BrokerInfo(self.broker.broker_id, eps, rack)
+        return advertised_broker_info(self.broker.config)
 
     # --- start-up ---------------------------------------------------------------------------------
     async def connect(self) -> None:
@@ -158,6 +285,7 @@ class ZkCluster:
         self.controller = KafkaController(self.broker)
         self.broker.controller = self.controller
         self.controller.startup()
+        self._producer_ids._prefetch()  # the first block, before the first InitProducerId asks
         loop = asyncio.get_running_loop()
         self._tasks.append(loop.create_task(self._isr_shrink_loop()))
 
@@ -293,10 +421,6 @@ class ZkCluster:
             if not pending or loop.time() >= deadline:
                 return pending
             await asyncio.sleep(0.02)
-
-    def leader_of(self, topic: str, partition: int) -> int:
-        pm = self.cache.partition(topic, partition)
-        return pm.leader if pm is not None else -1
 
     # --- sessions -----------------------------------------------------------------------------
     def _on_session_lost(self) -> None:

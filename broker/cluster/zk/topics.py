@@ -21,24 +21,22 @@ partition yet (until every rack has one), so losing a rack loses at most one rep
 
 from __future__ import annotations
 
+import base64
 import logging
 import random
 import uuid
 from collections.abc import Callable
-from typing import Any
 
 from protocol.errors import ErrorCode, KafkaError
 
 from ..metadata import TopicInfo, TopicRegistry, topic_id_base64, validate_topic_name
 from . import zk_data as zd
-from .client import KafkaZkClient, TopicExists
+from .client import DEFAULT_REQUEST_TIMEOUT_S, KafkaZkClient, TopicExists
 
 log = logging.getLogger("samsa.metadata")
 
 
 def topic_id_from_base64(text: str) -> uuid.UUID:
-    import base64  # noqa: PLC0415
-
     return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
 
 
@@ -124,20 +122,16 @@ def assign_replicas_rack_aware(racks: dict[int, str], num_partitions: int, repli
 class ZkTopicRegistry(TopicRegistry):
     """A TopicRegistry backed by ZooKeeper; see the module docstring."""
 
-    def __init__(self, zk: KafkaZkClient, live_brokers: Callable[[], list[int]], default_rf: int,
-                 internal_rf: dict[str, int] | None = None) -> None:
+    def __init__(self, zk: KafkaZkClient, default_rf: int, internal_rf: dict[str, int] | None = None) -> None:
         super().__init__(path=None)  # type: ignore[arg-type]  # nothing persisted locally
         self.zk = zk
-        self.live_brokers = live_brokers
         self.default_rf = default_rf
         self.internal_rf = internal_rf or {}
         self.assignments: dict[str, zd.TopicAssignment] = {}
-        # live broker id -> rack, for rack-aware placement (set by the cluster services)
-        self.broker_racks: Callable[[], dict[int, str | None]] | None = None
         self._seen_changes: set[str] = set()
         self._watched: set[str] = set()
         # (entity type, name) observers of /config/changes for entities other than topics
-        self.entity_config_listeners: list[Callable[[str, str], Any]] = []
+        self.entity_config_listeners: list[Callable[[str, str], object]] = []
 
     # --- loading and watching -------------------------------------------------------------------
     def load(self) -> None:
@@ -194,15 +188,18 @@ class ZkTopicRegistry(TopicRegistry):
             for fn in self.entity_config_listeners:
                 fn(kind, name)
 
-    def refresh_topic(self, name: str) -> TopicInfo | None:
-        """Read one topic from ZooKeeper now (a LeaderAndIsr may arrive before the watch fires)."""
-        return self._refresh_topic(name, notify=True)
-
-    def _refresh_topic(self, name: str, *, notify: bool, data: bytes | None = None) -> TopicInfo | None:
+    def _read_topic(self, name: str, data: bytes | None = None) -> tuple[zd.TopicAssignment, dict[str, str]] | None:
         a = zd.decode_topic_assignment(data) if data is not None else self.zk.get_topic_assignment(name)
         if a is None:
             return None
-        configs = self.zk.get_entity_config("topics", name)
+        return a, self.zk.get_entity_config("topics", name)
+
+    def _refresh_topic(self, name: str, *, notify: bool, data: bytes | None = None) -> TopicInfo | None:
+        got = self._read_topic(name, data)
+        return None if got is None else self._apply_topic(name, got[0], got[1], notify=notify)
+
+    def _apply_topic(self, name: str, a: zd.TopicAssignment, configs: dict[str, str], *,
+                     notify: bool) -> TopicInfo:
         tid = topic_id_from_base64(a.topic_id) if a.topic_id else uuid.uuid5(uuid.NAMESPACE_OID, name)
         self.assignments[name] = a
         info = self._topics.get(name)
@@ -227,28 +224,67 @@ class ZkTopicRegistry(TopicRegistry):
             log.info("Topic %s (topic ID %s) was deleted", name, topic_id_base64(info.topic_id))
             self._notify("deleted", name)
 
-    def _place(self, num_partitions: int, rf: int, start_partition: int = 0) -> dict[int, list[int]]:
-        racks = self.broker_racks() if self.broker_racks is not None else {}
+    @staticmethod
+    def _place(brokers: dict[int, zd.BrokerInfo], num_partitions: int, rf: int,
+               start_partition: int = 0) -> dict[int, list[int]]:
+        """Replica placement over the registered brokers (rack-aware when every one has a rack),
+        as Kafka's AdminZkClient reads them from ``/brokers/ids``."""
+        racks = {b: info.rack for b, info in brokers.items()}
         if racks and all(racks.values()):
             return assign_replicas_rack_aware({b: str(r) for b, r in racks.items()}, num_partitions, rf,
                                               start_partition=start_partition)
-        return assign_replicas(self.live_brokers(), num_partitions, rf, start_partition=start_partition)
+        return assign_replicas(sorted(brokers), num_partitions, rf, start_partition=start_partition)
 
     # --- mutations (AdminZkClient) ----------------------------------------------------------------
-    def create(self, name: str, num_partitions: int, configs: dict[str, str] | None = None, *,
-               replication_factor: int | None = None,
-               assignment: dict[int, list[int]] | None = None) -> TopicInfo:
+    # Each runs its ZooKeeper reads and writes on a ZooKeeper request thread (KafkaZkClient.call,
+    # bounded by ``timeout``) and applies the result here, on the event loop, which owns the view.
+    def create(self, name: str, num_partitions: int, configs: dict[str, str] | None = None) -> TopicInfo:
+        raise TypeError("a ZooKeeper-backed topic is created with create_topic() (awaited)")
+
+    def delete(self, name: str) -> TopicInfo:
+        raise TypeError("a ZooKeeper-backed topic is deleted with delete_topic() (awaited)")
+
+    def set_configs(self, name: str, configs: dict[str, str]) -> None:
+        raise TypeError("a ZooKeeper-backed topic's configs are set with set_topic_configs() (awaited)")
+
+    def add_partitions(self, name: str, new_total: int, assignment: dict[int, list[int]] | None = None) -> None:
+        raise TypeError("a ZooKeeper-backed topic grows with add_topic_partitions() (awaited)")
+
+    async def create_topic(self, name: str, num_partitions: int, configs: dict[str, str] | None = None, *,
+                           replication_factor: int | None = None, assignment: dict[int, list[int]] | None = None,
+                           timeout: float = DEFAULT_REQUEST_TIMEOUT_S) -> TopicInfo:
         validate_topic_name(name)
-        if name in self._topics or self.zk.get_topic_assignment(name) is not None:
+        if name in self._topics:
+            raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        if assignment is None and num_partitions <= 0:
+            raise KafkaError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+        rf = replication_factor if replication_factor and replication_factor > 0 else \
+            self.internal_rf.get(name, self.default_rf)
+        tid = uuid.uuid4()
+        configs = dict(configs or {})
+        a = await self.zk.call(self._create_in_zk, name, num_partitions, rf, assignment, tid, configs,
+                               timeout=timeout)
+        info = self._topics.get(name)
+        if info is None:  # (the /brokers/topics watch may have applied it first)
+            info = TopicInfo(name, tid, len(a.partitions), configs)
+            self._topics[name] = info
+            self._by_id[tid] = info
+            self.assignments[name] = a
+            self._notify("created", name)
+        log.info("Created topic %s with topic ID %s, %d partitions, replica assignment %s and configs %s",
+                 name, topic_id_base64(tid), len(a.partitions), dict(sorted(a.partitions.items())),
+                 configs or "{}")
+        return info
+
+    def _create_in_zk(self, name: str, num_partitions: int, rf: int, assignment: dict[int, list[int]] | None,
+                      tid: uuid.UUID, configs: dict[str, str]) -> zd.TopicAssignment:
+        """On a ZooKeeper request thread: check, place the replicas, write the topic znodes."""
+        if self.zk.get_topic_assignment(name) is not None:
             raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
         if assignment is None:
-            if num_partitions <= 0:
-                raise KafkaError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
-            rf = replication_factor if replication_factor and replication_factor > 0 else \
-                self.internal_rf.get(name, self.default_rf)
-            assignment = self._place(num_partitions, rf)
+            assignment = self._place(self.zk.get_all_brokers(), num_partitions, rf)
         else:
-            live = set(self.live_brokers())
+            live = set(self.zk.get_all_brokers())
             for p, replicas in assignment.items():
                 if len(set(replicas)) != len(replicas) or not replicas:
                     raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
@@ -256,54 +292,69 @@ class ZkTopicRegistry(TopicRegistry):
                 if not set(replicas) <= live:
                     raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                      f"Unknown broker ids in the assignment of partition {p}: {replicas}")
-        tid = uuid.uuid4()
         a = zd.TopicAssignment(topic_id_base64(tid), dict(assignment))
         try:
-            self.zk.create_topic(name, a, dict(configs or {}))
+            self.zk.create_topic(name, a, configs)
         except TopicExists:
             raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.") from None
-        info = TopicInfo(name, tid, len(assignment), dict(configs or {}))
-        self._topics[name] = info
-        self._by_id[tid] = info
-        self.assignments[name] = a
-        log.info("Created topic %s with topic ID %s, %d partitions, replica assignment %s and configs %s",
-                 name, topic_id_base64(tid), len(assignment), dict(sorted(assignment.items())), info.configs or "{}")
-        self._notify("created", name)
-        return info
+        return a
 
-    def delete(self, name: str) -> TopicInfo:
+    async def delete_topic(self, name: str, timeout: float = DEFAULT_REQUEST_TIMEOUT_S) -> TopicInfo:
         info = self._topics.get(name)
         if info is None:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
-        self.zk.queue_topic_deletion(name)
+        await self.zk.call(self.zk.queue_topic_deletion, name, timeout=timeout)
         log.info("Topic %s queued for deletion (/admin/delete_topics)", name)
         return info
 
-    def set_configs(self, name: str, configs: dict[str, str]) -> None:
-        self.zk.set_entity_config("topics", name, dict(configs), notify=True)
-        self._topics[name].configs = dict(configs)
-        self._notify("configs", name)
+    async def set_topic_configs(self, name: str, configs: dict[str, str],
+                                timeout: float = DEFAULT_REQUEST_TIMEOUT_S) -> None:
+        await self.zk.call(lambda: self.zk.set_entity_config("topics", name, dict(configs), notify=True),
+                           timeout=timeout)
+        info = self._topics.get(name)
+        if info is not None:
+            info.configs = dict(configs)
+            self._notify("configs", name)
+
+    async def refresh(self, name: str, timeout: float = DEFAULT_REQUEST_TIMEOUT_S) -> TopicInfo | None:
+        """Read one topic from ZooKeeper now (a LeaderAndIsr may arrive before the watch fires)."""
+        got = await self.zk.call(self._read_topic, name, timeout=timeout)
+        if got is None:
+            return None
+        return self._apply_topic(name, got[0], got[1], notify=True)
 
     def replication_factor(self, name: str) -> int:
         """Replicas per partition of ``name``, as its partition 0 has them in ZooKeeper (Kafka checks
         a manual assignment of new partitions against the existing ones)."""
-        a = self.assignments.get(name) or self.zk.get_topic_assignment(name)
+        a = self.assignments.get(name)  # every known topic's assignment is cached (no ZooKeeper read)
         if a is None or not a.partitions:
             return self.default_rf
         return len(a.partitions.get(0) or next(iter(a.partitions.values())))
 
-    def add_partitions(self, name: str, new_total: int, assignment: dict[int, list[int]] | None = None) -> None:
+    async def add_topic_partitions(self, name: str, new_total: int, assignment: dict[int, list[int]] | None = None,
+                                   timeout: float = DEFAULT_REQUEST_TIMEOUT_S) -> None:
         info = self._topics[name]
-        if new_total <= info.num_partitions:
+        current = info.num_partitions
+        if new_total <= current:
             raise KafkaError(ErrorCode.INVALID_PARTITIONS,
-                             f"Topic currently has {info.num_partitions} partitions, which is higher than or "
+                             f"Topic currently has {current} partitions, which is higher than or "
                              f"equal to the requested {new_total}.")
+        a, extra = await self.zk.call(self._add_partitions_in_zk, name, current, new_total, assignment,
+                                      timeout=timeout)
+        self.assignments[name] = a
+        if new_total > info.num_partitions:
+            info.num_partitions = new_total
+            self._notify("partitions", name)
+        log.info("Added partitions to topic %s: now %d, new replicas %s", name, new_total, extra)
+
+    def _add_partitions_in_zk(self, name: str, current: int, new_total: int,
+                              assignment: dict[int, list[int]] | None
+                              ) -> tuple[zd.TopicAssignment, dict[int, list[int]]]:
+        """On a ZooKeeper request thread: place the new partitions' replicas and write them."""
         a = self.zk.get_topic_assignment(name) or self.assignments[name]
         rf = len(next(iter(a.partitions.values()))) if a.partitions else self.default_rf
-        extra = assignment or self._place(new_total - info.num_partitions, rf, start_partition=info.num_partitions)
-        a.partitions.update(extra)
+        extra = assignment or self._place(self.zk.get_all_brokers(), new_total - current, rf,
+                                          start_partition=current)
+        a = zd.TopicAssignment(a.topic_id, {**a.partitions, **extra}, a.adding, a.removing)
         self.zk.set_topic_assignment(name, a)
-        self.assignments[name] = a
-        info.num_partitions = new_total
-        log.info("Added partitions to topic %s: now %d, new replicas %s", name, new_total, extra)
-        self._notify("partitions", name)
+        return a, extra
