@@ -1,0 +1,92 @@
+"""No ZooKeeper request runs on a broker's event loop: with ZooKeeper hung (SIGSTOP: its sockets
+stay open, so a request neither succeeds nor fails until kazoo's read timeout), a cluster broker
+still answers Metadata, Produce and Fetch on an existing topic while a CreateTopics waits for
+ZooKeeper, and that CreateTopics gets REQUEST_TIMED_OUT in bounded time, never a hang."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.support.cluster import SamsaCluster
+from tests.support.replicas import create_topic, wait_for, wait_full_isr
+
+quiet = logging.getLogger("samsa.tests.zk-off-loop")
+quiet.addHandler(logging.NullHandler())
+quiet.propagate = False
+
+
+def test_hung_zookeeper_stalls_no_client_request(cluster_factory: Callable[..., SamsaCluster]) -> None:
+    # one broker: it is the controller, the leader and the broker the admin client asks; a 30 s
+    # session outlives the pause, so nothing fails over
+    cluster = cluster_factory(1, own_zookeeper=True, overrides={"zookeeper.session.timeout.ms": 30000})
+    cluster.wait_for_brokers(1)
+    topic = f"zkl-{uuid.uuid4().hex[:6]}"
+    create_topic(cluster, topic, 1, 1)
+    wait_full_isr(cluster, topic, 1)
+    b = cluster.brokers[0]
+    producer = Producer({"bootstrap.servers": b.bootstrap, "acks": "1", "linger.ms": 0, "logger": quiet})
+    producer.produce(topic, b"before")
+    assert producer.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "zkl", "enable.auto.commit": False,
+                         "logger": quiet})
+    admin = AdminClient({"bootstrap.servers": b.bootstrap, "logger": quiet})
+
+    created: dict[str, object] = {}
+
+    def create_during_outage() -> None:
+        fs = admin.create_topics([NewTopic(f"{topic}-new", 1, 1)], request_timeout=60)
+        try:
+            created["result"] = fs[f"{topic}-new"].result(90)
+        except KafkaException as e:
+            created["error"] = e.args[0]
+
+    cluster.zookeeper.pause()
+    try:
+        creator = threading.Thread(target=create_during_outage, daemon=True)
+        creator.start()
+        rounds_while_pending = 0
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        seen: list[bytes] = []
+        while creator.is_alive():
+            # Metadata (a raw client with a 10 s socket timeout: a blocked loop fails it)
+            md = cluster.metadata(0, [topic])
+            assert md.topics[0].error_code == 0 and md.topics[0].partitions[0].leader == 0
+            # Produce
+            acked: list[object] = []
+            producer.produce(topic, b"during", on_delivery=lambda err, _m, acked=acked: acked.append(err))
+            deadline = time.monotonic() + 10
+            while not acked and time.monotonic() < deadline:
+                producer.poll(0.1)
+            assert acked == [None], "no answer to a produce while ZooKeeper hung"
+            # Fetch
+            deadline = time.monotonic() + 10
+            while not seen and time.monotonic() < deadline:
+                m = consumer.poll(0.2)
+                if m is not None and m.error() is None:
+                    seen.append(m.value())
+            assert seen and seen[0] == b"before", "no answer to a fetch while ZooKeeper hung"
+            if creator.is_alive():
+                rounds_while_pending += 1
+        creator.join(5)
+        assert rounds_while_pending >= 1, "the CreateTopics finished before any request could overlap it"
+        err = created.get("error")
+        assert isinstance(err, KafkaError) and err.code() == KafkaError.REQUEST_TIMED_OUT, created
+    finally:
+        cluster.zookeeper.resume()
+    # ZooKeeper back: creating works again
+    def create_ok() -> bool:
+        fs = admin.create_topics([NewTopic(f"{topic}-after", 1, 1)], request_timeout=30)
+        try:
+            fs[f"{topic}-after"].result(30)
+            return True
+        except KafkaException as e:
+            return e.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS
+    wait_for(create_ok, 60, "CreateTopics to succeed once ZooKeeper is back")
+    consumer.close()
