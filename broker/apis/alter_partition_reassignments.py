@@ -15,15 +15,12 @@ INVALID_REPLICA_ASSIGNMENT. The ongoing state lives in the topic's assignment zn
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any
-
 from kafka.protocol.admin import AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.data_container import DataContainer
 
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, KafkaError
 
 from ..security.acl import ALTER, CLUSTER, CLUSTER_DENIED, CLUSTER_NAME, Requires
 from . import RequestContext, api
@@ -43,53 +40,16 @@ async def handle_alter_partition_reassignments(ctx: RequestContext, req: AlterPa
 
     if not ctx.authorize(ALTER, CLUSTER, CLUSTER_NAME):
         return top(CLUSTER_DENIED, "Cluster authorization failed.")
-    if ctx.broker.cluster is None:
-        return _single_broker(ctx, req, R, extra)
-    controller = ctx.broker.controller
-    if controller is None or not controller.is_active:
-        return top(ErrorCode.NOT_CONTROLLER, "This broker is not the active controller.")
-    moves: dict[tuple[str, int], list[int] | None] = {}
-    refused: dict[tuple[str, int], tuple[ErrorCode, str]] = {}
-    for t in req.topics:
-        for p in t.partitions:
-            tp = (t.name, p.partition_index)
-            target = None if p.replicas is None else list(p.replicas)
-            current = controller.assignments.get(t.name, {}).get(p.partition_index)
-            if ctx.version >= 1 and not req.allow_replication_factor_change and target is not None and \
-                    current is not None and len(target) != len(current):
-                refused[tp] = (ErrorCode.INVALID_REPLICATION_FACTOR,
-                               "The replication factor is changed but allow_replication_factor_change is false")
-                continue
-            moves[tp] = target
-    results: dict[tuple[str, int], tuple[ErrorCode, str | None]] = dict(refused)
-    if moves:
-        fut = controller.enqueue("reassign", moves, wait=True)
-        results.update(await asyncio.wait_for(fut, max(req.timeout_ms, 1000) / 1000))
+    moves = {(t.name, p.partition_index): None if p.replicas is None else list(p.replicas)
+             for t in req.topics for p in t.partitions}
+    allow_rf_change = ctx.version < 1 or bool(req.allow_replication_factor_change)
+    try:
+        results = await ctx.broker.metadata_support.alter_reassignments(moves, allow_rf_change,
+                                                                        max(req.timeout_ms, 1000) / 1000)
+    except KafkaError as e:
+        return top(e.code, e.message or e.code.name)
     by_topic: dict[str, list[DataContainer]] = {}
     for (topic, p), (code, message) in results.items():
         by_topic.setdefault(topic, []).append(PartR(partition_index=p, error_code=int(code), error_message=message))
     return R(throttle_time_ms=0, error_code=0, error_message=None,
              responses=[TopicR(name=t, partitions=ps) for t, ps in by_topic.items()], **extra)
-
-
-def _single_broker(ctx: RequestContext, req: AlterPartitionReassignmentsRequest, R: type[DataContainer], extra: dict[str, object]) -> Any:
-    TopicR = R.ReassignableTopicResponse
-    PartR = TopicR.ReassignablePartitionResponse
-    me = ctx.broker.broker_id
-    out = []
-    for t in req.topics:
-        info = ctx.broker.topics.get(t.name)
-        parts = []
-        for p in t.partitions:
-            if info is None or not 0 <= p.partition_index < info.num_partitions:
-                code, msg = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unknown partition {t.name}-{p.partition_index}"
-            elif p.replicas is None:
-                code, msg = ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "No reassignment is in progress."
-            elif list(p.replicas) != [me]:
-                code, msg = ErrorCode.INVALID_REPLICA_ASSIGNMENT, \
-                    f"Replica assignment {list(p.replicas)} names brokers that are not registered (only {me} is)"
-            else:
-                code, msg = ErrorCode.NONE, None
-            parts.append(PartR(partition_index=p.partition_index, error_code=int(code), error_message=msg))
-        out.append(TopicR(name=t.name, partitions=parts))
-    return R(throttle_time_ms=0, error_code=0, error_message=None, responses=out, **extra)

@@ -4,10 +4,8 @@ answer lists the partitions that could not move (no other live in-sync replica).
 
 from __future__ import annotations
 
-import asyncio
-
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, KafkaError
 from protocol.inter_broker import ControlledShutdownRequest, ControlledShutdownResponse
 
 from ..security.acl import CLUSTER, CLUSTER_ACTION, CLUSTER_DENIED, CLUSTER_NAME, Requires
@@ -22,13 +20,9 @@ async def handle_controlled_shutdown(ctx: RequestContext, req: ControlledShutdow
         return R(error_code=int(CLUSTER_DENIED), remaining_partitions=[])
     if not await broker.metadata_support.is_cluster_member(req.broker_id):
         return R(error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), remaining_partitions=[])
-    controller = broker.controller
-    if controller is None or not controller.is_active:
-        return R(error_code=int(ErrorCode.NOT_CONTROLLER), remaining_partitions=[])
-    fut = controller.enqueue("controlled_shutdown", req.broker_id, wait=True)
     try:
-        remaining = await asyncio.wait_for(fut, 30)
-    except Exception:
-        return R(error_code=int(ErrorCode.NOT_CONTROLLER), remaining_partitions=[])
+        remaining = await broker.metadata_support.shut_down_broker(req.broker_id, 30)
+    except KafkaError as e:
+        return R(error_code=int(e.code), remaining_partitions=[])
     return R(error_code=0, remaining_partitions=[R.RemainingPartition(topic_name=t, partition_index=p)
                                                  for t, p in remaining])

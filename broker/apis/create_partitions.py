@@ -61,12 +61,19 @@ async def handle_create_partitions(ctx: RequestContext, req: CreatePartitionsReq
     counts: dict[str, int] = {}
     for t in req.topics:
         counts[t.name] = counts.get(t.name, 0) + 1
-    registered = set(await broker.metadata_support.registered_broker_ids())
+    unavailable: KafkaError | None = None  # ZooKeeper did not answer: every topic gets its error
+    registered: set[int] = set()
+    try:
+        registered = set(await broker.metadata_support.registered_broker_ids())
+    except KafkaError as e:
+        unavailable = e
     grown: dict[str, int] = {}   # topic -> its partition count once grown
     out = []
     for t in req.topics:
         code, message = ErrorCode.NONE, None
         try:
+            if unavailable is not None:
+                raise unavailable
             if counts[t.name] > 1:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, f"Duplicate topic name {t.name} in the request")
             if not ctx.authorize(ALTER, TOPIC, t.name):

@@ -48,7 +48,12 @@ async def handle_create_topics(ctx: RequestContext, req: CreateTopicsRequest) ->
     out = []
     seen: set[str] = set()
     support = broker.metadata_support
-    live = await support.registered_broker_ids()
+    unavailable: KafkaError | None = None  # ZooKeeper did not answer: every topic gets its error
+    live: list[int] = []
+    try:
+        live = await support.registered_broker_ids()
+    except KafkaError as e:
+        unavailable = e
     created: dict[str, int] = {}  # topic -> partitions
     secured = broker.authorizer is not None
     cluster_create = secured and ctx.authorize(CREATE, CLUSTER, CLUSTER_NAME, log_denied=False)
@@ -58,6 +63,8 @@ async def handle_create_topics(ctx: RequestContext, req: CreateTopicsRequest) ->
         tid = uuid.UUID(int=0)
         partitions, rf = t.num_partitions, t.replication_factor
         try:
+            if unavailable is not None:
+                raise unavailable
             if t.name in seen:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, f"Duplicate topic name {t.name} in the request")
             seen.add(t.name)

@@ -18,14 +18,11 @@ partition is considered and the ELECTION_NOT_NEEDED ones are left out of the ans
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any
-
 from kafka.protocol.admin import ElectLeadersRequest, ElectLeadersResponse
 from kafka.protocol.data_container import DataContainer
 
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, KafkaError
 
 from ..security.acl import ALTER, CLUSTER, CLUSTER_DENIED, CLUSTER_NAME, Requires
 from . import RequestContext, api
@@ -45,53 +42,32 @@ async def handle_elect_leaders(ctx: RequestContext, req: ElectLeadersRequest) ->
             for p in t.partitions]) for t in req.topic_partitions or []]
         extra_err: dict[str, object] = {"error_code": int(CLUSTER_DENIED)} if ctx.version >= 1 else {}
         return R(throttle_time_ms=0, replica_election_results=results, **extra_err)
-    if broker.cluster is not None:
-        return await _elect_in_cluster(ctx, req)
-    for t in req.topic_partitions or []:
-        info = broker.topics.get(t.topic)
-        parts = []
-        for p in t.partitions:
-            if info is None or not 0 <= p < info.num_partitions:
-                parts.append(PartR(partition_id=p, error_code=int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
-                                   error_message=f"The partition {t.topic}-{p} does not exist."))
-            else:
-                parts.append(PartR(partition_id=p, error_code=int(ErrorCode.ELECTION_NOT_NEEDED),
-                                   error_message="Leader election not needed for topic partition."))
-        results.append(Result(topic=t.topic, partition_result=parts))
     extra: dict[str, object] = {"error_code": 0} if ctx.version >= 1 else {}
-    return R(throttle_time_ms=0, replica_election_results=results, **extra)
+    tps = None if req.topic_partitions is None else [(t.topic, p) for t in req.topic_partitions for p in t.partitions]
+    unclean = ctx.version >= 1 and req.election_type == 1
+    try:
+        elected = await broker.metadata_support.elect_leaders(tps, unclean, max(req.timeout_ms, 1000) / 1000)
+    except KafkaError as e:
+        if ctx.version >= 1:
+            return R(throttle_time_ms=0, error_code=int(e.code), replica_election_results=[])
+        return R(throttle_time_ms=0, replica_election_results=[
+            Result(topic=t.topic, partition_result=[PartR(partition_id=p, error_code=int(e.code), error_message=None)
+                                                    for p in t.partitions])
+            for t in req.topic_partitions or []])
+    by_topic: dict[str, list[DataContainer]] = {}
+    for (topic, p), code in elected.items():
+        if tps is None and code == ErrorCode.ELECTION_NOT_NEEDED:
+            continue
+        message = _MESSAGES.get(code) if code else None
+        if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+            message = f"The partition {topic}-{p} does not exist."
+        by_topic.setdefault(topic, []).append(PartR(partition_id=p, error_code=int(code), error_message=message))
+    return R(throttle_time_ms=0, replica_election_results=[Result(topic=t, partition_result=ps)
+                                                           for t, ps in by_topic.items()], **extra)
 
 
 _MESSAGES = {
     ErrorCode.ELECTION_NOT_NEEDED: "Leader election not needed for topic partition.",
     ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE: "Failed to elect leader: the preferred replica is not alive or in sync.",
     ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE: "Failed to elect leader: no live replica.",
-    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: "The partition does not exist.",
 }
-
-
-async def _elect_in_cluster(ctx: RequestContext, req: ElectLeadersRequest) -> Any:
-    R = ctx.response_class
-    Result = R.ReplicaElectionResult
-    PartR = Result.PartitionResult
-    extra: dict[str, object] = {"error_code": 0} if ctx.version >= 1 else {}
-    controller = ctx.broker.controller
-    if controller is None or not controller.is_active:
-        if ctx.version >= 1:
-            return R(throttle_time_ms=0, error_code=int(ErrorCode.NOT_CONTROLLER), replica_election_results=[])
-        return R(throttle_time_ms=0, replica_election_results=[
-            Result(topic=t.topic, partition_result=[PartR(partition_id=p, error_code=int(ErrorCode.NOT_CONTROLLER),
-                                                          error_message=None) for p in t.partitions])
-            for t in req.topic_partitions or []])
-    tps = None if req.topic_partitions is None else [(t.topic, p) for t in req.topic_partitions for p in t.partitions]
-    unclean = ctx.version >= 1 and req.election_type == 1
-    fut = controller.enqueue("unclean_election" if unclean else "preferred_election", tps, wait=True)
-    results = await asyncio.wait_for(fut, max(req.timeout_ms, 1000) / 1000)
-    by_topic: dict[str, list[DataContainer]] = {}
-    for (topic, p), code in results.items():
-        if tps is None and code == ErrorCode.ELECTION_NOT_NEEDED:
-            continue
-        by_topic.setdefault(topic, []).append(PartR(partition_id=p, error_code=int(code),
-                                                    error_message=_MESSAGES.get(code) if code else None))
-    return R(throttle_time_ms=0, replica_election_results=[Result(topic=t, partition_result=ps)
-                                                           for t, ps in by_topic.items()], **extra)

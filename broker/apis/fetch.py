@@ -114,7 +114,7 @@ async def handle_fetch(ctx: RequestContext, req: FetchRequest) -> FetchResponse 
             for part in t.partitions:
                 errors[part.error_code] = errors.get(part.error_code, 0) + 1
         note_errors(errors)
-    endpoints = _leader_hints(broker, topics_out) if broker.metadata_cache is not None else ()
+    endpoints = _leader_hints(broker, topics_out)
     # Encoded here rather than by the generic encoder so that records stay file regions (see
     # protocol.fetch_codec); the connection writes them straight from the segment files.
     return EncodedResponse(*encode_fetch_response(ctx.version, ctx.header.correlation_id, topics_out,
@@ -128,18 +128,18 @@ _MOVED = (int(ErrorCode.NOT_LEADER_OR_FOLLOWER), int(ErrorCode.FENCED_LEADER_EPO
 def _leader_hints(broker: Any, topics: list[DataContainer]) -> list[tuple[int, str, int, str | None]]:
     """KIP-951: on a partition whose leadership is elsewhere, name the current leader (and its
     endpoint, v16+) so the client goes there without a Metadata round trip."""
-    cache = broker.metadata_cache
+    support = broker.metadata_support
     leaders: set[int] = set()
     for t in topics:
         for p in t.partitions:
             if p.error_code in _MOVED and t.topic is not None:
-                pm = cache.partition(t.topic, p.partition_index)
+                pm = support.partition(t.topic, p.partition_index)
                 if pm is not None and pm.leader >= 0:
                     p.current_leader = (pm.leader, pm.leader_epoch)
                     leaders.add(pm.leader)
     out = []
     for b in sorted(leaders):
-        info = cache.brokers.get(b)
+        info = support.live_broker(b)
         if info is not None:
             ep = info.endpoint(broker.advertised.name)
             out.append((b, ep.host, ep.port, info.rack))

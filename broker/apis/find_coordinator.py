@@ -63,8 +63,8 @@ async def _cluster_lookup(ctx: RequestContext, key_type: int, key: str) -> tuple
     coord = broker.group_coordinator if key_type == GROUP_KEY else broker.txn_coordinator
     topic = GROUP_METADATA_TOPIC_NAME if key_type == GROUP_KEY else TRANSACTION_STATE_TOPIC_NAME
     partition = coord.partition_for(key)
-    pm = broker.metadata_cache.partition(topic, partition)
-    ep = broker.metadata_cache.leader_endpoint(topic, partition, ctx.listener_name)
+    pm = broker.metadata_support.partition(topic, partition)
+    ep = broker.metadata_support.leader_endpoint(topic, partition, ctx.listener_name)
     if pm is None or ep is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available.", -1, "", -1
     return ErrorCode.NONE, None, pm.leader, ep.host, ep.port
@@ -81,7 +81,7 @@ async def handle_find_coordinator(ctx: RequestContext, req: FindCoordinatorReque
     keys = list(req.coordinator_keys) if ctx.version >= 4 else [req.key]
     results = []
     for key in keys:
-        if ctx.broker.metadata_cache is not None and key_type in (GROUP_KEY, TRANSACTION_KEY):
+        if key_type in (GROUP_KEY, TRANSACTION_KEY):
             results.append(await _cluster_lookup(ctx, key_type, key))
             continue
         code, message = await _lookup(ctx, key_type, key)

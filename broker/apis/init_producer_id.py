@@ -46,6 +46,10 @@ async def handle_init_producer_id(ctx: RequestContext, req: InitProducerIdReques
     if ctx.version >= 6 and (req.enable2_pc or req.keep_prepared_txn):
         code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED if req.enable2_pc else ErrorCode.INVALID_REQUEST
         return ctx.response(throttle_time_ms=0, error_code=code, producer_id=-1, producer_epoch=-1)
+    try:  # in a cluster the next producer-id block may still be on its way from ZooKeeper
+        await broker.metadata_support.producer_ids_ready()
+    except KafkaError as e:
+        return ctx.response(throttle_time_ms=0, error_code=e.code, producer_id=-1, producer_epoch=-1)
     if req.transactional_id is not None:
         if not ctx.authorize(WRITE, TRANSACTIONAL_ID, req.transactional_id):
             return ctx.response(throttle_time_ms=0, error_code=TXN_DENIED, producer_id=-1, producer_epoch=-1)

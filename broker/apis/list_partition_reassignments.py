@@ -12,7 +12,7 @@ from kafka.protocol.admin import ListPartitionReassignmentsRequest, ListPartitio
 from kafka.protocol.data_container import DataContainer
 
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode
+from protocol.errors import KafkaError
 
 from ..security.acl import CLUSTER, CLUSTER_DENIED, CLUSTER_NAME, DESCRIBE, Requires
 from . import RequestContext, api
@@ -27,13 +27,10 @@ async def handle_list_partition_reassignments(ctx: RequestContext, req: ListPart
     if not ctx.authorize(DESCRIBE, CLUSTER, CLUSTER_NAME):
         return R(throttle_time_ms=0, error_code=int(CLUSTER_DENIED), error_message="Cluster authorization failed.",
                  topics=[])
-    if ctx.broker.cluster is None:
-        return R(throttle_time_ms=0, error_code=0, error_message=None, topics=[])
-    controller = ctx.broker.controller
-    if controller is None or not controller.is_active:
-        return R(throttle_time_ms=0, error_code=int(ErrorCode.NOT_CONTROLLER),
-                 error_message="This broker is not the active controller.", topics=[])
-    ongoing = controller.list_reassignments()
+    try:
+        ongoing = ctx.broker.metadata_support.list_reassignments()
+    except KafkaError as e:
+        return R(throttle_time_ms=0, error_code=int(e.code), error_message=e.message, topics=[])
     wanted = None if req.topics is None else {(t.name, p) for t in req.topics for p in t.partition_indexes}
     by_topic: dict[str, list[DataContainer]] = {}
     for (topic, p), (replicas, adding, removing) in sorted(ongoing.items()):

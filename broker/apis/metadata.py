@@ -34,7 +34,6 @@ from protocol.errors import ErrorCode, KafkaError
 
 from ..auto_topic_creation import auto_create_topic
 from ..cluster.metadata import validate_topic_name
-from ..replica.replica_manager import TopicPartition
 from ..security.acl import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, TOPIC, TOPIC_DENIED, Requires
 from . import RequestContext, api
 
@@ -122,19 +121,14 @@ async def handle_metadata(ctx: RequestContext, req: MetadataRequest) -> Metadata
 
 
 def cluster_brokers(ctx: RequestContext) -> tuple[list[tuple[int, str, int, str | None]], int]:
-    """(live brokers as (id, host, port, rack), controller id): this broker alone on a single broker."""
-    broker = ctx.broker
-    cache = broker.metadata_cache
-    if cache is None or not cache.brokers:
-        adv = ctx.advertised  # the listener the request came in on
-        rack = str(broker.config.get("broker.rack") or "") or None
-        return [(broker.broker_id, adv.host, adv.port, rack)], \
-            (broker.broker_id if cache is None else cache.controller_id)
+    """(live brokers as (id, host, port, rack), controller id), each broker's endpoint on the
+    listener the request came in on; this broker alone on a single broker."""
+    support = ctx.broker.metadata_support
     out = []
-    for b in sorted(cache.brokers.values(), key=lambda b: b.id):
+    for b in support.live_brokers():
         ep = b.endpoint(ctx.listener_name)
         out.append((b.id, ep.host, ep.port, b.rack))
-    return out, cache.controller_id
+    return out, support.controller_id()
 
 
 
@@ -152,22 +146,13 @@ class PartitionState:
 
 
 def partition_state(ctx: RequestContext, topic: str, p: int) -> PartitionState:
-    """A partition's leader, epoch, replicas, ISR and offline replicas: from the controller's
-    metadata cache in a cluster, from the local replica on a single broker; LEADER_NOT_AVAILABLE
-    without a live leader."""
-    broker = ctx.broker
-    cache = broker.metadata_cache
-    if cache is not None:
-        pm = cache.partition(topic, p)
-        if pm is None or pm.leader < 0:
-            return PartitionState(p, ErrorCode.LEADER_NOT_AVAILABLE, -1, pm.leader_epoch if pm else -1,
-                                  list(pm.replicas) if pm else [], list(pm.isr) if pm else [],
-                                  list(pm.offline) if pm else [])
-        return PartitionState(p, ErrorCode.NONE, pm.leader, pm.leader_epoch, list(pm.replicas), list(pm.isr),
-                              list(pm.offline))
-    tp = TopicPartition(topic, p)
-    part = broker.replica_manager.partitions.get(tp)
-    if part is None:
-        offline = [broker.broker_id] if tp in broker.replica_manager.offline_partitions else []  # JBOD: dir failed
-        return PartitionState(p, ErrorCode.LEADER_NOT_AVAILABLE, -1, -1, offline, [], offline)
-    return PartitionState(p, ErrorCode.NONE, part.leader_id, part.leader_epoch, list(part.replicas), list(part.isr), [])
+    """A partition's leader, epoch, replicas, ISR and offline replicas, as the metadata support
+    knows them (the controller's UpdateMetadata in a cluster, the local replica on a single
+    broker); LEADER_NOT_AVAILABLE without a live leader."""
+    pm = ctx.broker.metadata_support.partition(topic, p)
+    if pm is None or pm.leader < 0:
+        return PartitionState(p, ErrorCode.LEADER_NOT_AVAILABLE, -1, pm.leader_epoch if pm else -1,
+                              list(pm.replicas) if pm else [], list(pm.isr) if pm else [],
+                              list(pm.offline) if pm else [])
+    return PartitionState(p, ErrorCode.NONE, pm.leader, pm.leader_epoch, list(pm.replicas), list(pm.isr),
+                          list(pm.offline))

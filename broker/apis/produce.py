@@ -140,8 +140,10 @@ def _response(ctx: RequestContext, req: ProduceRequest, results: list[list[Parti
         topics_out.append(TopicResp(topic_id=topic.topic_id, partition_responses=parts_out) if ctx.version >= 13
                           else TopicResp(name=name, partition_responses=parts_out))
     extra: dict[str, object] = {}
-    if ctx.version >= 10 and ctx.broker.metadata_cache is not None:
-        extra["node_endpoints"] = _leader_hints(ctx, R, topics_out, names)
+    if ctx.version >= 10:
+        hints = _leader_hints(ctx, R, topics_out, names)
+        if hints:
+            extra["node_endpoints"] = hints
     return R(responses=topics_out, throttle_time_ms=ctx.throttle_ms, **extra)
 
 
@@ -154,19 +156,19 @@ def _topic_name(broker: Any, topic: Any) -> str | None:
 def _leader_hints(ctx: RequestContext, R: type[DataContainer], topics_out: list[DataContainer], names: list[str | None]) -> list[DataContainer]:
     """KIP-951 (v10+): a partition led elsewhere names its current leader, and the response that
     leader's endpoint, so the producer retries there without a Metadata round trip."""
-    cache = ctx.broker.metadata_cache
+    support = ctx.broker.metadata_support
     PartResp = R.TopicProduceResponse.PartitionProduceResponse
     leaders: set[int] = set()
     for t, name in zip(topics_out, names, strict=True):
         for p in t.partition_responses:
             if p.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER and name is not None:
-                pm = cache.partition(name, p.index)
+                pm = support.partition(name, p.index)
                 if pm is not None and pm.leader >= 0:
                     p.current_leader = PartResp.LeaderIdAndEpoch(leader_id=pm.leader, leader_epoch=pm.leader_epoch)
                     leaders.add(pm.leader)
     out = []
     for b in sorted(leaders):
-        info = cache.brokers.get(b)
+        info = support.live_broker(b)
         if info is not None:
             ep = info.endpoint(ctx.broker.advertised.name)
             out.append(R.NodeEndpoint(node_id=b, host=ep.host, port=ep.port, rack=info.rack))

@@ -21,7 +21,7 @@ from kafka.protocol.admin import UpdateFeaturesRequest, UpdateFeaturesResponse
 from kafka.protocol.api_message import ApiMessage
 
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, KafkaError
 
 from ..cluster import features
 from ..security.acl import ALTER, CLUSTER, CLUSTER_DENIED, CLUSTER_NAME, Requires
@@ -61,10 +61,10 @@ async def handle_update_features(ctx: RequestContext, req: UpdateFeaturesRequest
 
     if not ctx.authorize(ALTER, CLUSTER, CLUSTER_NAME):
         return answer(CLUSTER_DENIED, None, {})
-    if ctx.broker.cluster is not None:
-        controller = ctx.broker.controller
-        if controller is None or not controller.is_active:
-            return answer(ErrorCode.NOT_CONTROLLER, "This broker is not the active controller.", {})
+    try:
+        ctx.broker.metadata_support.require_controller()
+    except KafkaError as e:
+        return answer(e.code, e.message, {})
     if len(set(names)) != len(names):
         return answer(ErrorCode.INVALID_REQUEST, "The request contains multiple updates for the same feature", {})
     fin = features.finalized(ctx.broker)

@@ -23,7 +23,7 @@ from kafka.protocol.api_message import ApiMessage
 from protocol.errors import ErrorCode, KafkaError
 from txn.producer_ids import BLOCK_FILE, ProducerIdManager
 
-from ..config import BrokerConfig
+from ..config.properties import BrokerConfig
 from ..replica.replica_manager import ReplicaManager, TopicPartition
 from ..security.listeners import protocol_map
 from .metadata import TopicInfo, TopicRegistry
@@ -138,10 +138,20 @@ class MetadataSupport(ABC):
     def list_reassignments(self) -> dict[tuple[str, int], Reassignment]:
         """The ongoing partition reassignments."""
 
+    @abstractmethod
+    async def shut_down_broker(self, broker_id: int, timeout: float) -> list[tuple[str, int]]:
+        """The controller's part of ``broker_id``'s controlled shutdown: move its leaderships
+        away; returns the partitions it still leads (no other in-sync replica to take them)."""
+
     # --- lifecycle and services --------------------------------------------------------------
     @abstractmethod
     def producer_id_manager(self) -> ProducerIdManager:
         """Where producer-id blocks come from (a local file, or ZooKeeper's shared counter)."""
+
+    @abstractmethod
+    async def producer_ids_ready(self) -> None:
+        """Until a producer id can be handed out without waiting (KafkaError
+        COORDINATOR_LOAD_IN_PROGRESS, which producers retry, when none comes in time)."""
 
     @abstractmethod
     async def connect(self) -> None:
@@ -270,6 +280,12 @@ class LocalMetadataSupport(MetadataSupport):
 
     def list_reassignments(self) -> dict[tuple[str, int], Reassignment]:
         return {}
+
+    async def shut_down_broker(self, broker_id: int, timeout: float) -> list[tuple[str, int]]:
+        return []  # nobody to hand leaderships to
+
+    async def producer_ids_ready(self) -> None:
+        return None  # a local file
 
     async def connect(self) -> None:
         return None

@@ -57,7 +57,7 @@ def test_hung_zookeeper_stalls_no_client_request(cluster_factory: Callable[..., 
         while creator.is_alive():
             # Metadata (a raw client with a 10 s socket timeout: a blocked loop fails it)
             md = cluster.metadata(0, [topic])
-            assert md.topics[0].error_code == 0 and md.topics[0].partitions[0].leader == 0
+            assert md.topics[0].error_code == 0 and md.topics[0].partitions[0].leader_id == 0
             # Produce
             acked: list[object] = []
             producer.produce(topic, b"during", on_delivery=lambda err, _m, acked=acked: acked.append(err))

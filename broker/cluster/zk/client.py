@@ -24,7 +24,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.exceptions import (
+    BadVersionError,
+    ConnectionLoss,
+    NodeExistsError,
+    NoNodeError,
+    OperationTimeoutError,
+    SessionExpiredError,
+)
 from kazoo.protocol.states import ZnodeStat
 
 from protocol.errors import ErrorCode, KafkaError
@@ -135,6 +142,9 @@ class KafkaZkClient:
         except TimeoutError:
             raise ZooKeeperRequestTimeout(message=f"ZooKeeper at {self.connect_string} did not answer within "
                                                   f"{timeout:.1f} s") from None
+        except (ConnectionLoss, SessionExpiredError, OperationTimeoutError) as e:
+            raise ZooKeeperRequestTimeout(message=f"ZooKeeper at {self.connect_string} did not answer: "
+                                                  f"{type(e).__name__}") from None
 
     def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
         """Run ``fn(*args)`` on a ZooKeeper request thread, for a caller that does not wait for it."""

@@ -41,7 +41,7 @@ from ..metadata_cache import MetadataCache, PartitionMetadata
 from ..replication.fetcher import ReplicaFetcherManager
 from ..support import MetadataSupport, PartitionResult, Reassignment, advertised_broker_info, not_controller
 from . import zk_data as zd
-from .client import DEFAULT_REQUEST_TIMEOUT_S, BadVersionError, KafkaZkClient, ZooKeeperRequestTimeout
+from .client import DEFAULT_REQUEST_TIMEOUT_S, BadVersionError, KafkaZkClient
 from .topics import ZkTopicRegistry
 
 log = logging.getLogger("samsa.cluster")
@@ -96,9 +96,9 @@ class ZkProducerIdManager(ProducerIdManager):
                 return
         try:
             await asyncio.wait_for(asyncio.wrap_future(self._prefetch()), timeout)
-        except TimeoutError:
-            raise ZooKeeperRequestTimeout(message=f"no producer id block from ZooKeeper within {timeout:.1f} s") \
-                from None
+        except Exception as e:  # not in time, or ZooKeeper refused: producers retry this code
+            raise KafkaError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                             f"no producer id block from ZooKeeper: {e or type(e).__name__}") from None
 
     def generate_producer_id(self) -> int:
         prefetch = False
@@ -167,12 +167,9 @@ class ZkMetadataSupport(MetadataSupport):
 
     async def registered_broker_ids(self) -> list[int]:
         """The registered brokers, read from ZooKeeper as Kafka's AdminZkClient does for replica
-        placement (the metadata cache can trail a broker's (re)registration by a moment); the
-        cache's view when ZooKeeper does not answer in time."""
-        try:
-            return sorted(int(b) for b in await self.zk.call(self.zk.children, zd.BROKER_IDS))
-        except Exception:
-            return sorted(self.cache.brokers)
+        placement (the metadata cache can trail a broker's (re)registration by a moment);
+        REQUEST_TIMED_OUT when ZooKeeper does not answer in time."""
+        return sorted(int(b) for b in await self.zk.call(self.zk.children, zd.BROKER_IDS))
 
     async def is_cluster_member(self, broker_id: int) -> bool:
         if broker_id < 0:
@@ -252,8 +249,20 @@ class ZkMetadataSupport(MetadataSupport):
     def list_reassignments(self) -> dict[tuple[str, int], Reassignment]:
         return self._active_controller().list_reassignments()
 
+    async def shut_down_broker(self, broker_id: int, timeout: float) -> list[tuple[str, int]]:
+        fut = self._active_controller().enqueue("controlled_shutdown", broker_id, wait=True)
+        assert fut is not None
+        try:
+            remaining: list[tuple[str, int]] = await asyncio.wait_for(fut, timeout)
+        except Exception as e:  # the controller resigned or timed out meanwhile
+            raise not_controller() from e
+        return remaining
+
     def producer_id_manager(self) -> ZkProducerIdManager:
         return self._producer_ids
+
+    async def producer_ids_ready(self) -> None:
+        await self._producer_ids.ready()
 
     def broker_info(self) -> zd.BrokerInfo:
         return advertised_broker_info(self.broker.config)
