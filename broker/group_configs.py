@@ -38,13 +38,13 @@ from urllib.parse import quote, unquote
 
 from protocol.errors import InvalidConfigError
 
-from .cluster.zk import zk_data as zd
+from .cluster import zk_data as zd
 from .config.definitions import ConfigDef, ConfigSource, ConfigType
 from .config.resolution import Resolved
 
 log = logging.getLogger("samsa.group_configs")
 
-GROUPS_ENTITY = "groups"  # /config/groups/<group> (broker/cluster/zk/zk_data.py's /config/<type>/<name>)
+GROUPS_ENTITY = "groups"  # /config/groups/<group> (broker/cluster/zk_data.py's /config/<type>/<name>)
 
 T = ConfigType
 # Kafka's GroupConfig (4.0), each with the broker property whose value is its default.

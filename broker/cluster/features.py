@@ -28,7 +28,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from .zk.zk_data import FEATURE as FEATURE_ZNODE
+from .zk_data import FEATURE as FEATURE_ZNODE
 
 log = logging.getLogger("samsa.features")
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .zk.zk_data import BrokerEndpoint, BrokerInfo
+from .zk_data import BrokerEndpoint, BrokerInfo
 
 
 @dataclass(frozen=True, slots=True)

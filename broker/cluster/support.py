@@ -28,7 +28,7 @@ from ..replica.replica_manager import ReplicaManager, TopicPartition
 from ..security.listeners import protocol_map
 from .metadata import TopicInfo, TopicRegistry
 from .metadata_cache import PartitionMetadata
-from .zk.zk_data import BrokerEndpoint, BrokerInfo
+from .zk_data import BrokerEndpoint, BrokerInfo
 
 # (code, message) of one partition's answer
 PartitionResult = tuple[ErrorCode, str | None]

@@ -20,7 +20,9 @@ An operator who knows Kafka's ZooKeeper mode can read Samsa's state with ``zkCli
 ``/kafka-acl-changes/acl_changes_<seq>``                "any ACL changed": brokers reload theirs
 =====================================================  ==============================================
 
-Invariant: no other module spells a znode path; they all come from here.
+Invariant: no other module spells a znode path; they all come from here. No I/O and no imports
+from the broker: it sits at the bottom of ``broker/`` so that the security stores (ACLs, quotas,
+SCRAM credentials) may name their znodes without depending on the ZooKeeper client.
 """
 
 from __future__ import annotations

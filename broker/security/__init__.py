@@ -28,8 +28,8 @@ a small store interface in Kafka's ZooKeeper layout (:mod:`.acl_store`). Client 
 (:mod:`.quotas`: byte rates and request percentage per user / client id) throttle as KIP-219
 does. Without an authorizer ``Broker.authorizer`` is None and every check is one attribute test.
 
-Imports: broker/config/, broker/cluster/interbroker.py, protocol/ (and, for now, broker/cluster/zk/zk_data.py
-for the ACL and quota znodes); nothing from the replica manager up.
+Imports: broker/config/, broker/cluster/interbroker.py, broker/cluster/zk_data.py (the ACL and
+quota znodes: paths and JSON, no I/O), protocol/; nothing from the replica manager up.
 """
 
 from __future__ import annotations

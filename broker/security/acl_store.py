@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..cluster.zk import zk_data as zd  # every znode path and its JSON live there, as Kafka's ZkData
+from ..cluster import zk_data as zd  # every znode path and its JSON live there, as Kafka's ZkData
 from .acl import (
     OPERATION_NAMES,
     PERMISSION_NAMES,

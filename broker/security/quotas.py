@@ -51,7 +51,7 @@ from urllib.parse import quote, unquote
 
 from protocol.api_keys import ApiKey
 
-from ..cluster.zk.zk_data import CONFIG_IPS
+from ..cluster.zk_data import CONFIG_IPS
 
 USER, CLIENT_ID, IP = "user", "client-id", "ip"
 PRODUCER_BYTE_RATE = "producer_byte_rate"

@@ -15,7 +15,7 @@ from typing import Any
 from protocol.errors import ErrorCode
 
 from ..interbroker import BrokerClient
-from ..zk.zk_data import BrokerInfo
+from ..zk_data import BrokerInfo
 
 log = logging.getLogger("samsa.controller")
 

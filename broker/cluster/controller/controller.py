@@ -48,7 +48,7 @@ from protocol.inter_broker import (
     UpdateMetadataRequest,
 )
 
-from ..zk import zk_data as zd
+from .. import zk_data as zd
 from ..zk.client import ControllerMovedError
 from .channel import ControllerChannelManager
 

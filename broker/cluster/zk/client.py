@@ -36,7 +36,7 @@ from kazoo.protocol.states import ZnodeStat
 
 from protocol.errors import ErrorCode, KafkaError
 
-from . import zk_data as zd
+from .. import zk_data as zd
 
 log = logging.getLogger("samsa.zk")
 

@@ -34,13 +34,13 @@ from protocol.errors import ErrorCode, KafkaError
 from protocol.inter_broker import CONTROLLED_SHUTDOWN_VERSION, ControlledShutdownRequest
 from txn.producer_ids import MAX_PRODUCER_ID, PRODUCER_ID_BLOCK_SIZE, ProducerIdManager
 
+from .. import zk_data as zd
 from ..controller.controller import KafkaController
 from ..interbroker import BrokerClient
 from ..metadata import TopicInfo
 from ..metadata_cache import MetadataCache, PartitionMetadata
 from ..replication.fetcher import ReplicaFetcherManager
 from ..support import MetadataSupport, PartitionResult, Reassignment, advertised_broker_info, not_controller
-from . import zk_data as zd
 from .client import DEFAULT_REQUEST_TIMEOUT_S, BadVersionError, KafkaZkClient
 from .topics import ZkTopicRegistry
 

@@ -29,8 +29,8 @@ from collections.abc import Callable
 
 from protocol.errors import ErrorCode, KafkaError
 
+from .. import zk_data as zd
 from ..metadata import TopicInfo, TopicRegistry, topic_id_base64, validate_topic_name
-from . import zk_data as zd
 from .client import DEFAULT_REQUEST_TIMEOUT_S, KafkaZkClient, TopicExists
 
 log = logging.getLogger("samsa.metadata")
