@@ -15,7 +15,6 @@ import datetime
 import ipaddress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -30,13 +29,13 @@ def name(**parts: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(_OIDS[k], v) for k, v in reversed(list(parts.items()))])
 
 
-def new_key() -> Any:
+def new_key() -> ec.EllipticCurvePrivateKey:
     return ec.generate_private_key(ec.SECP256R1())
 
 
-def certificate(subject: x509.Name, key: Any, issuer: x509.Name, issuer_key: Any, *, ca: bool = False,
-                server: bool = False, client: bool = False, hosts: tuple[str, ...] = (),
-                days: int = 30) -> x509.Certificate:
+def certificate(subject: x509.Name, key: ec.EllipticCurvePrivateKey, issuer: x509.Name,
+                issuer_key: ec.EllipticCurvePrivateKey, *, ca: bool = False, server: bool = False,
+                client: bool = False, hosts: tuple[str, ...] = (), days: int = 30) -> x509.Certificate:
     """A certificate that passes VERIFY_X509_STRICT (see the module docstring)."""
     now = datetime.datetime.now(datetime.UTC)
     b = (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer).public_key(key.public_key())
@@ -64,7 +63,7 @@ def certificate(subject: x509.Name, key: Any, issuer: x509.Name, issuer_key: Any
     return b.sign(issuer_key, hashes.SHA256())
 
 
-def pem_key(key: Any) -> bytes:
+def pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
     return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                              serialization.NoEncryption())
 

@@ -14,7 +14,9 @@ a control channel with its own protocol and races. What in-process costs: the br
 the GIL with the test (its clients mostly wait on sockets, so this is small), and ``kill``
 cannot be a real SIGKILL: it is emulated (below). ``brokers=3`` runs real cluster processes
 (one per broker, and a ZooKeeper) because cluster brokers and their ZooKeeper sessions are
-built to be one per process; fault injection is for the single broker.
+built to be one per process: there kill, pause and restart are real signals to a broker's
+process and injected faults reach each broker through a control channel
+(:mod:`broker.testing.cluster`, :mod:`broker.testing.child`); pass ``broker=<id>``.
 
 ``kill()`` is what SIGKILL leaves behind: listening sockets and connections are dropped, no
 log is flushed or closed cleanly, no producer snapshot, checkpoint or clean-shutdown marker is
@@ -36,12 +38,31 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+from kafka.consumer.fetcher import ConsumerRecord
+from kafka.structs import TopicPartition
+
+from log.log import Log
+
+from ..config.properties import BrokerConfig
 from ..hooks import Fault, HookedRequest
-from .faults import FaultPlan, RecordedRequest, Rule, error_code
+from ..server import Broker
+from .cluster import ClusterRule, EmbeddedCluster
+from .faults import FaultPlan, RecordedRequest, Rule, api_key, error_code
+from .helpers import Admin, GroupDescription
+
+try:
+    import uvloop
+
+    _new_loop: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+except ImportError:  # optional: the broker's loop is faster with it, correct without
+    _new_loop = asyncio.new_event_loop
+
+if TYPE_CHECKING:
+    from .certs import TlsMaterial
 
 log = logging.getLogger("samsa.testing")
 
@@ -90,14 +111,14 @@ class SamsaBroker:
         self._given_dir = Path(data_dir) if data_dir is not None else None
         self.data_dir: Path | None = None
         self.ports: dict[str, int] = {}
-        self.tls: Any = None  # broker.testing.certs.TlsMaterial with tls=True
+        self.tls: TlsMaterial | None = None  # with tls=True
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._broker: Any = None
+        self._broker: Broker | None = None
         self._stop: asyncio.Event | None = None
         self._paused: threading.Event | None = None
-        self._cluster: Any = None
-        self._admin: Any = None
+        self._cluster: EmbeddedCluster | None = None
+        self._admin: Admin | None = None
         self.startup_seconds = 0.0
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -138,8 +159,6 @@ class SamsaBroker:
             raise ValueError("schema_registry=True serves the registry of one embedded broker; for brokers=3 pass "
                              "'schema.registry.listeners' in properties and read it from each broker")
         if self.brokers != 1:
-            from .cluster import EmbeddedCluster  # noqa: PLC0415
-
             self._cluster = EmbeddedCluster(self.brokers, self.data_dir, self.properties, self.host)
             try:
                 self._cluster.start()
@@ -167,13 +186,12 @@ class SamsaBroker:
             self.admin.add_scram_user(user, password)
         return self
 
-    def _config(self) -> Any:
-        from ..config.properties import BrokerConfig  # noqa: PLC0415
-
+    def _config(self) -> BrokerConfig:
         assert self.data_dir is not None
         listeners = [f"PLAINTEXT://{self.host}:{self.ports['PLAINTEXT']}"]
         props: dict[str, str] = {"log.dirs": str(self.data_dir / "logs")}
         if self.tls_enabled:
+            # cryptography's x509 and key generation: ~40 ms of import a PLAINTEXT broker does not pay
             from .certs import broker_tls_properties  # noqa: PLC0415
 
             self.tls = self.tls or broker_tls_properties(self.data_dir / "tls", self.host)
@@ -191,8 +209,6 @@ class SamsaBroker:
         return BrokerConfig.load(None, {**props, **self.properties})
 
     def _start_thread(self) -> None:
-        from ..server import Broker  # noqa: PLC0415
-
         config = self._config()
         ready: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._paused = None
@@ -225,24 +241,24 @@ class SamsaBroker:
             self._thread = None
             raise
 
-    def _call(self, fn: Callable[[], Any], timeout: float = 60) -> Any:
+    def _call(self, fn: Callable[[], Awaitable[None] | None], timeout: float = 60) -> None:
         """Run ``fn`` (a coroutine factory or a plain function) on the broker's loop."""
         loop = self._loop
         assert loop is not None, "the broker is not running"
 
-        async def run() -> Any:
+        async def run() -> None:
             out = fn()
-            if asyncio.iscoroutine(out):
-                out = await out
-            return out
+            if out is not None:
+                await out
 
-        return asyncio.run_coroutine_threadsafe(run(), loop).result(timeout)
+        asyncio.run_coroutine_threadsafe(run(), loop).result(timeout)
 
     def _shutdown_thread(self, clean: bool) -> None:
         if self._thread is None:
             return
         self.resume()
         broker, loop = self._broker, self._loop
+        assert broker is not None
         if clean:
             try:
                 self._call(broker.stop)
@@ -273,16 +289,27 @@ class SamsaBroker:
         self.data_dir = None
         self.ports = {}
 
-    def _require_single(self, what: str) -> None:
-        if self._cluster is not None:
-            raise NotImplementedError(f"{what} is for the single embedded broker (brokers=1)")
+    def _require_single(self, what: str, broker: int | None) -> None:
+        if broker not in (None, 0):
+            raise ValueError(f"{what}(broker={broker}): this is a single broker (brokers=1), broker 0")
         if self._thread is None:
             raise RuntimeError(f"{what}: the broker is not running")
 
-    def restart(self) -> SamsaBroker:
-        """Stop cleanly (if running) and start again on the same port with the same data."""
+    def _member(self, what: str, broker: int | None) -> tuple[EmbeddedCluster, int]:
+        assert self._cluster is not None
+        if broker is None:
+            raise ValueError(f"{what}: which broker? pass broker=<id> (this cluster has brokers "
+                             f"{sorted(self._cluster.brokers)}; leader(topic, partition) names a partition's leader)")
+        return self._cluster, broker
+
+    def restart(self, broker: int | None = None) -> SamsaBroker:
+        """Stop cleanly (if running) and start again on the same port with the same data.
+        ``brokers=N``: restart broker ``broker`` (SIGTERM unless it is dead, then a new process)."""
         if self._cluster is not None:
-            raise NotImplementedError("restart is for the single embedded broker (brokers=1)")
+            cluster, bid = self._member("restart", broker)
+            self._close_admin()
+            cluster.restart(bid)
+            return self
         if self.data_dir is None:  # never started (or stopped, its folder removed): a plain start
             return self.start()
         self._close_admin()
@@ -290,16 +317,26 @@ class SamsaBroker:
         self._start_thread()
         return self
 
-    def kill(self) -> None:
+    def kill(self, broker: int | None = None) -> None:
         """Stop as SIGKILL would: no flush, no snapshots or checkpoints, no clean-shutdown marker.
-        ``restart()`` brings it back with the same data (after log recovery)."""
-        self._require_single("kill")
+        ``restart()`` brings it back with the same data (after log recovery). ``brokers=N``: a
+        real SIGKILL to broker ``broker``'s process."""
+        if self._cluster is not None:
+            cluster, bid = self._member("kill", broker)
+            cluster.kill(bid)
+            return
+        self._require_single("kill", broker)
         self._close_admin()
         self._shutdown_thread(clean=False)
 
-    def pause(self) -> None:
-        """Freeze the broker (as SIGSTOP would): its loop stops where it is until ``resume()``."""
-        self._require_single("pause")
+    def pause(self, broker: int | None = None) -> None:
+        """Freeze the broker (as SIGSTOP would): its loop stops where it is until ``resume()``.
+        ``brokers=N``: a real SIGSTOP to broker ``broker``'s process."""
+        if self._cluster is not None:
+            cluster, bid = self._member("pause", broker)
+            cluster.pause(bid)
+            return
+        self._require_single("pause", broker)
         if self._paused is not None:
             return
         paused = threading.Event()
@@ -314,54 +351,83 @@ class SamsaBroker:
         self._loop.call_soon_threadsafe(freeze)
         frozen.wait(30)
 
-    def resume(self) -> None:
+    def resume(self, broker: int | None = None) -> None:
+        """Let a paused broker go on (``brokers=N``: SIGCONT to broker ``broker``)."""
+        if self._cluster is not None:
+            cluster, bid = self._member("resume", broker)
+            cluster.resume(bid)
+            return
         if self._paused is not None:
             self._paused.set()
             self._paused = None
 
     # --- faults ------------------------------------------------------------------------------
+    # ``broker``: with brokers=N, the broker whose requests the rule matches (None: every broker;
+    # the rule's ``times`` then counts on each). ``match`` (a Python callable) cannot cross into
+    # a broker process: with brokers=N use api and topic.
+    def _add(self, fault: Fault, api: str | int | None, topic: str | None, times: int | None,
+             match: Callable[[HookedRequest], bool] | None, broker: int | None) -> Rule | ClusterRule:
+        if self._cluster is not None:
+            if match is not None:
+                raise ValueError("match= runs in the test process; with brokers=N select requests by api and topic")
+            if times is not None and times < 1:
+                raise ValueError("times must be >= 1 (or None: until removed)")
+            return self._cluster.inject(fault, None if api is None else api_key(api), topic, times, broker)
+        if broker not in (None, 0):
+            raise ValueError(f"broker={broker}: this is a single broker (brokers=1), broker 0")
+        return self.faults.add(fault, api, topic, times, match)
+
     def inject(self, api: str | int | None = None, error: str | int = "UNKNOWN_SERVER_ERROR", *,
                times: int | None = 1, topic: str | None = None, delay_ms: float = 0,
-               match: Callable[[HookedRequest], bool] | None = None) -> Rule:
+               match: Callable[[HookedRequest], bool] | None = None, broker: int | None = None) -> Rule | ClusterRule:
         """Answer matching requests with ``error`` (wherever the response has an error code:
         every topic and partition of the request, and the request-level code); the broker does
         not act on them. ``times=None`` until ``rule.remove()`` or :meth:`clear_faults`."""
-        return self.faults.add(Fault(error=error_code(error), delay_ms=delay_ms), api, topic, times, match)
+        return self._add(Fault(error=error_code(error), delay_ms=delay_ms), api, topic, times, match, broker)
 
     def delay(self, api: str | int | None = None, ms: float = 100, *, times: int | None = 1,
-              topic: str | None = None, match: Callable[[HookedRequest], bool] | None = None) -> Rule:
+              topic: str | None = None, match: Callable[[HookedRequest], bool] | None = None,
+              broker: int | None = None) -> Rule | ClusterRule:
         """Serve matching requests ``ms`` late (the connection serves nothing else meanwhile)."""
-        return self.faults.add(Fault(delay_ms=ms), api, topic, times, match)
+        return self._add(Fault(delay_ms=ms), api, topic, times, match, broker)
 
     def drop_response(self, api: str | int | None = None, *, times: int | None = 1, topic: str | None = None,
-                      process: bool = True, match: Callable[[HookedRequest], bool] | None = None) -> Rule:
+                      process: bool = True, match: Callable[[HookedRequest], bool] | None = None,
+                      broker: int | None = None) -> Rule | ClusterRule:
         """Send no response. ``process=True``: the request takes effect (records are appended,
         offsets committed) and only its answer is lost, as when a response is lost in the network."""
-        return self.faults.add(Fault(drop_response=True, process=process), api, topic, times, match)
+        return self._add(Fault(drop_response=True, process=process), api, topic, times, match, broker)
 
     def close_connection(self, api: str | int | None = None, *, times: int | None = 1, topic: str | None = None,
-                         process: bool = False, match: Callable[[HookedRequest], bool] | None = None) -> Rule:
+                         process: bool = False, match: Callable[[HookedRequest], bool] | None = None,
+                         broker: int | None = None) -> Rule | ClusterRule:
         """Close the client's connection when a matching request arrives (``process=True``: after
         the broker has acted on it, before answering)."""
-        return self.faults.add(Fault(close_connection=True, process=process), api, topic, times, match)
+        return self._add(Fault(close_connection=True, process=process), api, topic, times, match, broker)
 
     def clear_faults(self) -> None:
+        if self._cluster is not None:
+            self._cluster.clear_faults()
         self.faults.clear()
 
-    def requests(self, api: str | int | None = None, topic: str | None = None) -> list[RecordedRequest]:
-        """Requests received (oldest first), optionally of one API and naming one topic."""
+    def requests(self, api: str | int | None = None, topic: str | None = None,
+                 broker: int | None = None) -> list[RecordedRequest]:
+        """Requests received (oldest first), optionally of one API and naming one topic
+        (``brokers=N``: of every broker, or of broker ``broker``; each says its ``broker_id``)."""
+        if self._cluster is not None:
+            return self._cluster.requests(None if api is None else api_key(api), topic, broker)
         return self.faults.requests(api, topic)
 
     def clear_requests(self) -> None:
+        if self._cluster is not None:
+            self._cluster.clear_requests()
         self.faults.clear_requests()
 
     # --- helpers over the Kafka protocol -----------------------------------------------------
     @property
-    def admin(self) -> Any:
-        """A kafka-python KafkaAdminClient bound to this broker (created on first use)."""
+    def admin(self) -> Admin:
+        """kafka-python's admin client (and consumers) bound to this broker (created on first use)."""
         if self._admin is None:
-            from .helpers import Admin  # noqa: PLC0415
-
             self._admin = Admin(self.bootstrap_servers)
         return self._admin
 
@@ -380,18 +446,22 @@ class SamsaBroker:
     def delete_topic(self, name: str) -> None:
         self.admin.delete_topic(name)
 
-    def records(self, topic: str, partition: int | None = None, timeout: float = 10.0) -> list[Any]:
+    def records(self, topic: str, partition: int | None = None, timeout: float = 10.0) -> list[ConsumerRecord]:
         """Every record of a topic (or one partition) from its start to its end offset now,
         as kafka-python ConsumerRecords (partition by partition, in offset order)."""
         return self.admin.records(topic, partition, timeout)
 
-    def committed_offsets(self, group: str) -> dict[Any, int]:
+    def committed_offsets(self, group: str) -> dict[TopicPartition, int]:
         """{TopicPartition: offset} the group has committed."""
         return self.admin.committed_offsets(group)
 
-    def wait_group_stable(self, group: str, timeout: float = 30.0, members: int | None = None) -> Any:
+    def wait_group_stable(self, group: str, timeout: float = 30.0, members: int | None = None) -> GroupDescription:
         """Wait until the group is Stable (with ``members`` members if given); return its description."""
         return self.admin.wait_group_stable(group, timeout, members)
+
+    def leader(self, topic: str, partition: int = 0) -> int:
+        """The broker id leading a partition now (-1: none), from Metadata."""
+        return self.admin.leader(topic, partition)
 
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped"
@@ -403,15 +473,6 @@ def _prop(v: object) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     return str(v)
-
-
-def _new_loop() -> asyncio.AbstractEventLoop:
-    try:
-        import uvloop  # noqa: PLC0415
-
-        return uvloop.new_event_loop()
-    except ImportError:
-        return asyncio.new_event_loop()
 
 
 def _close_loop(loop: asyncio.AbstractEventLoop) -> None:
@@ -428,7 +489,7 @@ def _close_loop(loop: asyncio.AbstractEventLoop) -> None:
         asyncio.set_event_loop(None)
 
 
-def _crash(broker: Any) -> None:
+def _crash(broker: Broker) -> None:
     """What SIGKILL leaves: sockets gone, files closed by the kernel without a flush or marker."""
     for a in broker.acceptors:
         a.close()
@@ -436,20 +497,17 @@ def _crash(broker: Any) -> None:
         if conn.transport is not None:
             conn.transport.abort()
     for log_ in _logs(broker):
-        for seg in list(getattr(log_, "segments", [])):
+        for seg in list(log_.segments):
             try:
                 seg.close()  # os.close of the descriptors only: no flush, index or snapshot
             except OSError:
                 pass
-    zk = getattr(broker, "zk", None)
-    if zk is not None:
+    if broker.zk is not None:
         try:
-            zk.stop()
+            broker.zk.stop()
         except Exception:
             pass
 
 
-def _logs(broker: Any) -> Iterator[Any]:
-    manager = getattr(broker.replica_manager, "log_manager", None)
-    if manager is not None:
-        yield from list(manager.logs.values())
+def _logs(broker: Broker) -> Iterator[Log]:
+    yield from list(broker.replica_manager.log_manager.logs.values())

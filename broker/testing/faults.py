@@ -11,10 +11,12 @@ shared structures are guarded by one lock (held for microseconds, never across a
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from kafka.protocol.api_message import ApiMessage
@@ -61,6 +63,7 @@ class RecordedRequest:
     topics: frozenset[str]
     at: float  # time.monotonic() when it arrived
     frame: bytes = field(repr=False)
+    broker_id: int | None = None  # SamsaBroker(brokers=N): the broker that received it
 
     @property
     def api(self) -> str:
@@ -189,3 +192,22 @@ class FaultPlan:
             self._recorded.clear()
             self._recorded_bytes = 0
 
+
+
+def recorded_to_json(r: RecordedRequest) -> dict[str, object]:
+    """A RecordedRequest as JSON (the control channel of ``brokers=N``; the frame in base64)."""
+    out: dict[str, object] = {f.name: getattr(r, f.name) for f in dataclasses.fields(r)}
+    out["frame"] = base64.b64encode(r.frame).decode()
+    out["topics"] = sorted(r.topics)
+    return out
+
+
+def recorded_from_json(d: Mapping[str, object], broker_id: int) -> RecordedRequest:
+    """``recorded_to_json``'s object back, marked with the broker that received it."""
+    peer, topics, client_id = d["peer"], d["topics"], d["client_id"]
+    if not isinstance(peer, list) or not isinstance(topics, list):
+        raise ValueError(f"not a recorded request: {d!r}")
+    return RecordedRequest(int(str(d["api_key"])), int(str(d["api_version"])), int(str(d["correlation_id"])),
+                           client_id if isinstance(client_id, str) else None, (str(peer[0]), int(peer[1])),
+                           str(d["principal"]), str(d["listener"]), frozenset(map(str, topics)),
+                           float(str(d["at"])), base64.b64decode(str(d["frame"])), broker_id)
