@@ -39,7 +39,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 from .log import Log
 from .manager import FUTURE_DIR_SUFFIX
@@ -126,10 +126,17 @@ class FutureLogCopy:
         return left
 
 
+class HostedPartition(Protocol):
+    """A partition of the replica manager, as a move sees it: the log it serves from, which
+    the move's swap replaces."""
+
+    log: Log
+
+
 class LogDirMove:
     """One partition's move to ``dest_root``; ``run()`` copies, catches up and swaps."""
 
-    def __init__(self, partition: Any, dest_root: Path, swap_in: Callable[[Log, Path], None]) -> None:
+    def __init__(self, partition: HostedPartition, dest_root: Path, swap_in: Callable[[Log, Path], None]) -> None:
         self.partition = partition
         self.dest_root = dest_root
         self.swap_in = swap_in  # (new log, its log dir): the LogManager's bookkeeping

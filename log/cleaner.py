@@ -46,10 +46,10 @@ import logging
 import os
 import struct
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import crc32c as _crc32c
 
@@ -65,9 +65,18 @@ from protocol.records import (
 from protocol.varint import read_varint, varint
 
 from .cleaner_manager import CHECKPOINT_FILE, dirty_ratio, read_checkpoint, write_checkpoint
+from .log import Log
 from .offset_map import LOAD_FACTOR, OffsetMap
 from .producer_state import control_record_type
-from .segment import DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment, filename_prefix
+from .segment import (
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    LogSegment,
+    filename_prefix,
+    scan_headers,
+)
 
 logger = logging.getLogger("samsa.cleaner")
 
@@ -174,8 +183,6 @@ class SegmentReader:
         self.fd = os.dup(seg.fd)
 
     def batches(self, start_offset: int | None = None) -> Iterable[BatchHeader]:
-        from .segment import scan_headers
-
         for h in scan_headers(self.fd, 0, self.size, chunk=WRITE_CHUNK):
             if start_offset is not None and h.last_offset < start_offset:
                 continue
@@ -232,7 +239,7 @@ class CleanerStats:
 class PassPlan:
     """Everything a pass needs, captured on the log's owner thread before the work starts."""
 
-    log: Any
+    log: Log
     segments: list[SegmentReader]  # the cleanable (closed) segments, oldest first
     all_segments: list[SegmentReader]  # every segment, for the header scan (sizes as planned)
     first_dirty: int
@@ -251,7 +258,7 @@ class PassResult:
     next_horizon_ms: int | None = None
 
 
-def plan_pass(log: Any, first_dirty: int, now_ms: int | None = None) -> PassPlan | None:
+def plan_pass(log: Log, first_dirty: int, now_ms: int | None = None) -> PassPlan | None:
     """Step 1 (owner thread): which segments may be cleaned now, or None."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
     cfg = log.config
@@ -477,7 +484,6 @@ def swap_segments(result: PassResult) -> bool:
         _discard(result)
         return False
     now = int(time.time() * 1000)
-    delay = log.config.file_delete_delay_ms
     for old, new in result.cleaned:
         try:
             idx = log.segments.index(old)
@@ -492,7 +498,7 @@ def swap_segments(result: PassResult) -> bool:
             del log._bases[idx]
             log.txn_index.delete_segment(old.base_offset)
             old.rename_for_delete()
-            _schedule(log, old, now, delay)
+            log.schedule_delete(old, now)
             continue
         if new is None:  # the first segment holds the log start offset: keep it, empty
             new = LogSegment(old.dir, old.base_offset, log.config, file_suffix=CLEANED_SUFFIX)
@@ -500,16 +506,8 @@ def swap_segments(result: PassResult) -> bool:
             new.release_index_files()
         _replace_files(old, new)
         log.segments[idx] = new
-        _schedule(log, old, now, delay)
+        log.schedule_delete(old, now)
     return True
-
-
-def _schedule(log: Any, seg: LogSegment, now: int, delay: int) -> None:
-    sched = getattr(log, "_schedule_delete", None)
-    if sched is not None:
-        sched(seg, now)
-    else:
-        log._pending_deletes.append((now + delay, seg))
 
 
 def _replace_files(old: LogSegment, new: LogSegment) -> None:
@@ -539,6 +537,23 @@ def _discard(result: PassResult) -> None:
 
 # --- the background task ------------------------------------------------------------------
 
+class BrokerProperties(Protocol):
+    """The broker's properties (``server.properties`` and dynamic configs), as read here."""
+
+    def get(self, key: str, default: object = None) -> object: ...
+
+
+# (topic, partition, log) of every partition the broker hosts.
+HostedLogs = Callable[[], Iterable[tuple[str, int, Log]]]
+
+
+def _int_property(config: BrokerProperties, key: str, default: int) -> int:
+    raw = config.get(key)
+    if not raw:
+        return default
+    return int(raw) if isinstance(raw, (int, float)) else int(str(raw))
+
+
 class BrokerLogCleaner:
     """Cleans every compacted log of a broker in the background, one log at a time.
 
@@ -546,12 +561,13 @@ class BrokerLogCleaner:
     segment files run in one worker thread, so at most one pass is in flight.
     """
 
-    def __init__(self, broker: Any, *, buffer_bytes: int | None = None, backoff_ms: int | None = None) -> None:
-        self.broker = broker
-        cfg = broker.config
-        self.buffer_bytes = buffer_bytes or int(cfg.get("log.cleaner.dedupe.buffer.size") or
-                                                DEFAULT_DEDUPE_BUFFER_SIZE)
-        self.backoff_ms = backoff_ms or int(cfg.get("log.cleaner.backoff.ms") or DEFAULT_BACKOFF_MS)
+    def __init__(self, config: BrokerProperties, hosted_logs: HostedLogs, *,
+                 buffer_bytes: int | None = None, backoff_ms: int | None = None) -> None:
+        self.hosted_logs = hosted_logs
+        cfg = config
+        self.buffer_bytes = buffer_bytes or _int_property(cfg, "log.cleaner.dedupe.buffer.size",
+                                                          DEFAULT_DEDUPE_BUFFER_SIZE)
+        self.backoff_ms = backoff_ms or _int_property(cfg, "log.cleaner.backoff.ms", DEFAULT_BACKOFF_MS)
         self.enabled = str(cfg.get("log.cleaner.enable", True)).lower() != "false"
         self.checkpoints: dict[Path, dict[tuple[str, int], int]] = {}
         self.next_horizon: dict[tuple[str, int], int] = {}
@@ -564,34 +580,34 @@ class BrokerLogCleaner:
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
 
-    def _checkpoint_path(self, log: Any) -> Path:
+    def _checkpoint_path(self, log: Log) -> Path:
         return Path(log.dir).parent / CHECKPOINT_FILE
 
-    def first_dirty(self, log: Any) -> int:
+    def first_dirty(self, log: Log) -> int:
         path = self._checkpoint_path(log)
         if path not in self.checkpoints:
             self.checkpoints[path] = read_checkpoint(path)
         off = self.checkpoints[path].get((log.topic, log.partition), log.log_start_offset)
         return max(off, log.log_start_offset)
 
-    def _set_first_dirty(self, log: Any, offset: int) -> None:
+    def _set_first_dirty(self, log: Log, offset: int) -> None:
         path = self._checkpoint_path(log)
         cp = self.checkpoints.setdefault(path, read_checkpoint(path))
         cp[(log.topic, log.partition)] = offset
-        live = {(p.tp.topic, p.tp.partition) for p in self.broker.replica_manager.partitions.values()}
+        live = {(topic, partition) for topic, partition, _log in self.hosted_logs()}
         for k in [k for k in cp if k not in live]:
             del cp[k]
         write_checkpoint(path, cp)
 
-    def compacted_logs(self) -> list[Any]:
+    def compacted_logs(self) -> list[Log]:
         out = []
-        for part in list(self.broker.replica_manager.partitions.values()):
-            policy = part.log.config.cleanup_policy.split(",")
+        for _topic, _partition, log in list(self.hosted_logs()):
+            policy = log.config.cleanup_policy.split(",")
             if "compact" in policy:
-                out.append(part.log)
+                out.append(log)
         return out
 
-    def needs_cleaning(self, log: Any, now: int) -> bool:
+    def needs_cleaning(self, log: Log, now: int) -> bool:
         key = (log.topic, log.partition)
         ratio = float(log.config.others.get("min.cleanable.dirty.ratio", "0.5"))
         if dirty_ratio(log, self.first_dirty(log)) >= max(ratio, 1e-9):
@@ -599,7 +615,7 @@ class BrokerLogCleaner:
         horizon = self.next_horizon.get(key)
         return horizon is not None and now >= horizon
 
-    async def clean_log(self, log: Any) -> PassResult | None:
+    async def clean_log(self, log: Log) -> PassResult | None:
         """One pass over ``log`` (planning and swap here, file work in a thread)."""
         plan = plan_pass(log, self.first_dirty(log))
         if plan is None:
@@ -665,14 +681,21 @@ class BrokerLogCleaner:
             self._task = None
 
 
+# The plugin hooks: broker/server.py calls them by module name (COMPONENTS) with the broker
+# itself, which this layer cannot import (it is above log/): a dynamic boundary, hence Any.
 async def start(broker: Any) -> None:
     """Broker plugin hook: start the background cleaner (``broker.log_cleaner``)."""
-    cleaner = BrokerLogCleaner(broker)
+    replica_manager = broker.replica_manager
+
+    def hosted_logs() -> list[tuple[str, int, Log]]:
+        return [(p.tp.topic, p.tp.partition, p.log) for p in replica_manager.partitions.values()]
+
+    cleaner = BrokerLogCleaner(broker.config, hosted_logs)
     broker.log_cleaner = cleaner
     cleaner.start()
 
 
-async def stop(broker: Any) -> None:
+async def stop(broker: object) -> None:
     cleaner = getattr(broker, "log_cleaner", None)
     if cleaner is not None:
         await cleaner.stop()
@@ -686,7 +709,7 @@ class LogCleaner:
     ``clean`` runs a whole pass on the calling thread, which must be the log's owner.
     """
 
-    def __init__(self, log: Any, buffer_bytes: int = DEFAULT_DEDUPE_BUFFER_SIZE) -> None:
+    def __init__(self, log: Log, buffer_bytes: int = DEFAULT_DEDUPE_BUFFER_SIZE) -> None:
         self.log = log
         self.buffer_bytes = buffer_bytes
         self.checkpoint_path = Path(log.dir).parent / CHECKPOINT_FILE

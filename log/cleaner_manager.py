@@ -14,18 +14,17 @@ start (cleaning twice is safe, it never loses the latest value of a key).
 
 from __future__ import annotations
 
-from typing import Any
-
 # The file and its format are log.checkpoint's (Kafka's OffsetCheckpointFile), as for the
 # recovery points and log start offsets.
 from .checkpoint import CLEANER_OFFSET_CHECKPOINT as CHECKPOINT_FILE
 from .checkpoint import read_offsets_checkpoint as read_checkpoint
 from .checkpoint import write_offsets_checkpoint as write_checkpoint
+from .log import Log
 
 __all__ = ["CHECKPOINT_FILE", "dirty_ratio", "read_checkpoint", "write_checkpoint"]
 
 
-def dirty_ratio(log: Any, first_dirty: int) -> float:
+def dirty_ratio(log: Log, first_dirty: int) -> float:
     """Bytes of the closed segments that hold offsets at or past ``first_dirty``, over all of them."""
     segs = list(log.segments)[:-1]
     total = sum(s.size for s in segs)

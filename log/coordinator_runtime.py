@@ -35,14 +35,21 @@ applies the records there.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
-from typing import Any, Generic, TypeVar
+from enum import Enum
+from typing import Generic, TypeVar
 
 K = TypeVar("K")
 V = TypeVar("V")
+D = TypeVar("D")
 
 OnAppended = Callable[[int], None]
 
-_ABSENT: Any = object()
+
+
+class _Absent(Enum):
+    """A key that had no value (before a write added it), distinct from any value."""
+
+    ABSENT = 0
 
 
 class SnapshotRegistry:
@@ -83,8 +90,8 @@ class TimelineDict(MutableMapping[K, V], Generic[K, V]):
     def __init__(self, registry: SnapshotRegistry, initial: MutableMapping[K, V] | None = None) -> None:
         self.registry = registry
         self._latest: dict[K, V] = dict(initial or {})
-        # key -> [(write epoch, value before that write or _ABSENT)], oldest first
-        self._history: dict[K, list[tuple[int, Any]]] = {}
+        # key -> [(write epoch, value before that write or ABSENT)], oldest first
+        self._history: dict[K, list[tuple[int, V | _Absent]]] = {}
 
     def _record(self, key: K) -> None:
         epoch = self.registry.write_epoch
@@ -100,7 +107,7 @@ class TimelineDict(MutableMapping[K, V], Generic[K, V]):
         hist = self._history.setdefault(key, [])
         if hist and hist[-1][0] == epoch:
             return  # this write already saved the value it replaces
-        hist.append((epoch, self._latest.get(key, _ABSENT)))
+        hist.append((epoch, self._latest.get(key, _Absent.ABSENT)))
 
     def __setitem__(self, key: K, value: V) -> None:
         self._record(key)
@@ -127,7 +134,7 @@ class TimelineDict(MutableMapping[K, V], Generic[K, V]):
     def __repr__(self) -> str:
         return f"TimelineDict({self._latest!r})"
 
-    def _committed(self, key: K) -> Any:
+    def _committed(self, key: K) -> V | _Absent:
         hist = self._history.get(key)
         if hist:
             committed = self.registry.committed_offset
@@ -136,19 +143,19 @@ class TimelineDict(MutableMapping[K, V], Generic[K, V]):
             if hist:
                 return hist[0][1]
             del self._history[key]
-        return self._latest.get(key, _ABSENT)
+        return self._latest.get(key, _Absent.ABSENT)
 
-    def committed_get(self, key: K, default: Any = None) -> Any:
+    def committed_get(self, key: K, default: D | None = None) -> V | D | None:
         """The value as of the last committed offset."""
         v = self._committed(key)
-        return default if v is _ABSENT else v
+        return default if v is _Absent.ABSENT else v
 
     def committed_items(self) -> dict[K, V]:
         """Every entry as of the last committed offset."""
         out: dict[K, V] = {}
         for key in list(self._latest) + [k for k in self._history if k not in self._latest]:
             v = self._committed(key)
-            if v is not _ABSENT:
+            if v is not _Absent.ABSENT:
                 out[key] = v
         return out
 
@@ -191,7 +198,7 @@ class CoordinatorRuntime:
         if reg is not None:
             reg.commit(offset)
 
-    async def write(self, partition: int, append: Callable[[OnAppended], Awaitable[Any]],
+    async def write(self, partition: int, append: Callable[[OnAppended], Awaitable[object]],
                     apply: Callable[[], None] | None) -> int:
         """Append records through ``append(on_appended)`` and apply them with ``apply()`` when
         the storage reports the local append; return once they are committed (the storage's

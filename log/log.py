@@ -604,7 +604,7 @@ class Log:
         for seg in victims:
             self.txn_index.delete_segment(seg.base_offset)
             seg.rename_for_delete()
-            self._schedule_delete(seg, now)
+            self.schedule_delete(seg, now)
         self._finish_pending_deletes(now)
         # producer snapshots below the new start are useless
         for off in self.producer_state.list_snapshots():
@@ -612,8 +612,9 @@ class Log:
                 self.producer_state._unlink(off)
         return len(victims)
 
-    def _schedule_delete(self, seg: LogSegment, now: int) -> None:
-        """Unlink ``seg`` (already renamed ``.deleted``) ``file.delete.delay.ms`` from ``now``."""
+    def schedule_delete(self, seg: LogSegment, now: int) -> None:
+        """Unlink ``seg`` (already renamed ``.deleted``) ``file.delete.delay.ms`` from ``now``
+        (retention here, the cleaner for the segments its pass replaced)."""
         self._pending_deletes.append((now + self.config.file_delete_delay_ms, seg))
 
     def _finish_pending_deletes(self, now: int) -> None:

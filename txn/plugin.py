@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, Protocol
 
+from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.producer import AddPartitionsToTxnRequest, WriteTxnMarkersRequest
 
+from log.log import AppendInfo, Log
 from protocol.errors import ErrorCode, KafkaError
-from protocol.records import ATTR_CONTROL, validate_batches
+from protocol.records import ATTR_CONTROL, BatchHeader, ValidatedRecords, validate_batches
 
 from . import transaction_log as tlog
 from .coordinator import CONSUMER_OFFSETS_TOPIC, TransactionConfig, TransactionCoordinator
@@ -33,7 +35,79 @@ from .markers import TxnMarker, build_batch, build_marker_batch, iter_batch_reco
 log = logging.getLogger("samsa.txn")
 
 
-async def write_marker(broker: Any, topic: str, partition: int, marker: TxnMarker) -> ErrorCode:
+# --- what this module needs of the broker (which it sits below, so cannot import) -------------
+
+class ClusterClient(Protocol):
+    """The broker's view of a ZooKeeper-mode cluster: partition leaders, and requests to peers."""
+
+    def leader_of(self, topic: str, partition: int) -> int: ...
+
+    async def send_to_broker(self, broker_id: int, request: ApiMessage, version: int,
+                             timeout: float = 30.0) -> ApiMessage: ...
+
+
+class HostedPartition(Protocol):
+    """A partition this broker hosts, as marker writes and ``__transaction_state`` reads use it."""
+
+    @property
+    def leader_epoch(self) -> int: ...
+
+    @property
+    def high_watermark(self) -> int: ...
+
+    @property
+    def log(self) -> Log: ...
+
+    @property
+    def log_start_offset(self) -> int: ...
+
+    def append(self, records: ValidatedRecords, *, required_acks: int = -1) -> AppendInfo: ...
+
+    async def wait_for_replication(self, required_offset: int, timeout: float) -> None: ...
+
+
+class ReplicaManager(Protocol):
+    def get_partition(self, topic: str, partition: int) -> HostedPartition: ...
+
+    async def append_internal(self, topic: str, partition: int, records: ValidatedRecords,
+                              timeout: float = 30.0,
+                              on_appended: Callable[[int], None] | None = None) -> AppendInfo: ...
+
+
+class OffsetsCompletion(Protocol):
+    """The group coordinator, told about markers on ``__consumer_offsets`` partitions."""
+
+    def complete_transaction(self, offsets_partition: int, producer_id: int, commit: bool,
+                             offset: int | None = None) -> None: ...
+
+    def transaction_marker_committed(self, offsets_partition: int, offset: int) -> None: ...
+
+
+class VerifyingBroker(Protocol):
+    """A broker whose transaction coordinator (if any) verifies transactional produces."""
+
+    @property
+    def txn_coordinator(self) -> TransactionCoordinator | None: ...
+
+
+class TxnBroker(VerifyingBroker, Protocol):
+    """What markers and verification need of the broker: its id, cluster (None on a single
+    broker), partitions and group coordinator."""
+
+    @property
+    def broker_id(self) -> int: ...
+
+    @property
+    def cluster(self) -> ClusterClient | None: ...
+
+    @property
+    def replica_manager(self) -> ReplicaManager: ...
+
+    @property
+    def group_coordinator(self) -> OffsetsCompletion | None: ...
+
+
+async def write_marker(broker: TxnBroker, topic: str, partition: int, marker: TxnMarker) -> ErrorCode:
     """Append ``marker``'s control batch to ``topic-partition``; Kafka's error code as result.
 
     On a ``__consumer_offsets`` partition the group coordinator applies the marker as soon as it
@@ -42,7 +116,7 @@ async def write_marker(broker: Any, topic: str, partition: int, marker: TxnMarke
     cluster a partition led by another broker gets the marker through WriteTxnMarkers to its
     leader (Kafka's TransactionMarkerChannelManager); here the append waits for the ISR.
     """
-    cluster = getattr(broker, "cluster", None)
+    cluster = broker.cluster
     if cluster is not None:
         leader = cluster.leader_of(topic, partition)
         if leader < 0:
@@ -64,13 +138,13 @@ async def write_marker(broker: Any, topic: str, partition: int, marker: TxnMarke
                         "COMMIT" if marker.commit else "ABORT", marker.producer_id, topic, partition, e)
         return e.code
     if topic == CONSUMER_OFFSETS_TOPIC:
-        gc = getattr(broker, "group_coordinator", None)
+        gc = broker.group_coordinator
         if gc is not None:
             gc.transaction_marker_committed(partition, info.last_offset)
     return ErrorCode.NONE
 
 
-async def _write_marker_remote(cluster: Any, leader: int, topic: str, partition: int, marker: TxnMarker) -> ErrorCode:
+async def _write_marker_remote(cluster: ClusterClient, leader: int, topic: str, partition: int, marker: TxnMarker) -> ErrorCode:
     R = WriteTxnMarkersRequest
     M = R.WritableTxnMarker
     req = R(markers=[M(producer_id=marker.producer_id, producer_epoch=marker.producer_epoch,
@@ -84,8 +158,8 @@ async def _write_marker_remote(cluster: Any, leader: int, topic: str, partition:
     return ErrorCode(resp.markers[0].topics[0].partitions[0].error_code)
 
 
-def _complete_offsets(broker: Any, partition: int, marker: TxnMarker, offset: int) -> None:
-    gc = getattr(broker, "group_coordinator", None)
+def _complete_offsets(broker: TxnBroker, partition: int, marker: TxnMarker, offset: int) -> None:
+    gc = broker.group_coordinator
     if gc is not None:
         try:
             gc.complete_transaction(partition, marker.producer_id, marker.commit, offset)
@@ -100,8 +174,8 @@ _VERIFY_RETRIABLE = {ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LO
                      ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR}
 
 
-def verify_transactional_produce(broker: Any, transactional_id: str | None, topic: str, partition: int,
-                                 batches: Iterable[Any]) -> ErrorCode:
+def verify_transactional_produce(broker: VerifyingBroker, transactional_id: str | None, topic: str,
+                                 partition: int, batches: Iterable[BatchHeader]) -> ErrorCode:
     """Transaction verification for Produce (KIP-890 part 1): NONE, or the partition's error code.
 
     A transactional batch is only written if its partition is part of the producer's open
@@ -110,7 +184,7 @@ def verify_transactional_produce(broker: Any, transactional_id: str | None, topi
     (a "hanging transaction" that would hold the last stable offset back forever).
     ``batches`` are the validated headers (``protocol.records.BatchHeader``).
     """
-    coord = getattr(broker, "txn_coordinator", None)
+    coord = broker.txn_coordinator
     if coord is None:
         return ErrorCode.NONE
     for h in batches:
@@ -130,15 +204,15 @@ def verify_transactional_produce(broker: Any, transactional_id: str | None, topi
     return ErrorCode.NONE
 
 
-async def verify_remotely(broker: Any, transactional_id: str, producer_id: int, producer_epoch: int,
+async def verify_remotely(broker: TxnBroker, transactional_id: str, producer_id: int, producer_epoch: int,
                           topic: str, partition: int, add: bool = False) -> ErrorCode | None:
     """In a cluster whose transaction coordinator for ``transactional_id`` is another broker: ask it
     (AddPartitionsToTxn v4 ``verify_only``, KIP-890's broker-to-broker form) whether the partition
     is in the producer's open transaction -- or, with ``add`` (transactions v2), have it added
     (AddPartitionsToTxn v5, ``verify_only`` false). None when the coordinator is this broker (or
     there is no cluster): verify or add locally."""
-    coord = getattr(broker, "txn_coordinator", None)
-    cluster = getattr(broker, "cluster", None)
+    coord = broker.txn_coordinator
+    cluster = broker.cluster
     if cluster is None or coord is None:
         return None
     leader = cluster.leader_of(tlog.TRANSACTION_STATE_TOPIC, coord.partition_for(transactional_id))
@@ -160,8 +234,10 @@ async def verify_remotely(broker: Any, transactional_id: str, producer_id: int, 
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
 
-async def verify_transactional_produce_in_cluster(broker: Any, transactional_id: str | None, topic: str,
-                                                  partition: int, batches: Iterable[Any], add: bool = False) -> ErrorCode:
+async def verify_transactional_produce_in_cluster(broker: TxnBroker, transactional_id: str | None,
+                                                  topic: str, partition: int,
+                                                  batches: Iterable[BatchHeader],
+                                                  add: bool = False) -> ErrorCode:
     """:func:`verify_transactional_produce`, asking the coordinator broker when it is another one.
 
     ``add`` (Produce v12+, transactions v2, KIP-890 part 2): rather than refusing a partition that
@@ -183,11 +259,11 @@ async def verify_transactional_produce_in_cluster(broker: Any, transactional_id:
     return verify_transactional_produce(broker, transactional_id, topic, partition, batches)
 
 
-async def add_partition_locally(broker: Any, transactional_id: str, producer_id: int, producer_epoch: int,
+async def add_partition_locally(broker: TxnBroker, transactional_id: str, producer_id: int, producer_epoch: int,
                                 topic: str, partition: int) -> ErrorCode | None:
     """Transactions v2 on the coordinator broker itself: add the partition to the producer's
     transaction (NONE), or the coordinator's error; None without a coordinator."""
-    coord = getattr(broker, "txn_coordinator", None)
+    coord = broker.txn_coordinator
     if coord is None:
         return None
     try:
@@ -200,7 +276,7 @@ async def add_partition_locally(broker: Any, transactional_id: str, producer_id:
 class BrokerTransactionStorage:
     """:class:`txn.storage.TransactionStorage` on the broker's own partitions."""
 
-    def __init__(self, broker: Any) -> None:
+    def __init__(self, broker: TxnBroker) -> None:
         self.broker = broker
 
     async def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], *,
@@ -227,6 +303,8 @@ class BrokerTransactionStorage:
         return await write_marker(self.broker, topic, partition, marker)
 
 
+# The plugin hooks: broker/server.py calls them by module name (COMPONENTS) with the broker
+# itself, which this layer cannot import (it is above txn/): a dynamic boundary, hence Any.
 async def start(broker: Any) -> None:
     config = TransactionConfig.from_properties(lambda name: broker.config.get(name))
     existing = broker.topics.get(tlog.TRANSACTION_STATE_TOPIC)
@@ -256,7 +334,7 @@ def _on_leadership(coord: TransactionCoordinator, topic: str, partition: int, is
         coord.load_partition(partition)
 
 
-async def stop(broker: Any) -> None:
+async def stop(broker: object) -> None:
     coord = getattr(broker, "txn_coordinator", None)
     if coord is not None:
         await coord.stop()
