@@ -16,7 +16,8 @@ the broker, the codec or the clients until a test asks for a fixture.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import importlib
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..hooks import Fault, HookedRequest
@@ -28,11 +29,9 @@ _WHERE = {"Fault": "..hooks", "HookedRequest": "..hooks", "SamsaBroker": ".embed
 __all__ = ["Fault", "FaultPlan", "HookedRequest", "RecordedRequest", "Rule", "SamsaBroker"]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:  # PEP 562: the names above, imported on first use
     if name not in _WHERE:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib  # noqa: PLC0415
-
     value = getattr(importlib.import_module(_WHERE[name], __name__), name)
     globals()[name] = value
     return value

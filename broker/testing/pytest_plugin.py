@@ -20,11 +20,28 @@ loading the plugin imports neither).
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from .clients import (
+        AioKafkaClients,
+        ConfluentKafkaClients,
+        ExternalKafka,
+        KafkaPythonClients,
+        SamsaBroker,
+    )
+
+
+def _clients() -> ModuleType:
+    # The broker and kafka-python cost ~0.2-0.3 s of import (python -X importtime): paid by the
+    # first test that uses a fixture, not by every pytest run of every project with Samsa installed.
+    from . import clients  # noqa: PLC0415
+
+    return clients
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -33,74 +50,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="run the samsa_* fixtures against this Kafka instead of an embedded Samsa broker")
 
 
-class ExternalKafka:
-    """An external Kafka behind the same helpers as SamsaBroker (faults and restarts: skipped)."""
-
-    def __init__(self, bootstrap_servers: str) -> None:
-        self.bootstrap_servers = bootstrap_servers
-        self._admin: Any = None
-
-    @property
-    def admin(self) -> Any:
-        if self._admin is None:
-            from .helpers import Admin  # noqa: PLC0415
-
-            self._admin = Admin(self.bootstrap_servers)
-        return self._admin
-
-    def create_topic(self, name: str | None = None, partitions: int = 1, replication_factor: int = 1,
-                     configs: Any = None) -> str:
-        name = name or f"test-{uuid.uuid4().hex[:12]}"
-        self.admin.create_topic(name, partitions, replication_factor, configs or {})
-        return name
-
-    def delete_topic(self, name: str) -> None:
-        self.admin.delete_topic(name)
-
-    def records(self, topic: str, partition: int | None = None, timeout: float = 10.0) -> list[Any]:
-        return self.admin.records(topic, partition, timeout)
-
-    def committed_offsets(self, group: str) -> dict[Any, int]:
-        return self.admin.committed_offsets(group)
-
-    def wait_group_stable(self, group: str, timeout: float = 30.0, members: int | None = None) -> Any:
-        return self.admin.wait_group_stable(group, timeout, members)
-
-    def clear_faults(self) -> None:
-        pass
-
-    def clear_requests(self) -> None:
-        pass
-
-    def stop(self) -> None:
-        if self._admin is not None:
-            self._admin.close()
-            self._admin = None
-
-    def __getattr__(self, name: str) -> Any:
-        if name in ("inject", "delay", "drop_response", "close_connection", "requests", "restart", "kill",
-                    "pause", "resume", "faults"):
-            pytest.skip(f"{name}() needs the embedded Samsa broker, not --samsa-bootstrap {self.bootstrap_servers}")
-        raise AttributeError(name)
-
-
 @pytest.fixture(scope="session")
-def samsa_broker(request: pytest.FixtureRequest) -> Iterator[Any]:
+def samsa_broker(request: pytest.FixtureRequest) -> Iterator[SamsaBroker | ExternalKafka]:
     """One broker for the session (or the --samsa-bootstrap Kafka)."""
+    clients = _clients()
     external = request.config.getoption("--samsa-bootstrap", default=None)
     if external:
-        ext = ExternalKafka(external)
+        ext: ExternalKafka = clients.ExternalKafka(str(external))
         yield ext
         ext.stop()
         return
-    from . import SamsaBroker  # noqa: PLC0415
-
-    with SamsaBroker() as kafka:
+    kafka: SamsaBroker = clients.SamsaBroker()
+    with kafka:
         yield kafka
 
 
 @pytest.fixture
-def samsa(samsa_broker: Any) -> Iterator[Any]:
+def samsa(samsa_broker: SamsaBroker | ExternalKafka) -> Iterator[SamsaBroker | ExternalKafka]:
     """The session's broker; faults and recorded requests are cleared when the test ends."""
     yield samsa_broker
     samsa_broker.clear_faults()
@@ -108,9 +74,9 @@ def samsa(samsa_broker: Any) -> Iterator[Any]:
 
 
 @pytest.fixture
-def samsa_topic(samsa: Any) -> Iterator[str]:
+def samsa_topic(samsa: SamsaBroker | ExternalKafka) -> Iterator[str]:
     """A fresh topic (one partition), deleted when the test ends."""
-    name = samsa.create_topic(f"test-{uuid.uuid4().hex[:16]}")
+    name = samsa.create_topic()
     yield name
     try:
         samsa.delete_topic(name)
@@ -118,113 +84,24 @@ def samsa_topic(samsa: Any) -> Iterator[str]:
         pass
 
 
-class _Clients:
-    def __init__(self, bootstrap_servers: str) -> None:
-        self.bootstrap_servers = bootstrap_servers
-        self.made: list[Any] = []
-
-    def _keep(self, client: Any) -> Any:
-        self.made.append(client)
-        return client
-
-
-class KafkaPythonClients(_Clients):
-    def producer(self, **config: Any) -> Any:
-        from kafka import KafkaProducer  # noqa: PLC0415
-
-        return self._keep(KafkaProducer(bootstrap_servers=self.bootstrap_servers, **config))
-
-    def consumer(self, *topics: str, **config: Any) -> Any:
-        from kafka import KafkaConsumer  # noqa: PLC0415
-
-        return self._keep(KafkaConsumer(*topics, bootstrap_servers=self.bootstrap_servers, **config))
-
-    def admin(self, **config: Any) -> Any:
-        from kafka import KafkaAdminClient  # noqa: PLC0415
-
-        return self._keep(KafkaAdminClient(bootstrap_servers=self.bootstrap_servers, **config))
-
-    def close(self) -> None:
-        for c in reversed(self.made):
-            try:
-                c.close()
-            except Exception:
-                pass
-
-
-class ConfluentKafkaClients(_Clients):
-    def _conf(self, config: dict[str, Any]) -> dict[str, Any]:
-        return {"bootstrap.servers": self.bootstrap_servers, **config}
-
-    def producer(self, **config: Any) -> Any:
-        """``config`` uses librdkafka's names with ``_`` for ``.``: ``enable_idempotence=True``."""
-        from confluent_kafka import Producer  # noqa: PLC0415
-
-        return self._keep(Producer(self._conf(_dotted(config))))
-
-    def consumer(self, *topics: str, **config: Any) -> Any:
-        from confluent_kafka import Consumer  # noqa: PLC0415
-
-        conf = self._conf(_dotted(config))
-        conf.setdefault("group.id", f"samsa-{uuid.uuid4().hex[:12]}")
-        c = self._keep(Consumer(conf))
-        if topics:
-            c.subscribe(list(topics))
-        return c
-
-    def admin(self, **config: Any) -> Any:
-        from confluent_kafka.admin import AdminClient  # noqa: PLC0415
-
-        return AdminClient(self._conf(_dotted(config)))
-
-    def close(self) -> None:
-        for c in reversed(self.made):
-            try:
-                if hasattr(c, "flush"):
-                    c.flush(5)
-                else:
-                    c.close()
-            except Exception:
-                pass
-
-
-class AioKafkaClients(_Clients):
-    """aiokafka clients (not started: ``await p.start()`` in the test's event loop; stop them there)."""
-
-    def producer(self, **config: Any) -> Any:
-        from aiokafka import AIOKafkaProducer  # noqa: PLC0415
-
-        return AIOKafkaProducer(bootstrap_servers=self.bootstrap_servers, **config)
-
-    def consumer(self, *topics: str, **config: Any) -> Any:
-        from aiokafka import AIOKafkaConsumer  # noqa: PLC0415
-
-        return AIOKafkaConsumer(*topics, bootstrap_servers=self.bootstrap_servers, **config)
-
-    def admin(self, **config: Any) -> Any:
-        from aiokafka.admin import AIOKafkaAdminClient  # noqa: PLC0415
-
-        return AIOKafkaAdminClient(bootstrap_servers=self.bootstrap_servers, **config)
-
-
-def _dotted(config: dict[str, Any]) -> dict[str, Any]:
-    return {k.replace("_", "."): v for k, v in config.items()}
-
-
 @pytest.fixture
-def samsa_kafka_python(samsa: Any) -> Iterator[KafkaPythonClients]:
-    clients = KafkaPythonClients(samsa.bootstrap_servers)
+def samsa_kafka_python(samsa: SamsaBroker | ExternalKafka) -> Iterator[KafkaPythonClients]:
+    """kafka-python ``.producer(**config)``, ``.consumer(*topics, **config)``, ``.admin()``; closed afterwards."""
+    clients: KafkaPythonClients = _clients().KafkaPythonClients(samsa.bootstrap_servers)
     yield clients
     clients.close()
 
 
 @pytest.fixture
-def samsa_confluent_kafka(samsa: Any) -> Iterator[ConfluentKafkaClients]:
-    clients = ConfluentKafkaClients(samsa.bootstrap_servers)
+def samsa_confluent_kafka(samsa: SamsaBroker | ExternalKafka) -> Iterator[ConfluentKafkaClients]:
+    """confluent-kafka clients (librdkafka names with ``_`` for ``.``); flushed or closed afterwards."""
+    clients: ConfluentKafkaClients = _clients().ConfluentKafkaClients(samsa.bootstrap_servers)
     yield clients
     clients.close()
 
 
 @pytest.fixture
-def samsa_aiokafka(samsa: Any) -> AioKafkaClients:
-    return AioKafkaClients(samsa.bootstrap_servers)
+def samsa_aiokafka(samsa: SamsaBroker | ExternalKafka) -> AioKafkaClients:
+    """aiokafka clients, not started (start and stop them in the test's event loop)."""
+    clients: AioKafkaClients = _clients().AioKafkaClients(samsa.bootstrap_servers)
+    return clients
