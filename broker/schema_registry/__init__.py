@@ -32,18 +32,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
-from typing import Any
 from urllib.parse import urlparse
 
 from .cluster_auth import standalone_security
 from .election import PrimaryElection
+from .host import BrokerHost, kafka_client_settings
 from .http import HttpServer
 from .metrics import RegistryMetrics
 from .rest import RestApp
-from .security import RegistrySecurity
+from .security import AccessGuard, RegistrySecurity
 from .service import Registry
 from .state import RegistryState
-from .store import KafkaStore, kafka_client_settings
+from .store import ClientOptions, KafkaStore
 from .validation import stop_schema_view
 
 __all__ = ["SchemaRegistry", "forward_ssl_context", "parse_listener", "standalone_security", "start", "stop"]
@@ -51,7 +51,7 @@ __all__ = ["SchemaRegistry", "forward_ssl_context", "parse_listener", "standalon
 log = logging.getLogger("samsa.schema_registry")
 
 
-def forward_ssl_context(server_context: Any) -> Any:
+def forward_ssl_context(server_context: ssl.SSLContext | None) -> ssl.SSLContext | None:
     """For forwarding to other registries over https: the system's CAs plus the ones the
     broker's own listener trusts (its truststore), since the registries share the broker's keystore."""
     if server_context is None:
@@ -75,9 +75,9 @@ class SchemaRegistry:
     """A running registry: the store's reader, the REST app and its HTTP server."""
 
     def __init__(self, host: str, port: int, bootstrap: str, *, max_body: int = 1048576,
-                 client_options: dict[str, Any] | None = None, ssl_context: Any = None,
+                 client_options: ClientOptions | None = None, ssl_context: ssl.SSLContext | None = None,
                  advertised_url: str = "", eligible: bool = True, replication_factor: int = 3,
-                 security: Any = None) -> None:
+                 security: AccessGuard | None = None) -> None:
         self.state = RegistryState()
         self.store = KafkaStore(bootstrap, self.state, client_options=client_options,
                                 replication_factor=replication_factor)
@@ -141,7 +141,7 @@ class SchemaRegistry:
         await self.store.stop()
 
 
-async def start(broker: Any) -> None:
+async def start(broker: BrokerHost) -> None:
     spec = str(broker.config.get("schema.registry.listeners") or "").strip()
     if not spec:
         return
@@ -164,14 +164,14 @@ async def start(broker: Any) -> None:
     except ValueError as e:
         log.error("Schema registry not started: %s", e)
         return
-    max_body = int(broker.config.get("schema.registry.max.request.bytes") or 1048576)
+    max_body = broker.config.int("schema.registry.max.request.bytes") or 1048576
     advertised = str(broker.config.get("schema.registry.advertised.listener") or "").strip()
     if not advertised and host in ("0.0.0.0", "::", ""):
         adv = broker.advertised
         advertised = f"{scheme}://{adv.host if adv.host not in ('0.0.0.0', '::', '') else '127.0.0.1'}:{port}"
     sr = SchemaRegistry(host, port, bootstrap, max_body=max_body, advertised_url=advertised,
                         eligible=bool(broker.config.get("schema.registry.leader.eligibility")),
-                        replication_factor=int(broker.config.get("schema.registry.topic.replication.factor"))
+                        replication_factor=broker.config.int("schema.registry.topic.replication.factor")
                         if broker.cluster is not None else 1, ssl_context=ssl_context, security=security,
                         client_options=options)
     try:
@@ -188,7 +188,7 @@ async def start(broker: Any) -> None:
              and security.authenticate else "no authentication", sr.store.topic, bootstrap)
 
 
-async def stop(broker: Any) -> None:
+async def stop(broker: BrokerHost) -> None:
     await stop_schema_view(broker)
     sr = broker.schema_registry
     if sr is not None:

@@ -48,6 +48,7 @@ from ..security.acl import ALTER_CONFIGS, CREATE, DESCRIBE, DESCRIBE_CONFIGS, WR
 from .errors import RegistryError
 from .http import Request
 from .security import basic_credentials, forbidden, subject_topic, unauthorized
+from .store import ClientOptions
 
 log = logging.getLogger("samsa.schema_registry")
 
@@ -56,15 +57,12 @@ METADATA_VERSION = 10  # the last version that carries the cluster's authorized 
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
-def standalone_security(bootstrap: str, options: dict[str, object]) -> ClusterSecurity | None:
+def standalone_security(bootstrap: str, options: ClientOptions) -> ClusterSecurity | None:
     """For ``samsa schema-registry``: cluster-checked Basic auth when its own Kafka connection
     (``client_options``) uses SASL, else None (no authentication, as against a PLAINTEXT cluster)."""
-    protocol = str(options.get("security_protocol", "PLAINTEXT"))
-    if not protocol.startswith("SASL"):
+    if not options.get("security_protocol", "PLAINTEXT").startswith("SASL"):
         return None
-    ctx = options.get("ssl_context")
-    return ClusterSecurity(bootstrap, str(options.get("sasl_mechanism", "PLAIN")),
-                           ctx if isinstance(ctx, ssl.SSLContext) else None)
+    return ClusterSecurity(bootstrap, options.get("sasl_mechanism", "PLAIN"), options.get("ssl_context"))
 
 
 class _LoginFailed(Exception):

@@ -28,9 +28,12 @@ of problems (empty = yes), per format:
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+
+from google.protobuf.descriptor_pb2 import DescriptorProto, FieldDescriptorProto, FileDescriptorProto
 
 from .formats import AVRO, JSON, PROTOBUF, ParsedSchema, json_ref_target
+from .json_types import Json, JsonObject
 
 LEVELS = ("NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE")
 DEFAULT_LEVEL = "BACKWARD"
@@ -61,11 +64,11 @@ def check(level: str, new: ParsedSchema, previous: list[ParsedSchema]) -> list[s
 
 def can_read(reader: ParsedSchema, writer: ParsedSchema) -> list[str]:
     if reader.schema_type == AVRO:
-        return _Avro(reader.named, writer.named).check(reader.parsed, writer.parsed, "/")
+        return _Avro(reader.named, writer.named).check(reader.doc, writer.doc, "/")
     if reader.schema_type == JSON:
-        return _Json(reader, writer).check(reader.parsed, writer.parsed, "#")
+        return _Json(reader, writer).check(reader.doc, writer.doc, "#")
     if reader.schema_type == PROTOBUF:
-        return _protobuf(reader.parsed, writer.parsed)
+        return _protobuf(reader.descriptor, writer.descriptor)
     return [f"unknown schema type {reader.schema_type}"]
 
 
@@ -76,36 +79,37 @@ _PROMOTIONS = {("int", "long"), ("int", "float"), ("int", "double"), ("long", "f
 
 
 class _Avro:
-    def __init__(self, reader_names: dict[str, Any], writer_names: dict[str, Any]) -> None:
+    def __init__(self, reader_names: dict[str, JsonObject], writer_names: dict[str, JsonObject]) -> None:
         self.rn, self.wn = reader_names, writer_names
         self.seen: set[tuple[str, str]] = set()
 
-    def _resolve(self, s: Any, names: dict[str, Any]) -> Any:
+    def _resolve(self, s: Json, names: dict[str, JsonObject]) -> Json:
         if isinstance(s, str) and s in names:
             return names[s]
-        if isinstance(s, dict) and isinstance(s.get("type"), (dict, list)):
-            return s["type"] if isinstance(s["type"], list) else self._resolve(s["type"], names)
-        if isinstance(s, dict) and isinstance(s.get("type"), str) and s["type"] in names:
-            return names[s["type"]]
+        t = s.get("type") if isinstance(s, dict) else None
+        if isinstance(t, (dict, list)):
+            return t if isinstance(t, list) else self._resolve(t, names)
+        if isinstance(t, str) and t in names:
+            return names[t]
         return s
 
     @staticmethod
-    def _kind(s: Any) -> str:
+    def _kind(s: Json) -> str:
         if isinstance(s, list):
             return "union"
         if isinstance(s, dict):
             return str(s.get("type"))
         return str(s)
 
-    def check(self, r: Any, w: Any, path: str) -> list[str]:
+    def check(self, r: Json, w: Json, path: str) -> list[str]:
         r, w = self._resolve(r, self.rn), self._resolve(w, self.wn)
         rk, wk = self._kind(r), self._kind(w)
-        if wk == "union":
+        if isinstance(w, list):
             out: list[str] = []
             for i, branch in enumerate(w):
                 out += self.check(r, branch, f"{path}{i}/")
             return out
-        if rk == "union":
+        if isinstance(r, list):
             for branch in r:
                 if not self.check(branch, w, path):
                     return []
@@ -114,9 +118,12 @@ class _Avro:
             if (wk, rk) in _PROMOTIONS:
                 return []
             return [f"TYPE_MISMATCH at {path}: reader type {rk} not compatible with writer type {wk}"]
+        if not isinstance(r, dict) or not isinstance(w, dict):
+            return []  # primitives of the same kind
         if rk in ("record", "enum", "fixed"):
             rname, wname = str(r.get("name")), str(w.get("name"))
-            if not _same_name(rname, wname, r.get("aliases") or []):
+            aliases = r.get("aliases")
+            if not _same_name(rname, wname, [str(a) for a in aliases] if isinstance(aliases, list) else []):
                 return [f"NAME_MISMATCH at {path}: expected {wname}, found {rname}"]
         if rk == "record":
             key = (str(r.get("name")), str(w.get("name")))
@@ -124,19 +131,22 @@ class _Avro:
                 return []
             self.seen.add(key)
             out = []
-            wfields = {f["name"]: f for f in w.get("fields", [])}
-            for f in r.get("fields", []):
-                names = [f["name"], *(f.get("aliases") or [])]
+            wfields = {str(f.get("name")): f for f in _objects(w.get("fields"))}
+            for f in _objects(r.get("fields")):
+                aliases = f.get("aliases")
+                names = [str(f.get("name")), *([str(a) for a in aliases] if isinstance(aliases, list) else [])]
                 wf = next((wfields[n] for n in names if n in wfields), None)
                 if wf is None:
                     if "default" not in f:
-                        out.append(f"READER_FIELD_MISSING_DEFAULT_VALUE at {path}fields/{f['name']}: "
-                                   f"{f['name']} has no default value")
+                        out.append(f"READER_FIELD_MISSING_DEFAULT_VALUE at {path}fields/{f.get('name')}: "
+                                   f"{f.get('name')} has no default value")
                 else:
-                    out += self.check(f["type"], wf["type"], f"{path}fields/{f['name']}/")
+                    out += self.check(f.get("type"), wf.get("type"), f"{path}fields/{f.get('name')}/")
             return out
         if rk == "enum":
-            missing = [s for s in w.get("symbols", []) if s not in r.get("symbols", [])]
+            rsymbols, wsymbols = r.get("symbols"), w.get("symbols")
+            missing = [s for s in (wsymbols if isinstance(wsymbols, list) else [])
+                       if not isinstance(rsymbols, list) or s not in rsymbols]
             if missing and "default" not in r:
                 return [f"MISSING_ENUM_SYMBOLS at {path}symbols: {missing}"]
             return []
@@ -165,7 +175,12 @@ _NUMERIC_MAX = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProp
 _NUMERIC_MIN = ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties")
 
 
-def _types(s: Any) -> set[str] | None:
+def _objects(v: Json) -> list[JsonObject]:
+    """The objects of a JSON list (an Avro record's fields): anything else is skipped."""
+    return [x for x in v if isinstance(x, dict)] if isinstance(v, list) else []
+
+
+def _types(s: Json) -> set[str] | None:
     if s is True or s == {}:
         return None  # anything
     if s is False:
@@ -177,7 +192,7 @@ def _types(s: Any) -> set[str] | None:
         if "properties" in s or "additionalProperties" in s or "required" in s:
             return None
         return None
-    ts = set(t) if isinstance(t, list) else {t}
+    ts = {str(x) for x in t} if isinstance(t, list) else {str(t)}
     if "number" in ts:
         ts.add("integer")
     return ts
@@ -188,10 +203,11 @@ class _Json:
         self.reader, self.writer = reader, writer
         self.seen: set[tuple[int, int]] = set()
 
-    def _deref(self, s: Any, schema: ParsedSchema) -> Any:
+    def _deref(self, s: Json, schema: ParsedSchema) -> Json:
         for _ in range(32):
-            if isinstance(s, dict) and "$ref" in s and isinstance(s["$ref"], str):
-                target = json_ref_target(schema, s["$ref"])
+            ref = s.get("$ref") if isinstance(s, dict) else None
+            if isinstance(ref, str):
+                target = json_ref_target(schema, ref)
                 if target is None:
                     return s
                 s = target
@@ -199,7 +215,7 @@ class _Json:
                 break
         return s
 
-    def check(self, r: Any, w: Any, path: str) -> list[str]:
+    def check(self, r: Json, w: Json, path: str) -> list[str]:
         r, w = self._deref(r, self.reader), self._deref(w, self.writer)
         key = (id(r), id(w))
         if key in self.seen:
@@ -215,16 +231,18 @@ class _Json:
             return []
         out: list[str] = []
         for comb in ("oneOf", "anyOf"):
-            if comb in w and isinstance(w[comb], list):
-                for i, branch in enumerate(w[comb]):
+            branches = w.get(comb)
+            if isinstance(branches, list):
+                for i, branch in enumerate(branches):
                     rest = {k: v for k, v in w.items() if k != comb}
-                    merged = {**rest, **branch} if isinstance(branch, dict) else branch
+                    merged: Json = {**rest, **branch} if isinstance(branch, dict) else branch
                     out += self.check(r, merged, f"{path}/{comb}/{i}")
                 return out
         for comb in ("oneOf", "anyOf"):
-            if comb in r and isinstance(r[comb], list):
+            branches = r.get(comb)
+            if isinstance(branches, list):
                 rest = {k: v for k, v in r.items() if k != comb}
-                for branch in r[comb]:
+                for branch in branches:
                     merged = {**rest, **branch} if isinstance(branch, dict) else branch
                     if not self.check(merged, w, path):
                         return []
@@ -237,21 +255,24 @@ class _Json:
                 out.append(f"TYPE_CHANGED at {path}: writer type {sorted(wt)} not accepted by reader {sorted(rt)}")
                 return out
         for kw in _NUMERIC_MAX:
-            if kw in r and isinstance(r[kw], (int, float)) and not isinstance(r[kw], bool):
+            rv = r.get(kw)
+            if isinstance(rv, (int, float)) and not isinstance(rv, bool):
                 wv = w.get(kw)
-                if not isinstance(wv, (int, float)) or wv > r[kw]:
-                    out.append(f"{kw.upper()}_DECREASED at {path}/{kw}: reader {kw} {r[kw]}, writer {wv}")
+                if not isinstance(wv, (int, float)) or wv > rv:
+                    out.append(f"{kw.upper()}_DECREASED at {path}/{kw}: reader {kw} {rv}, writer {wv}")
         for kw in _NUMERIC_MIN:
-            if kw in r and isinstance(r[kw], (int, float)) and not isinstance(r[kw], bool):
+            rv = r.get(kw)
+            if isinstance(rv, (int, float)) and not isinstance(rv, bool):
                 wv = w.get(kw)
-                if not isinstance(wv, (int, float)) or wv < r[kw]:
-                    out.append(f"{kw.upper()}_INCREASED at {path}/{kw}: reader {kw} {r[kw]}, writer {wv}")
+                if not isinstance(wv, (int, float)) or wv < rv:
+                    out.append(f"{kw.upper()}_INCREASED at {path}/{kw}: reader {kw} {rv}, writer {wv}")
         for kw in ("pattern", "const", "multipleOf", "format"):
             if kw in r and r.get(kw) != w.get(kw):
                 out.append(f"{kw.upper()}_CHANGED at {path}/{kw}")
-        if "enum" in r and isinstance(r["enum"], list):
+        renum = r.get("enum")
+        if isinstance(renum, list):
             wenum = w.get("enum")
-            if not isinstance(wenum, list) or any(v not in r["enum"] for v in wenum):
+            if not isinstance(wenum, list) or any(v not in renum for v in wenum):
                 out.append(f"ENUM_ARRAY_NARROWED at {path}/enum")
         if rt is None or "object" in rt:
             out += self._object(r, w, path)
@@ -261,7 +282,7 @@ class _Json:
                 out += self.check(ri, wi if wi is not None else {}, f"{path}/items")
         return out
 
-    def _object(self, r: dict[str, Any], w: dict[str, Any], path: str) -> list[str]:
+    def _object(self, r: JsonObject, w: JsonObject, path: str) -> list[str]:
         out: list[str] = []
         rprops = r.get("properties") or {}
         wprops = w.get("properties") or {}
@@ -295,8 +316,9 @@ class _Json:
             out.append(f"ADDITIONAL_PROPERTIES_REMOVED at {path}/additionalProperties")
         elif isinstance(radd, dict) and isinstance(wadd, dict):
             out += self.check(radd, wadd, f"{path}/additionalProperties")
-        rreq = set(r.get("required") or []) if isinstance(r.get("required"), list) else set()
-        wreq = set(w.get("required") or []) if isinstance(w.get("required"), list) else set()
+        rr, wr = r.get("required"), w.get("required")
+        rreq = {str(n) for n in rr} if isinstance(rr, list) else set()
+        wreq = {str(n) for n in wr} if isinstance(wr, list) else set()
         for name in sorted(rreq - wreq):
             rs = rprops.get(name)
             if not (isinstance(rs, dict) and "default" in rs):
@@ -315,9 +337,8 @@ _WIRE_GROUPS = [
 ]
 
 
-def _field_kind(f: Any) -> str:
-    from google.protobuf.descriptor_pb2 import FieldDescriptorProto as F  # noqa: PLC0415
-
+def _field_kind(f: FieldDescriptorProto) -> str:
+    F = FieldDescriptorProto  # noqa: N806
     names = {F.TYPE_DOUBLE: "double", F.TYPE_FLOAT: "float", F.TYPE_INT64: "int64", F.TYPE_UINT64: "uint64",
              F.TYPE_INT32: "int32", F.TYPE_FIXED64: "fixed64", F.TYPE_FIXED32: "fixed32", F.TYPE_BOOL: "bool",
              F.TYPE_STRING: "string", F.TYPE_GROUP: "group", F.TYPE_MESSAGE: "message", F.TYPE_BYTES: "bytes",
@@ -326,10 +347,10 @@ def _field_kind(f: Any) -> str:
     return names.get(f.type, str(f.type))
 
 
-def _messages(fdp: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _messages(fdp: FileDescriptorProto) -> dict[str, DescriptorProto]:
+    out: dict[str, DescriptorProto] = {}
 
-    def walk(prefix: str, msgs: Any) -> None:
+    def walk(prefix: str, msgs: Iterable[DescriptorProto]) -> None:
         for m in msgs:
             name = f"{prefix}.{m.name}" if prefix else m.name
             out[name] = m
@@ -339,7 +360,7 @@ def _messages(fdp: Any) -> dict[str, Any]:
     return out
 
 
-def _protobuf(reader: Any, writer: Any) -> list[str]:
+def _protobuf(reader: FileDescriptorProto, writer: FileDescriptorProto) -> list[str]:
     out: list[str] = []
     if reader.package != writer.package:
         out.append(f"PACKAGE_CHANGED: {writer.package!r} -> {reader.package!r}")

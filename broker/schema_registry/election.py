@@ -20,14 +20,21 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import ssl
 from collections.abc import Iterable, Mapping
-from typing import Any
 from urllib.parse import urlparse
 
 import h11
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.abc import ConsumerRebalanceListener
+from aiokafka.cluster import ClusterMetadata
+from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
+from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment, ConsumerProtocolMemberMetadata
 
 from .errors import RegistryError, forwarding_error
+from .http import Request
 from .state import noop_key
+from .store import ClientOptions, KafkaStore, stop_client
 
 log = logging.getLogger("samsa.schema_registry")
 
@@ -36,31 +43,25 @@ FORWARD_TIMEOUT_S = 30.0
 
 
 class PrimaryElection:
-    def __init__(self, url: str, eligible: bool, bootstrap: str, store: Any,
-                 client_options: dict[str, Any] | None = None, forward_ssl: Any = None) -> None:
+    def __init__(self, url: str, eligible: bool, bootstrap: str, store: KafkaStore,
+                 client_options: ClientOptions | None = None, forward_ssl: ssl.SSLContext | None = None) -> None:
         self.forward_ssl = forward_ssl  # ssl.SSLContext trusting the other registries' certificates
         self.url = url.rstrip("/")
         self.eligible = eligible
         self.bootstrap = bootstrap
         self.store = store
-        self.options = client_options or {}
+        self.options: ClientOptions = client_options or {}
         self.primary_url: str | None = None
         self.generation = 0
         self._primary_ready = asyncio.Event()  # this node is primary and caught up
         self._known = asyncio.Event()  # some primary is known
-        self._consumer: Any = None
+        self._consumer: AIOKafkaConsumer | None = None
         self._task: asyncio.Task[None] | None = None
         self._catch_up: asyncio.Task[None] | None = None
 
     # --- the assignor ---------------------------------------------------------------------
 
-    def _assignor(self) -> Any:
-        from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor  # noqa: PLC0415
-        from aiokafka.coordinator.protocol import (  # noqa: PLC0415
-            ConsumerProtocolMemberAssignment,
-            ConsumerProtocolMemberMetadata,
-        )
-
+    def _assignor(self) -> type[AbstractPartitionAssignor]:
         election = self
 
         class SchemaRegistryAssignor(AbstractPartitionAssignor):
@@ -68,12 +69,13 @@ class PrimaryElection:
             version = 0
 
             @classmethod
-            def metadata(cls, topics: Iterable[str]) -> Any:
+            def metadata(cls, topics: Iterable[str]) -> ConsumerProtocolMemberMetadata:
                 info = {"url": election.url, "eligible": election.eligible}
                 return ConsumerProtocolMemberMetadata(cls.version, list(topics), json.dumps(info).encode())
 
             @classmethod
-            def assign(cls, cluster: Any, members: Mapping[str, Any]) -> dict[str, Any]:
+            def assign(cls, cluster: ClusterMetadata, members: Mapping[str, ConsumerProtocolMemberMetadata]
+                       ) -> dict[str, ConsumerProtocolMemberAssignment]:
                 urls = []
                 for meta in members.values():
                     try:
@@ -87,7 +89,7 @@ class PrimaryElection:
                 return {m: ConsumerProtocolMemberAssignment(cls.version, [], data) for m in members}
 
             @classmethod
-            def on_assignment(cls, assignment: Any) -> None:
+            def on_assignment(cls, assignment: ConsumerProtocolMemberAssignment) -> None:
                 try:
                     primary = json.loads(assignment.user_data or b"{}").get("primary")
                 except ValueError:
@@ -140,18 +142,15 @@ class PrimaryElection:
     # --- lifecycle --------------------------------------------------------------------------
 
     async def start(self) -> None:
-        from aiokafka import AIOKafkaConsumer  # noqa: PLC0415
-        from aiokafka.abc import ConsumerRebalanceListener  # noqa: PLC0415
-
         election = self
 
         class Rebalance(ConsumerRebalanceListener):
             # A rebalance is starting: until the group names a primary again this node takes no
             # write, so a node that dropped out of the group never writes beside a new primary.
-            def on_partitions_revoked(self, revoked: Any) -> None:
+            def on_partitions_revoked(self, revoked: Iterable[TopicPartition]) -> None:
                 election._rebalancing()
 
-            def on_partitions_assigned(self, assigned: Any) -> None:
+            def on_partitions_assigned(self, assigned: Iterable[TopicPartition]) -> None:
                 pass
 
         self._consumer = AIOKafkaConsumer(
@@ -160,13 +159,13 @@ class PrimaryElection:
             heartbeat_interval_ms=1000, client_id=f"samsa-schema-registry-election-{self.url}", **self.options)
         self._consumer.subscribe([self.store.topic], listener=Rebalance())
         await self._consumer.start()
-        self._task = asyncio.get_running_loop().create_task(self._poll())
+        self._task = asyncio.get_running_loop().create_task(self._poll(self._consumer))
 
-    async def _poll(self) -> None:
+    async def _poll(self, consumer: AIOKafkaConsumer) -> None:
         # Nothing is assigned; polling keeps the membership alive (max.poll.interval.ms).
         while True:
             try:
-                await self._consumer.getmany(timeout_ms=1000)
+                await consumer.getmany(timeout_ms=1000)
             except asyncio.CancelledError:
                 raise
             except Exception as e:
@@ -178,8 +177,6 @@ class PrimaryElection:
             if t is not None:
                 t.cancel()
         if self._consumer is not None:
-            from .store import stop_client  # noqa: PLC0415
-
             await stop_client(self._consumer)  # leaves the group: the others elect at once
 
     # --- used by the REST layer -------------------------------------------------------------
@@ -201,17 +198,17 @@ class PrimaryElection:
         except TimeoutError:
             raise RegistryError(500, 50002, "the primary is still catching up with _schemas") from None
 
-    async def forward(self, req: Any) -> tuple[int, bytes]:
+    async def forward(self, req: Request) -> tuple[int, bytes]:
         primary = await self.wait_primary(FORWARD_TIMEOUT_S)
         return await forward(primary, req, self.forward_ssl)
 
 
-async def forward(base_url: str, req: Any, ssl_context: Any = None) -> tuple[int, bytes]:
+async def forward(base_url: str, req: Request, ssl_context: ssl.SSLContext | None = None) -> tuple[int, bytes]:
     """Send ``req`` (an http.Request) to ``base_url`` unchanged; (status, body) of the answer.
     An https URL is verified with ``ssl_context`` (default: the system's trust store)."""
     u = urlparse(base_url)
     host, port = u.hostname or "127.0.0.1", u.port or (443 if u.scheme == "https" else 80)
-    target = req.path + (("?" + req.query_string) if getattr(req, "query_string", "") else "")
+    target = req.path + (("?" + req.query_string) if req.query_string else "")
     headers = [("Host", f"{host}:{port}"), ("Content-Length", str(len(req.body))), ("Connection", "close")]
     for name in ("content-type", "accept", "authorization", "x-samsa-forwarded"):
         if name in req.headers:
@@ -220,8 +217,6 @@ async def forward(base_url: str, req: Any, ssl_context: Any = None) -> tuple[int
     try:
         ssl_ctx = None
         if u.scheme == "https":
-            import ssl  # noqa: PLC0415
-
             ssl_ctx = ssl_context or ssl.create_default_context()
         reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port, ssl=ssl_ctx), FORWARD_TIMEOUT_S)
     except (OSError, TimeoutError) as e:

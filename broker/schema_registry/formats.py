@@ -387,7 +387,9 @@ def _well_known_files() -> list[FileDescriptorProto]:
 def _compile_proto(text: str, deps: list[Dependency], dep_files: list[FileDescriptorProto]) -> FileDescriptorProto:
     """``.proto`` text -> FileDescriptorProto, by protoc (grpcio-tools) in a child process."""
     try:
-        import grpc_tools  # noqa: PLC0415 - only for its bundled .proto includes' path; optional at import time
+        # noqa below: grpcio-tools is needed only to compile .proto text (for its protoc and bundled includes);
+        # without it the registry still serves Avro, JSON Schema and base64 FileDescriptorProto schemas
+        import grpc_tools  # noqa: PLC0415
     except ImportError:
         raise invalid_schema("cannot parse .proto text: the grpcio-tools package (protoc) is not installed; "
                              "register the base64 FileDescriptorProto instead") from None

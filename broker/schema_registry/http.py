@@ -21,7 +21,6 @@ import logging
 import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import h11
@@ -45,7 +44,6 @@ class Request:
     peer: str = ""
     query_string: str = ""
     principal: str | None = None  # set by the auth hook
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -76,7 +74,7 @@ class HttpServer:
         self.host, self.port, self.handler, self.max_body = host, port, handler, max_body
         self.ssl_context = ssl_context
         self.server: asyncio.base_events.Server | None = None
-        self._conns: set[asyncio.Task[Any]] = set()
+        self._conns: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
         self.server = await asyncio.start_server(self._serve, self.host, self.port, reuse_address=True,

@@ -11,13 +11,25 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from typing import Any
+from typing import Protocol
 
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 
+from .election import PrimaryElection
+from .state import RegistryState
+from .store import KafkaStore
+
+
+class MeasuredRegistry(Protocol):
+    """What the metrics read of a running registry (:class:`~broker.schema_registry.SchemaRegistry`)."""
+
+    state: RegistryState
+    store: KafkaStore
+    election: PrimaryElection | None
+
 
 class RegistryMetrics:
-    def __init__(self, sr: Any) -> None:
+    def __init__(self, sr: MeasuredRegistry) -> None:
         self.sr = sr
         self.requests: Counter[tuple[str, int]] = Counter()
         self.registrations = 0

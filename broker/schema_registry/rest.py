@@ -32,14 +32,25 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import TypeAlias
+
+from prometheus_client import CollectorRegistry, generate_latest
 
 from . import errors
+from .election import PrimaryElection
 from .errors import RegistryError
 from .formats import PROTOBUF
 from .http import Request, Response
-from .json_types import Json
+from .json_types import Json, JsonObject
+from .metrics import RegistryMetrics
+from .security import AccessGuard
 from .service import Registry, parse_version
+from .state import SubjectVersion
+
+Reply: TypeAlias = "Json | Response"  # a handler's answer: a JSON body (200) or a whole response
+Handler: TypeAlias = "Callable[..., Awaitable[Reply]]"
+Route: TypeAlias = "tuple[Handler, str, bool]"  # handler, the operation security checks, whether it writes
 
 log = logging.getLogger("samsa.schema_registry")
 
@@ -57,8 +68,8 @@ def _bool(query: dict[str, str], name: str, default: bool = False) -> bool:
 
 
 class RestApp:
-    def __init__(self, registry: Registry, forwarder: Any = None, security: Any = None,
-                 metrics: Any = None) -> None:
+    def __init__(self, registry: Registry, forwarder: PrimaryElection | None = None,
+                 security: AccessGuard | None = None, metrics: RegistryMetrics | None = None) -> None:
         self.registry = registry
         self.forwarder = forwarder  # forwards writes to the primary when this node is not it
         self.security = security  # .security.RegistrySecurity: 401/403, or None (no SASL, no authorizer)
@@ -121,7 +132,7 @@ class RestApp:
             return out
         return Response(200, json.dumps(out).encode(), ctype)
 
-    def _route(self, req: Request) -> tuple[Any, dict[str, Any]]:
+    def _route(self, req: Request) -> tuple[Route | None, dict[str, str | None]]:
         s, m = req.segments, req.method
         if m == "HEAD":
             m = "GET"
@@ -202,7 +213,7 @@ class RestApp:
     # --- helpers ----------------------------------------------------------------------------
 
     @staticmethod
-    def _body(req: Request) -> dict[str, Any]:
+    def _body(req: Request) -> JsonObject:
         if not req.body:
             raise RegistryError(422, 422, "Request body is empty")
         try:
@@ -215,11 +226,11 @@ class RestApp:
             raise RegistryError(422, 422, "Request body must be a JSON object")
         return doc
 
-    def _schema_doc(self, schema_id: int, fmt: str | None) -> dict[str, Any]:
+    def _schema_doc(self, schema_id: int, fmt: str | None) -> JsonObject:
         stored = self.registry.state.schemas.get(schema_id)
         if stored is None:
             raise errors.schema_not_found(schema_id)
-        doc: dict[str, Any] = {}
+        doc: JsonObject = {}
         if stored.schema_type != "AVRO":
             doc["schemaType"] = stored.schema_type
         if stored.references:
@@ -241,28 +252,27 @@ class RestApp:
 
     # --- handlers ---------------------------------------------------------------------------
 
-    async def root(self, req: Request) -> Any:
+    async def root(self, req: Request) -> Reply:
         return {}
 
-    async def prometheus(self, req: Request) -> Any:
-        from prometheus_client import CollectorRegistry, generate_latest  # noqa: PLC0415
-
+    async def prometheus(self, req: Request) -> Reply:
         reg = CollectorRegistry(auto_describe=False)
-        reg.register(self.metrics)
+        if self.metrics is not None:  # the route exists only with metrics
+            reg.register(self.metrics)
         return Response(200, generate_latest(reg), "text/plain; version=0.0.4; charset=utf-8")
 
-    async def contexts(self, req: Request) -> Any:
+    async def contexts(self, req: Request) -> Reply:
         return ["."]
 
-    async def schema_types(self, req: Request) -> Any:
+    async def schema_types(self, req: Request) -> Reply:
         return ["JSON", "PROTOBUF", "AVRO"]
 
-    async def list_schemas(self, req: Request) -> Any:
+    async def list_schemas(self, req: Request) -> Reply:
         st = self.registry.state
         prefix = req.query.get("subjectPrefix", "")
         deleted = _bool(req.query, "deleted")
         latest_only = _bool(req.query, "latestOnly")
-        out = []
+        out: list[Json] = []
         names = [s for s in st.subject_names(deleted) if s.startswith(prefix)]
         readable = await self._readable(req, names)
         for subject in names:
@@ -273,27 +283,27 @@ class RestApp:
                 out.append(self._version_doc(sv))
         return out
 
-    def _version_doc(self, sv: Any, fmt: str | None = None) -> dict[str, Any]:
-        doc = {"subject": sv.subject, "version": sv.version, "id": sv.schema_id}
+    def _version_doc(self, sv: SubjectVersion, fmt: str | None = None) -> JsonObject:
+        doc: JsonObject = {"subject": sv.subject, "version": sv.version, "id": sv.schema_id}
         doc.update(self._schema_doc(sv.schema_id, fmt))
         return doc
 
-    async def schema_by_id(self, req: Request, schema_id: str) -> Any:
+    async def schema_by_id(self, req: Request, schema_id: str) -> Reply:
         return self._schema_doc(self._schema_id(schema_id), req.query.get("format"))
 
-    async def schema_text_by_id(self, req: Request, schema_id: str) -> Any:
+    async def schema_text_by_id(self, req: Request, schema_id: str) -> Reply:
         doc = self._schema_doc(self._schema_id(schema_id), req.query.get("format"))
-        return Response(200, doc["schema"].encode(), "application/vnd.schemaregistry.v1+json")
+        return Response(200, str(doc["schema"]).encode(), "application/vnd.schemaregistry.v1+json")
 
-    async def schema_subjects(self, req: Request, schema_id: str) -> Any:
+    async def schema_subjects(self, req: Request, schema_id: str) -> Reply:
         sid = self._schema_id(schema_id)
         if sid not in self.registry.state.schemas:
             raise errors.schema_not_found(sid)
         uses = self.registry.state.usages(sid, _bool(req.query, "deleted"))
         readable = await self._readable(req, [sv.subject for sv in uses])
-        return sorted({sv.subject for sv in uses if sv.subject in readable})
+        return list[Json](sorted({sv.subject for sv in uses if sv.subject in readable}))
 
-    async def schema_versions(self, req: Request, schema_id: str) -> Any:
+    async def schema_versions(self, req: Request, schema_id: str) -> Reply:
         sid = self._schema_id(schema_id)
         if sid not in self.registry.state.schemas:
             raise errors.schema_not_found(sid)
@@ -301,13 +311,13 @@ class RestApp:
         readable = await self._readable(req, [sv.subject for sv in uses])
         return [{"subject": sv.subject, "version": sv.version} for sv in uses if sv.subject in readable]
 
-    async def list_subjects(self, req: Request) -> Any:
+    async def list_subjects(self, req: Request) -> Reply:
         prefix = req.query.get("subjectPrefix", "")
         names = [s for s in self.registry.state.subject_names(_bool(req.query, "deleted")) if s.startswith(prefix)]
         readable = await self._readable(req, names)
         return [s for s in names if s in readable]
 
-    async def list_versions(self, req: Request, subject: str) -> Any:
+    async def list_versions(self, req: Request, subject: str) -> Reply:
         st = self.registry.state
         if not st.versions(subject, True):
             raise errors.subject_not_found(subject)
@@ -316,20 +326,20 @@ class RestApp:
             raise errors.subject_not_found(subject)
         return [sv.version for sv in versions]
 
-    async def get_version(self, req: Request, subject: str, version: str) -> Any:
+    async def get_version(self, req: Request, subject: str, version: str) -> Reply:
         sv = self.registry.get_subject_version(subject, version, _bool(req.query, "deleted"))
         return self._version_doc(sv, req.query.get("format"))
 
-    async def get_version_text(self, req: Request, subject: str, version: str) -> Any:
+    async def get_version_text(self, req: Request, subject: str, version: str) -> Reply:
         sv = self.registry.get_subject_version(subject, version, _bool(req.query, "deleted"))
         text = self._schema_doc(sv.schema_id, req.query.get("format"))["schema"]
-        return Response(200, text.encode(), "application/vnd.schemaregistry.v1+json")
+        return Response(200, str(text).encode(), "application/vnd.schemaregistry.v1+json")
 
-    async def referenced_by(self, req: Request, subject: str, version: str) -> Any:
+    async def referenced_by(self, req: Request, subject: str, version: str) -> Reply:
         sv = self.registry.get_subject_version(subject, version)
-        return self.registry.state.referenced_by(subject, sv.version)
+        return list[Json](self.registry.state.referenced_by(subject, sv.version))
 
-    async def register(self, req: Request, subject: str) -> Any:
+    async def register(self, req: Request, subject: str) -> Reply:
         body = self._body(req)
         out = await self.registry.register(subject, body, _bool(req.query, "normalize"))
         if self.metrics is not None:
@@ -337,7 +347,7 @@ class RestApp:
         # Confluent's RegisterSchemaResponse (its older registries answered {"id"} alone)
         return {"id": out["id"], "version": out["version"], **self._schema_doc(out["id"], None)}
 
-    async def lookup(self, req: Request, subject: str) -> Any:
+    async def lookup(self, req: Request, subject: str) -> Reply:
         body = self._body(req)
         deleted = _bool(req.query, "deleted")
         reg = self.registry
@@ -349,22 +359,22 @@ class RestApp:
             raise errors.schema_not_found()
         return self._version_doc(sv, req.query.get("format"))
 
-    async def delete_subject(self, req: Request, subject: str) -> Any:
-        return await self.registry.delete_subject(subject, _bool(req.query, "permanent"))
+    async def delete_subject(self, req: Request, subject: str) -> Reply:
+        return list[Json](await self.registry.delete_subject(subject, _bool(req.query, "permanent")))
 
-    async def delete_version(self, req: Request, subject: str, version: str) -> Any:
+    async def delete_version(self, req: Request, subject: str, version: str) -> Reply:
         if version not in ("latest",):
             parse_version(version)
         return await self.registry.delete_version(subject, version, _bool(req.query, "permanent"))
 
-    async def compatibility(self, req: Request, subject: str, version: str | None) -> Any:
+    async def compatibility(self, req: Request, subject: str, version: str | None) -> Reply:
         body = self._body(req)
         if version is not None and version != "latest":
             parse_version(version)
         return await self.registry.check_compatibility(subject, version, body, _bool(req.query, "normalize"),
                                                        _bool(req.query, "verbose"))
 
-    async def get_config(self, req: Request, subject: str | None) -> Any:
+    async def get_config(self, req: Request, subject: str | None) -> Reply:
         st = self.registry.state
         if subject is not None and not st.has_config(subject):
             if not _bool(req.query, "defaultToGlobal"):
@@ -379,15 +389,15 @@ class RestApp:
             doc["normalize"] = st.normalize[subject]
         return doc
 
-    async def put_config(self, req: Request, subject: str | None) -> Any:
+    async def put_config(self, req: Request, subject: str | None) -> Reply:
         body = self._body(req)
         return await self.registry.set_config(subject, body.get("compatibility", body.get("compatibilityLevel")),
                                               body.get("normalize"))
 
-    async def delete_config(self, req: Request, subject: str | None) -> Any:
+    async def delete_config(self, req: Request, subject: str | None) -> Reply:
         return {"compatibilityLevel": await self.registry.delete_config(subject)}
 
-    async def get_mode(self, req: Request, subject: str | None) -> Any:
+    async def get_mode(self, req: Request, subject: str | None) -> Reply:
         st = self.registry.state
         if subject is None:
             return {"mode": self.registry.mode(None)}
@@ -397,9 +407,9 @@ class RestApp:
             return {"mode": self.registry.mode(None)}
         raise errors.subject_mode_not_found(subject)
 
-    async def put_mode(self, req: Request, subject: str | None) -> Any:
+    async def put_mode(self, req: Request, subject: str | None) -> Reply:
         body = self._body(req)
         return {"mode": await self.registry.set_mode(subject, body.get("mode"), _bool(req.query, "force"))}
 
-    async def delete_mode(self, req: Request, subject: str) -> Any:
+    async def delete_mode(self, req: Request, subject: str) -> Reply:
         return {"mode": await self.registry.delete_mode(subject)}

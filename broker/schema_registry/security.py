@@ -24,12 +24,15 @@ import base64
 import binascii
 import hmac
 import logging
-from typing import Any
+from typing import Protocol
 
 from ..security.acl import ALTER_CONFIGS, CLUSTER, CLUSTER_NAME, DESCRIBE, DESCRIBE_CONFIGS, TOPIC, WRITE
+from ..security.authorizer import AclAuthorizer
+from ..security.credentials import CredentialStore
 from ..security.jaas import parse_jaas
 from ..security.scram import ScramCredential
 from .errors import RegistryError
+from .host import BrokerHost
 from .http import Request
 
 log = logging.getLogger("samsa.schema_registry")
@@ -66,10 +69,25 @@ def subject_topic(subject: str) -> str:
     return subject
 
 
+class AccessGuard(Protocol):
+    """Who may do what: the broker's own users and ACLs (:class:`RegistrySecurity`), or the
+    cluster's, asked over Kafka by the standalone registry (:class:`~.cluster_auth.ClusterSecurity`)."""
+
+    authenticate: bool  # requests need Basic credentials
+
+    async def check(self, req: Request, operation: str, subject: str | None) -> None:
+        """Raise 401/403 unless the request may do ``operation`` (read, write, delete, read_config,
+        write_config) on ``subject`` (None: the global config, or no subject); sets ``req.principal``."""
+
+    async def readable(self, req: Request, subjects: list[str]) -> set[str]:
+        """Those of ``subjects`` the request's user may read (listings show only those)."""
+
+
 class RegistrySecurity:
     """Built from the broker's security (listeners, credential store) and its authorizer."""
 
-    def __init__(self, plain_users: dict[str, str], credentials: Any, authorizer: Any,
+    def __init__(self, plain_users: dict[str, str], credentials: CredentialStore | None,
+                 authorizer: AclAuthorizer | None,
                  authenticate: bool) -> None:
         self.plain_users = plain_users
         self.credentials = credentials
@@ -77,7 +95,7 @@ class RegistrySecurity:
         self.authenticate = authenticate
 
     @classmethod
-    def from_broker(cls, broker: Any) -> RegistrySecurity | None:
+    def from_broker(cls, broker: BrokerHost) -> RegistrySecurity | None:
         plain: dict[str, str] = {}
         sasl = False
         for ls in broker.security.listeners.values():

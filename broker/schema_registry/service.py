@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 
 from . import compatibility, errors, formats, state
 from .formats import Dependency, ParsedSchema, Reference
-from .json_types import Json
+from .json_types import Json, JsonObject
 from .state import RegistryState, StoredSchema, SubjectVersion
+
+if TYPE_CHECKING:
+    from .store import KafkaStore
 
 log = logging.getLogger("samsa.schema_registry")
 
@@ -24,7 +27,7 @@ INT_MAX = 2**31 - 1
 
 
 class Registry:
-    def __init__(self, st: RegistryState, store: Any) -> None:
+    def __init__(self, st: RegistryState, store: KafkaStore) -> None:
         self.state = st
         self.store = store
         self._write_lock = asyncio.Lock()
@@ -59,7 +62,7 @@ class Registry:
     def _dependencies(self, refs: tuple[Reference, ...]) -> list[Dependency]:
         return _dependencies(self.state, refs, 0)
 
-    async def parse_request(self, body: dict[str, Any], normalize: bool) -> ParsedSchema:
+    async def parse_request(self, body: JsonObject, normalize: bool) -> ParsedSchema:
         schema_type = str(body.get("schemaType") or "AVRO").upper()
         if schema_type not in formats.SCHEMA_TYPES:
             raise errors.RegistryError(422, 422, f"Invalid schemaType {body.get('schemaType')!r}: expected one of "
@@ -72,17 +75,17 @@ class Registry:
             raise errors.invalid_schema("references must be a list")
         refs = []
         for r in raw_refs:
-            if not isinstance(r, dict) or not isinstance(r.get("name"), str) or \
-                    not isinstance(r.get("subject"), str) or not isinstance(r.get("version"), int) or \
-                    isinstance(r.get("version"), bool):
+            name, ref_subject, version = (r.get("name"), r.get("subject"), r.get("version")) \
+                if isinstance(r, dict) else (None, None, None)
+            if not isinstance(name, str) or not isinstance(ref_subject, str) or not isinstance(version, int) or \
+                    isinstance(version, bool):
                 raise errors.invalid_schema(f"invalid reference {r!r}: needs name, subject and version")
-            version = r["version"]
             if version == -1:  # "latest", as Confluent allows in a reference
-                live = self.state.versions(r["subject"])
+                live = self.state.versions(ref_subject)
                 if not live:
-                    raise errors.invalid_schema(f"reference {r['name']}: subject {r['subject']!r} has no versions")
+                    raise errors.invalid_schema(f"reference {name}: subject {ref_subject!r} has no versions")
                 version = live[-1].version
-            refs.append(Reference(r["name"], r["subject"], version))
+            refs.append(Reference(name, ref_subject, version))
         deps = self._dependencies(tuple(refs))
         if schema_type == formats.PROTOBUF:
             # protoc runs as a child process: off the event loop
@@ -127,7 +130,7 @@ class Registry:
 
     # --- writes -----------------------------------------------------------------------------
 
-    async def register(self, subject: str, body: dict[str, Any], normalize: bool) -> dict[str, Any]:
+    async def register(self, subject: str, body: JsonObject, normalize: bool) -> dict[str, int]:
         if not valid_subject(subject):
             raise errors.invalid_subject(subject)
         await self.store.wait_ready()
@@ -263,7 +266,7 @@ class Registry:
             await self.store.write(state.config_key(subject), None)
         return previous
 
-    async def set_mode(self, subject: str | None, mode: Any, force: bool) -> str:
+    async def set_mode(self, subject: str | None, mode: Json, force: bool) -> str:
         await self.store.wait_ready()
         if not isinstance(mode, str) or mode.upper() not in MODES:
             raise errors.invalid_mode(mode)
@@ -289,8 +292,8 @@ class Registry:
 
     # --- checks -----------------------------------------------------------------------------
 
-    async def check_compatibility(self, subject: str, version: str | None, body: dict[str, Any],
-                                  normalize: bool, verbose: bool) -> dict[str, Any]:
+    async def check_compatibility(self, subject: str, version: str | None, body: JsonObject,
+                                  normalize: bool, verbose: bool) -> JsonObject:
         schema = await self.parse_request(body, self.normalize(subject, normalize))
         live = self.state.versions(subject)
         if version is not None:
@@ -305,9 +308,9 @@ class Registry:
             level = self.compatibility_level(subject)
         previous = [self.parsed(self.state.schemas[sv.schema_id]) for sv in against]
         problems = compatibility.check(level, schema, previous)
-        out: dict[str, Any] = {"is_compatible": not problems}
+        out: JsonObject = {"is_compatible": not problems}
         if verbose:
-            out["messages"] = problems
+            out["messages"] = list[Json](problems)
         return out
 
 
@@ -336,7 +339,7 @@ def valid_subject(subject: str) -> bool:
         not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in subject)
 
 
-def parse_version(version: Any) -> int:
+def parse_version(version: Json) -> int:
     if isinstance(version, int) and not isinstance(version, bool):
         v = version
     elif isinstance(version, str) and version.lstrip("-").isdigit():

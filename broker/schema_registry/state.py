@@ -33,9 +33,10 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from .formats import Reference
+from .json_types import Json, JsonObject
 
 log = logging.getLogger("samsa.schema_registry")
 
@@ -44,7 +45,7 @@ T = TypeVar("T")
 SCHEMA, CONFIG, DELETE_SUBJECT, NOOP, MODE = "SCHEMA", "CONFIG", "DELETE_SUBJECT", "NOOP", "MODE"
 
 
-def _compact(doc: Any) -> bytes:
+def _compact(doc: Json) -> bytes:
     return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
 
 
@@ -54,7 +55,7 @@ def schema_key(subject: str, version: int) -> bytes:
 
 def config_key(subject: str | None) -> bytes:
     # Confluent leaves out what is null: the global config's key has no "subject"
-    doc: dict[str, Any] = {"keytype": CONFIG}
+    doc: JsonObject = {"keytype": CONFIG}
     if subject is not None:
         doc["subject"] = subject
     doc["magic"] = 0
@@ -62,7 +63,7 @@ def config_key(subject: str | None) -> bytes:
 
 
 def mode_key(subject: str | None) -> bytes:
-    doc: dict[str, Any] = {"keytype": MODE}
+    doc: JsonObject = {"keytype": MODE}
     if subject is not None:
         doc["subject"] = subject
     doc["magic"] = 0
@@ -79,7 +80,7 @@ def noop_key() -> bytes:
 
 def schema_value(subject: str, version: int, schema_id: int, schema_type: str, schema: str,
                  references: tuple[Reference, ...], deleted: bool) -> bytes:
-    doc: dict[str, Any] = {"subject": subject, "version": version, "id": schema_id, "schemaType": schema_type}
+    doc: JsonObject = {"subject": subject, "version": version, "id": schema_id, "schemaType": schema_type}
     if references:
         doc["references"] = [r.to_json() for r in references]
     doc["schema"] = schema
@@ -89,7 +90,7 @@ def schema_value(subject: str, version: int, schema_id: int, schema_type: str, s
 
 def config_value(level: str | None, subject: str | None = None, normalize: bool | None = None) -> bytes:
     """A whole config (Confluent writes the merged one each time); what is unset is left out."""
-    doc: dict[str, object] = {} if subject is None else {"subject": subject}
+    doc: JsonObject = {} if subject is None else {"subject": subject}
     if level is not None:
         doc["compatibilityLevel"] = level
     if normalize is not None:
@@ -103,6 +104,12 @@ def mode_value(mode: str, subject: str | None = None) -> bytes:
 
 def delete_subject_value(subject: str, version: int) -> bytes:
     return _compact({"subject": subject, "version": version})
+
+
+def _int(v: Json) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, str)):
+        raise ValueError(f"{v!r} is not an integer")
+    return int(v)
 
 
 @dataclass
@@ -156,7 +163,7 @@ class RegistryState:
             elif kt == DELETE_SUBJECT:
                 if v is not None:
                     for sv in self.subjects.get(str(v["subject"]), {}).values():
-                        if sv.version <= int(v["version"]):
+                        if sv.version <= _int(v["version"]):
                             sv.deleted = True
             elif kt != NOOP:
                 raise ValueError(f"unknown keytype {kt!r}")
@@ -165,8 +172,8 @@ class RegistryState:
             log.warning("Schema registry: skipping an unreadable _schemas record (key %r): %s",
                         (key or b"")[:200], e)
 
-    def _schema(self, k: dict[str, Any], v: dict[str, Any] | None) -> None:
-        subject, version = str(k["subject"]), int(k["version"])
+    def _schema(self, k: JsonObject, v: JsonObject | None) -> None:
+        subject, version = str(k["subject"]), _int(k["version"])
         if v is None:  # tombstone: hard delete
             versions = self.subjects.get(subject)
             if versions is not None:
@@ -174,9 +181,12 @@ class RegistryState:
                 if not versions:
                     del self.subjects[subject]
             return
-        schema_id = int(v["id"])
-        refs = tuple(Reference(str(r["name"]), str(r["subject"]), int(r["version"]))
-                     for r in v.get("references") or [])
+        schema_id = _int(v["id"])
+        raw_refs = v.get("references") or []
+        if not isinstance(raw_refs, list) or not all(isinstance(r, dict) for r in raw_refs):
+            raise ValueError("references is not a list of objects")
+        refs = tuple(Reference(str(r["name"]), str(r["subject"]), _int(r["version"]))
+                     for r in raw_refs if isinstance(r, dict))
         if schema_id not in self.schemas:
             self.schemas[schema_id] = StoredSchema(schema_id, str(v.get("schemaType") or "AVRO").upper(),
                                                    str(v["schema"]), refs)
@@ -185,7 +195,7 @@ class RegistryState:
                                                                         bool(v.get("deleted", False)))
 
     @staticmethod
-    def _setting(table: dict[str | None, T], k: dict[str, Any], value: T | None) -> None:
+    def _setting(table: dict[str | None, T], k: JsonObject, value: T | None) -> None:
         subject = k.get("subject")
         subject = None if subject is None else str(subject)
         if value is None:

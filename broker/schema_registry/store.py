@@ -24,17 +24,30 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import ssl
 from collections.abc import Callable
-from typing import Any
+from typing import TypedDict
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
+from ..security.jaas import parse_jaas
 from .errors import RegistryError, operation_timeout, schema_too_large, store_error
+from .json_types import Json
 from .state import RegistryState
 
 log = logging.getLogger("samsa.schema_registry")
+
+class ClientOptions(TypedDict, total=False):
+    """aiokafka's keyword arguments for how to connect (from Kafka's client properties)."""
+
+    security_protocol: str
+    sasl_mechanism: str
+    sasl_plain_username: str
+    sasl_plain_password: str
+    ssl_context: ssl.SSLContext
+
 
 TOPIC = "_schemas"
 GROUP = "schema-registry"
@@ -42,22 +55,35 @@ GROUP = "schema-registry"
 
 class KafkaStore:
     def __init__(self, bootstrap: str, state: RegistryState, *, topic: str = TOPIC,
-                 client_options: dict[str, Any] | None = None, timeout_s: float = 60.0,
+                 client_options: ClientOptions | None = None, timeout_s: float = 60.0,
                  replication_factor: int = 3, read_only: bool = False) -> None:
         self.read_only = read_only  # a reader only: no producer, and the topic is not created
         self.replication_factor = max(1, replication_factor)
         self.bootstrap = bootstrap
         self.state = state
         self.topic = topic
-        self.options = client_options or {}
+        self.options: ClientOptions = client_options or {}
         self.timeout_s = timeout_s
         self.applied = -1  # offset of the last record replayed
         self.ready = asyncio.Event()  # caught up with the end offset seen at start
         self._advanced = asyncio.Event()
-        self._producer: Any = None
-        self._consumer: Any = None
+        self._producer: AIOKafkaProducer | None = None
+        self._consumer: AIOKafkaConsumer | None = None
         self._reader: asyncio.Task[None] | None = None
         self.listeners: list[Callable[[], None]] = []  # called after each batch of replayed records
+
+    @property
+    def consumer(self) -> AIOKafkaConsumer:
+        if self._consumer is None:
+            raise store_error(f"the reader of {self.topic} is not started")
+        return self._consumer
+
+    @property
+    def producer(self) -> AIOKafkaProducer:
+        if self._producer is None:
+            raise store_error(f"the writer of {self.topic} is not started" if not self.read_only
+                              else f"a read-only view does not write to {self.topic}")
+        return self._producer
 
     async def start(self) -> None:
         if not self.read_only:
@@ -100,7 +126,7 @@ class KafkaStore:
         finally:
             await admin.close()
 
-    async def _replication_factor(self, admin: Any) -> int:
+    async def _replication_factor(self, admin: AIOKafkaAdminClient) -> int:
         """``replication_factor``, once that many brokers are up (at most 30 s), else as many as are."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 30.0
@@ -114,12 +140,12 @@ class KafkaStore:
                         brokers, self.topic, brokers, self.replication_factor)
         return min(brokers, self.replication_factor)
 
-    async def _read(self, tp: Any, start_end: int) -> None:
+    async def _read(self, tp: TopicPartition, start_end: int) -> None:
         if start_end <= 0:
             self.ready.set()
         while True:
             try:
-                batches = await self._consumer.getmany(tp, timeout_ms=500)
+                batches = await self.consumer.getmany(tp, timeout_ms=500)
             except asyncio.CancelledError:
                 raise
             except Exception as e:
@@ -136,7 +162,7 @@ class KafkaStore:
                 for fn in self.listeners:
                     fn()
             if not self.ready.is_set():
-                pos = await self._consumer.position(tp)
+                pos = await self.consumer.position(tp)
                 if pos >= start_end:
                     log.info("Schema registry: read %s up to offset %d (%d schemas, %d subjects)", self.topic,
                              pos, len(self.state.schemas), len(self.state.subjects))
@@ -151,7 +177,7 @@ class KafkaStore:
     async def write(self, key: bytes, value: bytes | None) -> int:
         """Produce one record and return its offset once the reader has replayed it."""
         try:
-            md = await asyncio.wait_for(self._producer.send_and_wait(self.topic, value=value, key=key, partition=0),
+            md = await asyncio.wait_for(self.producer.send_and_wait(self.topic, value=value, key=key, partition=0),
                                         self.timeout_s)
         except TimeoutError:
             raise operation_timeout(f"writing to {self.topic} timed out") from None
@@ -170,7 +196,7 @@ class KafkaStore:
         (Confluent's waitUntilKafkaReaderReachesLastOffset)."""
         tp = TopicPartition(self.topic, 0)
         try:
-            end = (await asyncio.wait_for(self._consumer.end_offsets([tp]), self.timeout_s))[tp]
+            end = (await asyncio.wait_for(self.consumer.end_offsets([tp]), self.timeout_s))[tp]
         except TimeoutError:
             raise operation_timeout(f"the end offset of {self.topic} was not answered in time") from None
         await self.wait_applied(end - 1)
@@ -199,7 +225,7 @@ class KafkaStore:
                 await stop_client(c)
 
 
-async def stop_client(client: Any, timeout_s: float = 10.0) -> None:
+async def stop_client(client: AIOKafkaConsumer | AIOKafkaProducer, timeout_s: float = 10.0) -> None:
     """Stop an aiokafka client without letting its shutdown fail ours: bounded in time, and
     aiokafka may re-raise the CancelledError of its own fetch task while closing."""
     try:
@@ -211,28 +237,11 @@ async def stop_client(client: Any, timeout_s: float = 10.0) -> None:
         log.debug("Schema registry: stopping a Kafka client: %r", e)
 
 
-def encode_json(doc: Any) -> bytes:
+def encode_json(doc: Json) -> bytes:
     return json.dumps(doc, separators=(",", ":")).encode()
 
 
-def kafka_client_settings(broker: Any) -> tuple[str, dict[str, Any]]:
-    """(bootstrap servers, aiokafka options) of the registry's own Kafka clients on a broker:
-    ``schema.registry.bootstrap.servers`` (default: the broker's own advertised listener) and the
-    ``schema.registry.kafkastore.*`` properties. ValueError names a property it cannot use."""
-    prefix = "schema.registry.kafkastore."
-    try:
-        options = client_options({k[len(prefix):]: str(v) for k, v in broker.config.props.items()
-                                  if k.startswith(prefix) and v not in (None, "")})
-    except ValueError as e:
-        raise ValueError(f"{prefix}{e}") from None
-    bootstrap = str(broker.config.get("schema.registry.bootstrap.servers") or "").strip()
-    if not bootstrap:
-        adv = broker.advertised
-        bootstrap = f"{'127.0.0.1' if adv.host in ('0.0.0.0', '::', '') else adv.host}:{adv.port}"
-    return bootstrap, options
-
-
-def client_options(props: dict[str, str]) -> dict[str, Any]:
+def client_options(props: dict[str, str]) -> ClientOptions:
     """Kafka client properties (Confluent's ``kafkastore.*`` names without the prefix) -> aiokafka's.
 
     ``security.protocol`` (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), ``sasl.mechanism`` (PLAIN,
@@ -240,14 +249,12 @@ def client_options(props: dict[str, str]) -> dict[str, Any]:
     ``ssl.truststore.location`` / ``ssl.ca.location`` (a PEM CA file). Raises ValueError for a value
     the registry cannot use, naming it.
     """
-    out: dict[str, Any] = {}
+    out: ClientOptions = {}
     protocol = (props.get("security.protocol") or "PLAINTEXT").strip().upper()
     if protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
         raise ValueError(f"security.protocol {protocol!r} is not PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL")
     out["security_protocol"] = protocol
     if protocol.startswith("SASL"):
-        from broker.security.jaas import parse_jaas  # noqa: PLC0415
-
         mechanism = (props.get("sasl.mechanism") or "PLAIN").strip().upper()
         if mechanism not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
             raise ValueError(f"sasl.mechanism {mechanism!r} is not PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
@@ -258,11 +265,10 @@ def client_options(props: dict[str, str]) -> dict[str, Any]:
             raise ValueError(f"sasl.jaas.config: {e}") from None
         if "username" not in opts or "password" not in opts:
             raise ValueError("sasl.jaas.config needs username=\"...\" password=\"...\"")
-        out.update(sasl_mechanism=mechanism, sasl_plain_username=opts["username"],
-                   sasl_plain_password=opts["password"])
+        out["sasl_mechanism"] = mechanism
+        out["sasl_plain_username"] = opts["username"]
+        out["sasl_plain_password"] = opts["password"]
     if protocol.endswith("SSL"):
-        import ssl  # noqa: PLC0415
-
         cafile = props.get("ssl.truststore.location") or props.get("ssl.ca.location") or None
         ctx = ssl.create_default_context(cafile=cafile)
         if props.get("ssl.endpoint.identification.algorithm", "https") == "":

@@ -37,17 +37,23 @@ import asyncio
 import json
 import logging
 import weakref
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from log.validator import RecordValidationError, iter_records
 from protocol.errors import ErrorCode, KafkaError
-from protocol.records import read_varint, validate_batches
+from protocol.records import ValidatedRecords, read_varint, validate_batches
 
 from .errors import RegistryError
+from .host import BrokerHost, kafka_client_settings
 from .service import parse_stored
 from .state import RegistryState, StoredSchema
-from .store import KafkaStore, kafka_client_settings
+from .store import ClientOptions, KafkaStore
+
+if TYPE_CHECKING:
+    from log.config import LogConfig
+
+RawRecords = bytes | bytearray | memoryview  # a partition's records as the producer sent them
 
 log = logging.getLogger("samsa.schema_registry")
 
@@ -72,7 +78,7 @@ def _parts(others: dict[str, str]) -> list[str]:
 class SchemaIdView:
     """A broker's read-only copy of the registry's state, read from ``_schemas`` (see above)."""
 
-    def __init__(self, bootstrap: str, options: dict[str, Any]) -> None:
+    def __init__(self, bootstrap: str, options: ClientOptions) -> None:
         self.state = RegistryState()
         self.store = KafkaStore(bootstrap, self.state, client_options=options, read_only=True, timeout_s=30.0)
         self._started = False
@@ -106,10 +112,10 @@ class SchemaIdView:
         await self.store.stop()
 
 
-_VIEWS: weakref.WeakKeyDictionary[object, SchemaIdView] = weakref.WeakKeyDictionary()
+_VIEWS: weakref.WeakKeyDictionary[BrokerHost, SchemaIdView] = weakref.WeakKeyDictionary()
 
 
-async def _source(broker: Any) -> tuple[RegistryState, KafkaStore] | None:
+async def _source(broker: BrokerHost) -> tuple[RegistryState, KafkaStore] | None:
     """The state schema ids are checked against: this broker's registry's, else its view's."""
     sr = broker.schema_registry
     if sr is not None:
@@ -125,7 +131,7 @@ async def _source(broker: Any) -> tuple[RegistryState, KafkaStore] | None:
     return (view.state, view.store) if await view.ready() else None
 
 
-def _state(broker: Any) -> RegistryState | None:
+def _state(broker: BrokerHost) -> RegistryState | None:
     sr = broker.schema_registry
     if sr is not None:
         return sr.state if sr.store.ready.is_set() else None
@@ -133,13 +139,13 @@ def _state(broker: Any) -> RegistryState | None:
     return view.state if view is not None and view.store.ready.is_set() else None
 
 
-async def stop_schema_view(broker: Any) -> None:
+async def stop_schema_view(broker: BrokerHost) -> None:
     view = _VIEWS.pop(broker, None)
     if view is not None:
         await view.stop()
 
 
-async def prepare_schema_validation(broker: Any, entries: list[tuple[str, int, Any]]) -> None:
+async def prepare_schema_validation(broker: BrokerHost, entries: Sequence[tuple[str, int, RawRecords | None]]) -> None:
     """Before a produce's append: where a partition's topic validates schema ids, make sure the
     ids its records name are known if they are registered (reading ``_schemas`` to its end once
     when one is not). Malformed records are left to the append's own validation."""
@@ -173,7 +179,7 @@ async def prepare_schema_validation(broker: Any, entries: list[tuple[str, int, A
             return  # read to the end once per request is enough
 
 
-def validate_schema_ids(broker: Any, topic: str, records: Any, config: Any) -> None:
+def validate_schema_ids(broker: BrokerHost, topic: str, records: ValidatedRecords, config: LogConfig) -> None:
     """Raise RecordValidationError (INVALID_RECORD) if a record lacks a valid schema id."""
     parts = _parts(config.others)
     if not parts:
@@ -186,7 +192,7 @@ def validate_schema_ids(broker: Any, topic: str, records: Any, config: Any) -> N
             if data is None:
                 continue
             problem = "the _schemas topic cannot be read by this broker" \
-                if st is None else _check(broker, st, topic, part, _strategy(config.others, part), data)
+                if st is None else _check(st, topic, part, _strategy(config.others, part), data)
             if problem is not None:
                 errors.append((index, f"This record has failed the validation on broker and hence will be "
                                       f"rejected: {problem}"))
@@ -198,7 +204,7 @@ def validate_schema_ids(broker: Any, topic: str, records: Any, config: Any) -> N
                                     f"in total, and only showing the first three errors at most: [{shown}]", errors)
 
 
-def _check(broker: Any, st: RegistryState, topic: str, part: str, strategy: str, data: bytes) -> str | None:
+def _check(st: RegistryState, topic: str, part: str, strategy: str, data: bytes) -> str | None:
     if len(data) < 5 or data[0] != 0:
         return f"the {part} does not start with the magic byte 0 and a schema id"
     schema_id = int.from_bytes(data[1:5], "big")
@@ -234,7 +240,7 @@ def _record_name(st: RegistryState, stored: StoredSchema) -> str | None:
     return title if isinstance(title, str) else json.dumps(title) if title is not None else None
 
 
-def _records(records: Any) -> Iterator[tuple[int, bytes | None, bytes | None]]:
+def _records(records: ValidatedRecords) -> Iterator[tuple[int, bytes | None, bytes | None]]:
     """(index in its batch, key, value) of every record (the lengths were validated before)."""
     for h in records.batches:
         for index, _ts, _od, klen, raw, p in iter_records(records.buffer, h):
