@@ -7,7 +7,9 @@ that per-record cost is most of what TLS adds to the broker. The OpenSSL that ``
 ships in its wheel (4.0 with cryptography 50) decrypts that record pattern in ~0.50 ms/MB
 against ~0.75 through Python's ``ssl``, and runs AES-256-GCM at ~8 GB/s (VAES). pyOpenSSL is
 the library made to drive it; this module uses it for contexts and handshakes and calls
-``SSL_read``/``SSL_write`` of its binding directly on the data path. ``SSL_read`` returns one
+``SSL_read``/``SSL_write`` of its binding directly on the data path (the binding, a connection's
+``SSL *`` and BIOs, and the C loop's function addresses come from :mod:`.openssl`, the one module
+that reaches into pyOpenSSL's and cryptography's private parts). ``SSL_read`` returns one
 record per call, so the loop that calls it record after record runs in C where the optional
 extension ``_tlsread`` was built (see _tlsread.c and setup.py; ~0.5 us less per record, broker
 CPU per MB produced over TLS 1.40 -> 1.27 ms), and in Python otherwise (or with the broker
@@ -63,13 +65,25 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import ssl
 import threading
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, TypeVar, cast
 
-from . import SecurityConfigError
+from cryptography import x509
+from cryptography.hazmat.primitives.serialization import Encoding
+from OpenSSL import SSL, crypto
+
+from log.segment import ReadInfo
+
+from . import SecurityConfigError, openssl
+from .tls import keystore_pem, private_file
 
 if TYPE_CHECKING:
+    from cffi import FFI  # untyped library: FFI.CData names a pointer of the binding for the reader
+    from typing_extensions import Buffer  # collections.abc.Buffer from Python 3.12
+
     from .listeners import ListenerConfig
 
 log = logging.getLogger("samsa.server")
@@ -80,38 +94,9 @@ READ_PASS = 4 * 1024 * 1024  # bytes decrypted per event before the loop's other
 SLICE = 128 * 1024  # plaintext of a Fetch response encrypted per SSL_write (eight full TLS records)
 RECORD_OVERHEAD = 128  # ciphertext bytes a TLS record may add (header, IV, tag, CBC MAC and padding)
 
-try:
-    from OpenSSL import SSL
-    from OpenSSL import crypto as _crypto
-    from OpenSSL._util import ffi as _ffi  # pyOpenSSL's handle on cryptography's OpenSSL binding
-    from OpenSSL._util import lib as _lib
-
-    AVAILABLE = all(hasattr(_lib, n) for n in ("SSL_read", "SSL_write", "SSL_get_error", "BIO_write",
-                                               "BIO_read", "SSL_shutdown", "ERR_clear_error"))
-except ImportError:  # pragma: no cover - pyOpenSSL is a dependency; the loop's TLS serves without it
-    AVAILABLE = False
-
-
-def _c_read_loop() -> Any:
-    """``_tlsread.read_into`` bound to this OpenSSL's ``SSL_read``/``SSL_get_error``, or None
-    (not built, or a cryptography whose binding does not expose them)."""
-    if not AVAILABLE:
-        return None
-    try:
-        from cryptography.hazmat.bindings._rust import _openssl  # the cffi binding pyOpenSSL wraps
-
-        from . import _tlsread
-
-        def address(name: str) -> int:
-            return int(_openssl.ffi.cast("uintptr_t", _openssl.ffi.addressof(_openssl.lib, name)))
-
-        _tlsread.bind(address("SSL_read"), address("SSL_get_error"))
-    except (ImportError, AttributeError):
-        return None
-    return _tlsread.read_into
-
-
-_read_into: Any = _c_read_loop()  # (ssl address, buffer) -> (bytes read, SSL error or 0)
+AVAILABLE = openssl.PYOPENSSL  # pyOpenSSL and the binding give what the data path needs
+_ffi, _lib = openssl.ffi, openssl.lib
+_read_into: openssl.ReadInto | None = openssl.c_read_loop()
 
 
 def read_loop(wanted: str = "c") -> str:
@@ -124,7 +109,7 @@ _VERIFY = {ssl.CERT_NONE: 0, ssl.CERT_OPTIONAL: 1, ssl.CERT_REQUIRED: 3}  # VERI
 _receive = threading.local()  # per thread running an event loop: (memoryview, pointer) of its buffer
 
 
-def _receive_buffer() -> tuple[memoryview, Any]:
+def _receive_buffer() -> tuple[memoryview, FFI.CData]:
     """The receive buffer of this thread's connections (see the module docstring: one per loop)."""
     got = getattr(_receive, "buffer", None)
     if got is None:
@@ -141,7 +126,13 @@ def _slice_buffer() -> memoryview:
     return got
 
 
-_alloc: Any = _ffi.new_allocator(should_clear_after_alloc=False) if AVAILABLE else None  # ciphertext out
+def _no_binding(kind: str, n: int) -> FFI.CData:
+    raise RuntimeError("pyOpenSSL's binding is missing: listeners serve TLS with ssl.transport=loop")
+
+
+# Ciphertext out: memory allocated and not cleared first (_Ciphertext)
+_alloc: Callable[[str, int], FFI.CData] = _ffi.new_allocator(should_clear_after_alloc=False) if AVAILABLE \
+    else _no_binding
 
 
 class TlsHandshakeError(Exception):
@@ -153,12 +144,8 @@ def enabled(transport: str = "openssl") -> bool:
     return transport != "loop" and AVAILABLE
 
 
-def build_context(lc: ListenerConfig, ctx: ssl.SSLContext) -> Any:
+def build_context(lc: ListenerConfig, ctx: ssl.SSLContext) -> SSL.Context:
     """A pyOpenSSL server context with the settings of ``ctx`` (built from ``lc`` by tls.py)."""
-    from cryptography import x509
-
-    from .tls import keystore_pem, private_file
-
     c = SSL.Context(SSL.TLS_SERVER_METHOD)
     c.set_options(SSL.OP_NO_COMPRESSION | SSL.OP_CIPHER_SERVER_PREFERENCE | SSL.OP_NO_RENEGOTIATION)
     try:
@@ -188,7 +175,7 @@ def build_context(lc: ListenerConfig, ctx: ssl.SSLContext) -> Any:
     store = c.get_cert_store()
     assert store is not None  # a new context always has one
     for der in ctx.get_ca_certs(binary_form=True):
-        store.add_cert(_crypto.X509.from_cryptography(x509.load_der_x509_certificate(der)))
+        store.add_cert(crypto.X509.from_cryptography(x509.load_der_x509_certificate(der)))
     c.set_verify(_VERIFY[ctx.verify_mode])
     c.set_session_id(f"samsa-{lc.name}".encode()[:32])  # session resumption with client certificates
     return c
@@ -198,8 +185,13 @@ def openssl_version() -> str:
     return SSL.OpenSSL_version(SSL.OPENSSL_VERSION).decode() if AVAILABLE else "(pyOpenSSL missing)"
 
 
-async def accept(loop: asyncio.AbstractEventLoop, sock: Any, context: Any, protocol_factory: Any,
-                 handshake_timeout: float = HANDSHAKE_TIMEOUT, read_loop: str = "c") -> tuple[TlsTransport, Any]:
+App = TypeVar("App", bound=asyncio.BufferedProtocol)
+Plaintext = bytes | bytearray | memoryview
+
+
+async def accept(loop: asyncio.AbstractEventLoop, sock: socket.socket, context: SSL.Context,
+                 protocol_factory: Callable[[], App], handshake_timeout: float = HANDSHAKE_TIMEOUT,
+                 read_loop: str = "c") -> tuple[TlsTransport, App]:
     """Handshake on an accepted socket, then attach a protocol. Raises if the handshake fails."""
     raw, tls = await loop.connect_accepted_socket(lambda: TlsProtocol(context, loop, read_loop), sock)
     try:
@@ -219,23 +211,21 @@ async def accept(loop: asyncio.AbstractEventLoop, sock: Any, context: Any, proto
 class _PeerInfo:
     """What ``get_extra_info("ssl_object")`` offers, in the shape of Python's ``SSLObject``."""
 
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: SSL.Connection) -> None:
         self._conn = conn
 
-    def getpeercert(self, binary_form: bool = False) -> Any:
+    def getpeercert(self, binary_form: bool = False) -> bytes | dict[str, str] | None:
         cert = self._conn.get_peer_certificate(as_cryptography=True)
         if cert is None:
             return None
         if binary_form:
-            from cryptography.hazmat.primitives.serialization import Encoding
-
             return cert.public_bytes(Encoding.DER)
         return {"subject": cert.subject.rfc4514_string()}
 
     def version(self) -> str | None:
         return self._conn.get_protocol_version_name()
 
-    def cipher(self) -> tuple[str, str, int] | None:
+    def cipher(self) -> tuple[str, str | None, int | None] | None:
         name = self._conn.get_cipher_name()
         return None if name is None else (name, self._conn.get_cipher_version(), self._conn.get_cipher_bits())
 
@@ -243,13 +233,15 @@ class _PeerInfo:
 class TlsProtocol(asyncio.BufferedProtocol):
     """The TLS side of one connection: a protocol for the TCP transport (see the module docstring)."""
 
-    def __init__(self, context: Any, loop: asyncio.AbstractEventLoop, read_loop: str = "c") -> None:
+    raw: asyncio.Transport  # the TCP transport, from connection_made (before anything else is called)
+
+    def __init__(self, context: SSL.Context, loop: asyncio.AbstractEventLoop, read_loop: str = "c") -> None:
         self._read_into = _read_into if read_loop == "c" else None  # None: the Python loop
         conn = SSL.Connection(context, None)
         conn.set_accept_state()
         self._conn = conn
-        self._ssl, self._rbio, self._wbio = conn._ssl, conn._into_ssl, conn._from_ssl
-        self._ssl_address = int(_ffi.cast("uintptr_t", conn._ssl))  # for the C read loop
+        self._ssl, self._rbio, self._wbio = openssl.connection_handles(conn)
+        self._ssl_address = openssl.address(self._ssl)  # for the C read loop
         self._inview, self._inptr = _receive_buffer()
         # After the handshake OpenSSL reads ciphertext straight from that buffer through a read-only
         # BIO made per read (see buffer_updated); between reads _rbio is either empty or a copying
@@ -257,8 +249,7 @@ class TlsProtocol(asyncio.BufferedProtocol):
         self._leftptr = _ffi.new("char **")
         self._loop = loop
         self.handshake: asyncio.Future[None] = loop.create_future()
-        self.raw: Any = None
-        self.app: Any = None
+        self.app: asyncio.BufferedProtocol | None = None
         self.transport: TlsTransport | None = None
         self.reading = True  # the app's wish (pause_reading / resume_reading)
         self.closing = False
@@ -267,8 +258,8 @@ class TlsProtocol(asyncio.BufferedProtocol):
 
     # --- the TCP transport's callbacks ---------------------------------------------------
 
-    def connection_made(self, transport: Any) -> None:
-        self.raw = transport
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.raw = cast(asyncio.Transport, transport)  # the loop's TCP transport (uvloop's is not a subclass)
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return self._inview
@@ -295,7 +286,7 @@ class TlsProtocol(asyncio.BufferedProtocol):
                 if self._set_rbio(_lib.BIO_new(_lib.BIO_s_mem())):
                     self._bio_write(rest, left)
 
-    def _set_rbio(self, bio: Any) -> bool:
+    def _set_rbio(self, bio: FFI.CData) -> bool:
         """Give the connection a new incoming BIO (OpenSSL frees the one it had)."""
         if bio == _ffi.NULL:
             self._fatal("OpenSSL could not allocate a BIO")
@@ -305,7 +296,7 @@ class TlsProtocol(asyncio.BufferedProtocol):
         self._rbio = bio
         return True
 
-    def _bio_write(self, ptr: Any, nbytes: int) -> None:
+    def _bio_write(self, ptr: FFI.CData, nbytes: int) -> None:
         if _lib.BIO_write(self._rbio, ptr, nbytes) != nbytes:
             self._fatal("cannot buffer received TLS records")
 
@@ -344,9 +335,9 @@ class TlsProtocol(asyncio.BufferedProtocol):
         self.flush()
         self.handshake.set_result(None)
 
-    def attach(self, app: Any) -> TlsTransport:
+    def attach(self, app: asyncio.BufferedProtocol) -> TlsTransport:
         self.app = app
-        self._conn._into_ssl = None  # replaced from here on (buffer_updated): pyOpenSSL must not use it
+        openssl.retire_read_bio(self._conn)  # replaced from here on (buffer_updated): pyOpenSSL must not use it
         self.transport = TlsTransport(self)
         app.connection_made(self.transport)
         self._read()  # requests that came with the client's last handshake flight
@@ -404,7 +395,7 @@ class TlsProtocol(asyncio.BufferedProtocol):
 
     # --- writing --------------------------------------------------------------------------
 
-    def encrypt(self, data: Any) -> bool:
+    def encrypt(self, data: Plaintext) -> bool:
         """SSL_write all of ``data`` into the outgoing BIO; False (connection aborted) on error."""
         n = len(data) if not isinstance(data, memoryview) else data.nbytes
         ptr = _ffi.from_buffer(data)
@@ -417,7 +408,7 @@ class TlsProtocol(asyncio.BufferedProtocol):
             done += r
         return True
 
-    def seal(self, data: Any, out: _Ciphertext) -> bool:
+    def seal(self, data: Plaintext, out: _Ciphertext) -> bool:
         """Encrypt ``data`` and move its records to ``out``; False (connection aborted) on error."""
         return self.encrypt(data) and self._move_out(out)
 
@@ -451,13 +442,13 @@ class _Ciphertext:
 
     __slots__ = ("raw", "buf", "cap", "used")
 
-    def __init__(self, raw: Any, capacity: int) -> None:
+    def __init__(self, raw: asyncio.Transport, capacity: int) -> None:
         self.raw = raw
         self.cap = capacity
         self.buf = _alloc("char[]", capacity)
         self.used = 0
 
-    def reserve(self, n: int) -> Any:
+    def reserve(self, n: int) -> FFI.CData:
         """A pointer to ``n`` bytes at the end, counted as used."""
         if self.used + n > self.cap:
             self.send()
@@ -473,12 +464,12 @@ class _Ciphertext:
             self.used = 0
 
 
-def _read_into_python(ssl_: Any, buf: memoryview) -> tuple[int, int]:
+def _read_into_python(ssl_: FFI.CData, buf: Buffer) -> tuple[int, int]:
     """The read loop without the C extension: ``SSL_read`` record after record into ``buf`` until
     it is full or OpenSSL stops; (bytes read, ``SSL_get_error``'s code then, 0 if ``buf`` filled)."""
     read = _lib.SSL_read
-    size = len(buf)
     ptr = _ffi.from_buffer(buf)
+    size = len(ptr)
     got = 0
     while got < size:
         n = read(ssl_, ptr + got, size - got)
@@ -497,21 +488,21 @@ class TlsTransport(asyncio.Transport):
         self._raw = tls.raw
         self._peer = _PeerInfo(tls._conn)
 
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
+    def get_extra_info(self, name: str, default: object = None) -> object:
         if name == "ssl_object":
             return self._peer
         if name == "cipher":
             return self._peer.cipher()
         return self._raw.get_extra_info(name, default)
 
-    def write(self, data: Any) -> None:
+    def write(self, data: Plaintext) -> None:
         tls = self._tls
         if tls.closing or not data:
             return
         if tls.encrypt(data):
             tls.flush()
 
-    def writelines(self, list_of_data: Any) -> None:
+    def writelines(self, list_of_data: Iterable[Plaintext]) -> None:
         tls = self._tls
         if tls.closing:
             return
@@ -520,7 +511,7 @@ class TlsTransport(asyncio.Transport):
                 return
         tls.flush()
 
-    def write_regions(self, chunks: list[Any]) -> None:
+    def write_regions(self, chunks: list[bytes | memoryview | ReadInfo]) -> None:
         """Write a response given as ``bytes`` and file regions (a Fetch response, see
         protocol/fetch_codec.py), reading each region straight into the TLS path.
 
@@ -623,11 +614,11 @@ class TlsTransport(asyncio.Transport):
     def write_eof(self) -> None:
         raise NotImplementedError("TLS connections close with close()")
 
-    def set_protocol(self, protocol: Any) -> None:
-        self._tls.app = protocol
+    def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
+        self._tls.app = cast(asyncio.BufferedProtocol, protocol)  # Kafka connections are buffered protocols
 
-    def get_protocol(self) -> Any:
-        return self._tls.app
+    def get_protocol(self) -> asyncio.BaseProtocol:
+        return cast(asyncio.BaseProtocol, self._tls.app)
 
 
 def _describe(e: Exception) -> str:

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from . import SecurityConfigError
+from .openssl import set_tls13_ciphersuites
 
 if TYPE_CHECKING:
     from .listeners import ListenerConfig
@@ -183,8 +184,6 @@ def _restrict_suites(ctx: ssl.SSLContext, listener: str, suites: list[str]) -> N
         except ssl.SSLError:
             raise unavailable from None
     if tls13:
-        from .openssl import set_tls13_ciphersuites
-
         done = set_tls13_ciphersuites(ctx, tls13)
         if done is None:
             raise SecurityConfigError(f"Listener {listener}: TLS 1.3 suites in ssl.cipher.suites ({', '.join(tls13)}) "
