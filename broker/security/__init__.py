@@ -36,20 +36,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from .authorizer import configure_authorizer
+from .errors import SecurityConfigError
+from .quotas import configure_quotas
 
-class SecurityConfigError(Exception):
-    """A security setting cannot be used (bad certificate file, unknown mechanism ...).
-
-    The message is complete and meant for the operator: the broker prints it and exits
-    without a stack trace.
-    """
+__all__ = ["SecurityConfigError", "configure"]
 
 
+# Any: the Broker of server.py, which is becoming the typed composition root in a change of its own;
+# that change constructs the authorizer and quotas itself, and this function goes with it.
 def configure(broker: Any) -> None:
     """Set ``broker.authorizer`` and ``broker.quotas`` from the config (called once at start)."""
-    from .authorizer import configure_authorizer  # noqa: PLC0415
-    from .quotas import configure_quotas  # noqa: PLC0415
-
     zk = broker.cluster.zk if broker.cluster is not None else None
     broker.authorizer = configure_authorizer(broker.config, zk)
     broker.quotas = configure_quotas(broker.config, broker.cluster)

@@ -41,6 +41,8 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages import MalformedRequest, decode_body, encode_response, parse_header, response_class
 
+from .errors import SecurityConfigError
+from .jaas import parse_jaas
 from .plain import PlainServer
 from .scram import SaslAuthenticationError, ScramServer
 
@@ -247,15 +249,11 @@ class SaslAuthenticator:
 
 def mechanism_factory(listener: ListenerConfig, credentials: Any) -> Callable[[str], Any]:
     """Builds the server side of each enabled mechanism for ``listener``."""
-    from .jaas import parse_jaas
-
     plain_users: dict[str, str] = {}
     mechs = listener.enabled_mechanisms()
     if "PLAIN" in mechs:
         jaas = listener.jaas_config("PLAIN")
         if not jaas:
-            from . import SecurityConfigError
-
             raise SecurityConfigError(f"Listener {listener.name} enables PLAIN but has no "
                                       f"{listener.prefix}plain.sasl.jaas.config (PlainLoginModule with "
                                       "user_<name>=\"<password>\" options)")

@@ -15,6 +15,7 @@ import ssl
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from kafka.net.sasl.scram import ScramClient
 from kafka.protocol.sasl import (
     SaslAuthenticateRequest,
     SaslAuthenticateResponse,
@@ -22,9 +23,10 @@ from kafka.protocol.sasl import (
     SaslHandshakeResponse,
 )
 
-from . import SecurityConfigError
+from .errors import SecurityConfigError
 from .jaas import parse_jaas
 from .listeners import ListenerConfig, inter_broker_listener
+from .tls import load_keystore, load_truststore
 
 if TYPE_CHECKING:
     from broker.config.properties import BrokerConfig
@@ -37,14 +39,12 @@ class InterBrokerSecurity:
         self.mechanism: str | None = None
         self.username = self.password = ""
         if lc.security_protocol.uses_ssl:
-            from .tls import _load_keystore, _load_truststore
-
             ctx = ssl.create_default_context()
-            if not _load_truststore(ctx, lc):
+            if not load_truststore(ctx, lc):
                 ctx.load_default_certs()
             ctx.check_hostname = (lc.get("ssl.endpoint.identification.algorithm", "https") or "") != ""
             if (lc.get("ssl.client.auth", "none") or "none").lower() != "none":
-                _load_keystore(ctx, lc)
+                load_keystore(ctx, lc)
             self.ssl_context = ctx
         if lc.security_protocol.uses_sasl:
             mech = str(config.get("sasl.mechanism.inter.broker.protocol") or lc.enabled_mechanisms()[0]).upper()
@@ -73,8 +73,6 @@ class InterBrokerSecurity:
             tokens = [f"\0{self.username}\0{self.password}".encode()]
             scram = None
         else:
-            from kafka.net.sasl.scram import ScramClient
-
             scram = ScramClient(self.username, self.password, self.mechanism)
             tokens = [scram.first_message()]
         r = await rt(SaslAuthenticateRequest(auth_bytes=tokens[0]), 2, SaslAuthenticateResponse)

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from . import SecurityConfigError
+from .errors import SecurityConfigError
+from .jaas import client_jaas_config, parse_jaas
 
 if TYPE_CHECKING:
     from broker.config.properties import BrokerConfig
@@ -167,8 +168,6 @@ def inter_broker_client_config(config: BrokerConfig) -> dict[str, str]:
         out["sasl.mechanism"] = mech
         jaas = lc.jaas_config(mech)
         if jaas:
-            from .jaas import client_jaas_config, parse_jaas
-
             out["sasl.jaas.config"] = client_jaas_config(parse_jaas(jaas))
     return out
 
@@ -189,8 +188,6 @@ def kafka_python_kwargs(props: dict[str, str]) -> dict[str, Any]:
     if props.get("ssl.endpoint.identification.algorithm", "https") == "":
         kw["ssl_check_hostname"] = False
     if "sasl.mechanism" in props:
-        from .jaas import parse_jaas
-
         kw["sasl_mechanism"] = props["sasl.mechanism"]
         opts = parse_jaas(props.get("sasl.jaas.config", "")).options if props.get("sasl.jaas.config") else {}
         kw["sasl_plain_username"] = opts.get("username")

@@ -19,13 +19,18 @@ import ssl
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from broker.cluster.interbroker import BrokerClient
 from broker.config.definitions import RELOADABLE
+from broker.config.properties import BrokerConfig
+from protocol.errors import InvalidConfigError
 
-from . import SecurityConfigError, openssl_transport
+from . import openssl_transport
 from .authenticator import SaslAuthenticator, mechanism_factory
+from .client import inter_broker_security
 from .credentials import CredentialStore
+from .errors import SecurityConfigError
 from .listeners import ListenerConfig, listener_configs
-from .tls import build_server_context, parse_mapping_rules, peer_principal
+from .tls import build_server_context, load_keystore, load_truststore, parse_mapping_rules, peer_principal
 
 if TYPE_CHECKING:
     from broker.config.properties import BrokerConfig
@@ -85,10 +90,6 @@ class BrokerSecurity:
         self.listeners: dict[str, ListenerSecurity] = {}
         for lc in listener_configs(config):
             self.listeners[lc.name] = ListenerSecurity(lc, self.credentials)
-        from broker.cluster.interbroker import BrokerClient
-
-        from .client import inter_broker_security
-
         BrokerClient.security = inter_broker_security(config)  # how this broker reaches the others
 
     def on_connection(self, conn: Any, listener: ListenerSecurity) -> bool:
@@ -109,9 +110,6 @@ class BrokerSecurity:
     def validate_reconfiguration(self, props: dict[str, str]) -> None:
         """Build each TLS listener's context from ``props`` (the configs an AlterConfigs would leave);
         a keystore or truststore that does not load is INVALID_CONFIG with the reason."""
-        from broker.config.properties import BrokerConfig
-        from protocol.errors import InvalidConfigError
-
         candidate = BrokerConfig(dict(props))
         for lc in listener_configs(candidate):
             if lc.security_protocol.uses_ssl:
@@ -134,9 +132,7 @@ class BrokerSecurity:
             if ls.openssl_context is not None:  # new handshakes use the new one; open connections keep theirs
                 ls.openssl_context = openssl_transport.build_context(ls.config, fresh)
             del fresh
-            from .tls import _load_keystore, _load_truststore
-
-            _load_keystore(ls.ssl_context, ls.config)
-            _load_truststore(ls.ssl_context, ls.config)
+            load_keystore(ls.ssl_context, ls.config)
+            load_truststore(ls.ssl_context, ls.config)
             ls._fingerprint = fp
             log.info("Reloaded TLS keystore and truststore of listener %s", ls.name)

@@ -77,7 +77,8 @@ from OpenSSL import SSL, crypto
 
 from log.segment import ReadInfo
 
-from . import SecurityConfigError, openssl
+from . import openssl
+from .errors import SecurityConfigError
 from .tls import keystore_pem, private_file
 
 if TYPE_CHECKING:

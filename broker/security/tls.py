@@ -38,7 +38,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from . import SecurityConfigError
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization as ser
+from cryptography.hazmat.primitives.serialization import pkcs12
+
+from .errors import SecurityConfigError
 from .openssl import set_tls13_ciphersuites
 
 if TYPE_CHECKING:
@@ -78,8 +82,6 @@ def _store_type(lc: ListenerConfig, kind: str, data: bytes) -> str:
 
 
 def _pkcs12(lc: ListenerConfig, kind: str, data: bytes) -> tuple[object, object, list[object]]:
-    from cryptography.hazmat.primitives.serialization import pkcs12
-
     pw = lc.get(f"ssl.{kind}.password")
     try:
         key, cert, extra = pkcs12.load_key_and_certificates(data, pw.encode() if pw else None)
@@ -93,8 +95,6 @@ def keystore_pem(lc: ListenerConfig) -> tuple[bytes, str | None, str]:
     """The listener's certificate chain and private key as PEM, the key's password, and which
     settings they came from (for messages). A PKCS12 keystore is converted with its key encrypted
     under a one-off passphrase, so the temporary file OpenSSL reads never holds it in clear."""
-    from cryptography.hazmat.primitives import serialization as ser
-
     location = lc.get("ssl.keystore.location")
     chain, key = lc.get("ssl.keystore.certificate.chain"), lc.get("ssl.keystore.key")
     key_pw = lc.get("ssl.key.password")
@@ -119,7 +119,7 @@ def keystore_pem(lc: ListenerConfig) -> tuple[bytes, str | None, str]:
                               "ssl.keystore.key")
 
 
-def _load_keystore(ctx: ssl.SSLContext, lc: ListenerConfig) -> None:
+def load_keystore(ctx: ssl.SSLContext, lc: ListenerConfig) -> None:
     _load_chain(ctx, lc, *keystore_pem(lc))
 
 
@@ -134,9 +134,7 @@ def _load_chain(ctx: ssl.SSLContext, lc: ListenerConfig, pem: bytes, password: s
                                       f"({e.reason or e}); check the file and ssl.key.password") from None
 
 
-def _load_truststore(ctx: ssl.SSLContext, lc: ListenerConfig) -> bool:
-    from cryptography.hazmat.primitives import serialization as ser
-
+def load_truststore(ctx: ssl.SSLContext, lc: ListenerConfig) -> bool:
     location = lc.get("ssl.truststore.location")
     inline = lc.get("ssl.truststore.certificates")
     if location:
@@ -216,12 +214,12 @@ def build_server_context(lc: ListenerConfig) -> ssl.SSLContext:
     suites = [s.strip() for s in (lc.get("ssl.cipher.suites") or "").split(",") if s.strip()]
     if suites:
         _restrict_suites(ctx, lc.name, suites)
-    _load_keystore(ctx, lc)
+    load_keystore(ctx, lc)
     mode = (lc.get("ssl.client.auth", "none") or "none").lower()
     if mode not in CLIENT_AUTH:
         raise SecurityConfigError(f"Listener {lc.name}: invalid ssl.client.auth {mode!r} "
                                   "(none, requested or required)")
-    has_trust = _load_truststore(ctx, lc)
+    has_trust = load_truststore(ctx, lc)
     if mode != "none" and not has_trust:
         raise SecurityConfigError(f"Listener {lc.name}: ssl.client.auth={mode} needs a truststore "
                                   "(ssl.truststore.location or ssl.truststore.certificates)")
@@ -274,8 +272,6 @@ def peer_principal(ssl_object: ssl.SSLObject | ssl.SSLSocket | None, rules: list
     der = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
     if not der:
         return "User:ANONYMOUS"
-    from cryptography import x509
-
     dn = x509.load_der_x509_certificate(der).subject.rfc4514_string()
     for rule in rules:
         name = rule.apply(dn)
