@@ -28,7 +28,6 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any
 
 from protocol.errors import InvalidConfigError
 
@@ -296,9 +295,11 @@ _JMX = "org.apache.kafka.common.metrics.JmxReporter"
 _PRINCIPAL_BUILDER = "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder"
 
 
-def _listener(name: str, typ: ConfigType, default: str | None, doc: str, **kw: Any) -> ConfigDef:
+def _listener(name: str, typ: ConfigType, default: str | None, doc: str, *, at_least: float | None = None,
+              at_most: float | None = None, one_of: tuple[str, ...] | None = None) -> ConfigDef:
     """DynamicListenerConfig's configs: per broker, and per listener with the listener prefix."""
-    return _dynamic_def(name, typ, default, doc, per_broker=True, listener=True, **kw)
+    return _dynamic_def(name, typ, default, doc, at_least=at_least, at_most=at_most, one_of=one_of,
+                        per_broker=True, listener=True)
 
 
 # Kafka 4.x's dynamic broker configs (DynamicBrokerConfig.AllDynamicConfigs: DynamicListenerConfig,

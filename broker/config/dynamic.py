@@ -15,7 +15,7 @@ import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 from protocol.errors import ErrorCode, KafkaError
 
@@ -24,6 +24,28 @@ from .password_encoder import NO_SECRET, OLD_SECRET, PasswordEncoder, PasswordEn
 from .properties import BrokerConfig
 
 log = logging.getLogger("samsa.configs")
+
+
+class _Topics(Protocol):
+    def names(self) -> list[str]: ...
+
+
+class _TopicConfigs(Protocol):
+    def apply_topic_config(self, topic: str) -> None: ...
+
+
+class ConfiguredBroker(Protocol):
+    """What the dynamic configs need of the broker: its config, its topics, and the replica manager
+    that rebuilds a topic's LogConfig (server.py's Broker; a Protocol, as this package sits below it)."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def topics(self) -> _Topics: ...
+
+    @property
+    def replica_manager(self) -> _TopicConfigs: ...
 
 class DynamicBrokerConfigs:
     """Per-broker and cluster-default dynamic configs of one broker: persisted, then applied.
@@ -43,14 +65,14 @@ class DynamicBrokerConfigs:
         self.cluster_default: dict[str, str] = {}
 
     @classmethod
-    def attach(cls, broker: Any) -> DynamicBrokerConfigs:
+    def attach(cls, broker: ConfiguredBroker) -> DynamicBrokerConfigs:
         """The broker's instance, created (and the persisted file applied) on first use."""
-        existing = getattr(broker.config, "_samsa_dynamic", None)
-        if existing is not None:
-            return existing  # type: ignore[no-any-return]
+        existing = broker.config.dynamic
+        if isinstance(existing, DynamicBrokerConfigs):
+            return existing
         dyn = cls(broker.config, broker.config.log_dirs[0] / cls.FILE)
         dyn.load()
-        broker.config._samsa_dynamic = dyn
+        broker.config.dynamic = dyn
         if dyn.per_broker or dyn.cluster_default:
             dyn.apply(broker)
         return dyn
@@ -112,7 +134,7 @@ class DynamicBrokerConfigs:
             self.per_broker = dict(configs)
         self._persist()
 
-    def apply(self, broker: Any) -> None:
+    def apply(self, broker: ConfiguredBroker) -> None:
         """Push the layers into BrokerConfig and rebuild every topic's LogConfig."""
         self.config.replace_props({**self.static_props, **self.cluster_default, **self.per_broker})
         for name in broker.topics.names():

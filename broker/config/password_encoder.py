@@ -24,11 +24,14 @@ from __future__ import annotations
 
 import base64
 import os
-from typing import Any
+from typing import TYPE_CHECKING
 
 from cryptography.hazmat.primitives import hashes, padding
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.kdf.pbkdf2 import PBKDF2HMAC
+
+if TYPE_CHECKING:
+    from .properties import BrokerConfig
 
 SECRET = "password.encoder.secret"
 OLD_SECRET = "password.encoder.old.secret"
@@ -69,7 +72,7 @@ class PasswordEncoder:
         self.iterations = iterations
 
     @classmethod
-    def from_config(cls, config: Any, secret_key: str = SECRET) -> PasswordEncoder | None:
+    def from_config(cls, config: BrokerConfig, secret_key: str = SECRET) -> PasswordEncoder | None:
         """The encoder for ``config``'s ``password.encoder.*`` settings; None without a secret."""
         secret = config.get(secret_key)
         if not secret:

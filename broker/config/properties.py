@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 from urllib.parse import urlparse
 
 from protocol.errors import InvalidConfigError
@@ -205,6 +206,15 @@ def parse_listener(spec: str) -> tuple[str, int] | None:
     return u.hostname, port
 
 
+class DynamicLayers(Protocol):
+    """The dynamic broker configs (KIP-226) over the static properties, as :mod:`.resolution` reads
+    them (:class:`~.dynamic.DynamicBrokerConfigs`; Kafka's ``KafkaConfig.dynamicConfig``)."""
+
+    static_props: dict[str, str]
+    per_broker: dict[str, str]
+    cluster_default: dict[str, str]
+
+
 @dataclass
 class BrokerConfig:
     """Typed view of the broker's properties; ``props`` keeps every key as given."""
@@ -213,6 +223,7 @@ class BrokerConfig:
 
     def __post_init__(self) -> None:
         self._values: dict[str, object] = {}
+        self.dynamic: DynamicLayers | None = None  # set once by DynamicBrokerConfigs.attach
         for key, (typ, default) in BROKER_DEFAULTS.items():
             raw = self.props.get(key)
             self._values[key] = default if raw is None else parse_value(key, typ, raw)

@@ -23,8 +23,7 @@ from dataclasses import dataclass
 from log.config import LogConfig
 
 from .definitions import TOPIC_CONFIGS, ConfigSource, broker_configs, validate_topic_config
-from .dynamic import DynamicBrokerConfigs
-from .properties import BrokerConfig
+from .properties import BrokerConfig, DynamicLayers
 
 
 @dataclass(frozen=True)
@@ -35,8 +34,8 @@ class Resolved:
     synonyms: tuple[tuple[str, str | None, ConfigSource], ...]
 
 
-def _dyn(broker_config: BrokerConfig | None) -> DynamicBrokerConfigs | None:
-    return getattr(broker_config, "_samsa_dynamic", None)
+def _dyn(broker_config: BrokerConfig | None) -> DynamicLayers | None:
+    return broker_config.dynamic if broker_config is not None else None
 
 
 def _broker_chain(broker_config: BrokerConfig | None, name: str) -> list[tuple[str, str | None, ConfigSource]]:

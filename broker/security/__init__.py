@@ -49,7 +49,8 @@ def configure(broker: Any) -> None:
     """Set ``broker.authorizer`` and ``broker.quotas`` from the config (called once at start)."""
     zk = broker.cluster.zk if broker.cluster is not None else None
     broker.authorizer = configure_authorizer(broker.config, zk)
-    broker.quotas = configure_quotas(broker.config, broker.cluster)
+    broker.quotas = configure_quotas(broker.config, zk, broker.cluster.topics.entity_config_listeners
+                                     if broker.cluster is not None else None)
     # IP quotas (KIP-612) are enforced where connections are accepted
     broker.quotas.ip_listeners.append(broker.connection_quotas.update_ip_quotas)
     broker.connection_quotas.update_ip_quotas(broker.quotas.ip_configs)

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol, TypedDict
 
 from ..cluster import zk_data as zd  # every znode path and its JSON live there, as Kafka's ZkData
 from .acl import (
@@ -32,6 +33,7 @@ from .acl import (
     ResourcePattern,
     ResourceType,
 )
+from .zk_access import AclNodes
 
 LITERAL_ROOT = zd.KAFKA_ACL
 PREFIXED_ROOT = zd.KAFKA_ACL_PREFIXED
@@ -56,13 +58,29 @@ def pattern_from_path(path: str) -> ResourcePattern:
     return ResourcePattern(_TYPES_BY_NAME[type_name], name, pt)
 
 
-def encode_acls(entries: set[AccessControlEntry]) -> dict[str, Any]:
+class AclJson(TypedDict):
+    """One ACL of a resource's znode, in Kafka's JSON."""
+
+    principal: str
+    permissionType: str
+    operation: str
+    host: str
+
+
+class AclsJson(TypedDict):
+    """A resource's znode (``/kafka-acl/<type>/<name>``), in Kafka's JSON."""
+
+    version: int
+    acls: list[AclJson]
+
+
+def encode_acls(entries: set[AccessControlEntry]) -> AclsJson:
     return {"version": 1, "acls": [
         {"principal": e.principal, "permissionType": PERMISSION_NAMES[e.permission_type],
          "operation": OPERATION_NAMES[e.operation], "host": e.host} for e in sorted(entries)]}
 
 
-def decode_acls(doc: dict[str, Any]) -> set[AccessControlEntry]:
+def decode_acls(doc: AclsJson) -> set[AccessControlEntry]:
     return {AccessControlEntry(a["principal"], a["host"], AclOperation(_OPS_BY_NAME[a["operation"]]),
                                AclPermissionType(_PERMS_BY_NAME[a["permissionType"]]))
             for a in doc.get("acls", [])}
@@ -87,7 +105,7 @@ class FileAclStore:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._nodes: dict[str, dict[str, Any]] = {}
+        self._nodes: dict[str, AclsJson] = {}
 
     def load(self) -> dict[ResourcePattern, set[AccessControlEntry]]:
         if not self.path.exists():
@@ -123,7 +141,7 @@ class ZkAclStore:
     they stay until an operator removes them.)
     """
 
-    def __init__(self, zk: Any) -> None:
+    def __init__(self, zk: AclNodes) -> None:
         self.zk = zk
 
     def load(self) -> dict[ResourcePattern, set[AccessControlEntry]]:
@@ -140,7 +158,7 @@ class ZkAclStore:
             self.zk.set_acl_node(znode_path(pattern), data)
         self.zk.notify_acl_change(",".join(str(p) for p in changed))
 
-    def watch(self, on_change: Any) -> None:
+    def watch(self, on_change: Callable[[], object]) -> None:
         """Call ``on_change()`` in the event loop whenever any broker changed the ACLs."""
         seen: set[str] = set()
         first = [True]

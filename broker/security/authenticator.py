@@ -35,12 +35,22 @@ import struct
 import time
 from collections.abc import Callable
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
+
+from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from protocol.messages import MalformedRequest, decode_body, encode_response, parse_header, response_class
+from protocol.messages import (
+    MalformedRequest,
+    RequestHeader,
+    decode_body,
+    encode_response,
+    parse_header,
+    response_class,
+)
 
+from .credentials import CredentialStore
 from .errors import SecurityConfigError
 from .jaas import parse_jaas
 from .plain import PlainServer
@@ -55,6 +65,36 @@ _SIZE = struct.Struct(">i")
 PASS = (False, None)
 
 
+class SecuredConnection(Protocol):
+    """What security reads and sets on a Kafka connection (server.py's KafkaConnection)."""
+
+    transport: asyncio.Transport | None
+    closed: bool
+    peer: tuple[str, int]
+    principal: str
+    listener_name: str
+    security_protocol: str
+    authenticator: SaslAuthenticator | None
+
+    def close(self, reason: str) -> None: ...
+
+
+class SaslServer(Protocol):
+    """The server side of one SASL mechanism (:class:`.plain.PlainServer`, :class:`.scram.ScramServer`):
+    tokens in, tokens out, until ``complete``; ``username`` once the client named one."""
+
+    @property
+    def username(self) -> str | None: ...
+
+    @property
+    def complete(self) -> bool: ...
+
+    def evaluate(self, token: bytes) -> bytes: ...
+
+
+MechanismFactory = Callable[[str], SaslServer]
+
+
 class SaslState(Enum):
     HANDSHAKE_OR_VERSIONS_REQUEST = "HANDSHAKE_OR_VERSIONS_REQUEST"
     AUTHENTICATE = "AUTHENTICATE"
@@ -63,11 +103,21 @@ class SaslState(Enum):
     FAILED = "FAILED"
 
 
+class _NoMechanism:
+    """The mechanism before SaslHandshake chose one: never asked (the state machine refuses first)."""
+
+    username: str | None = None
+    complete = False
+
+    def evaluate(self, token: bytes) -> bytes:
+        raise SaslAuthenticationError("no SASL mechanism chosen (SaslHandshake first)")
+
+
 class SaslAuthenticator:
     """Per-connection SASL state; sets ``conn.principal`` when authentication completes."""
 
-    def __init__(self, conn: Any, listener: ListenerConfig, mechanisms: list[str],
-                 mechanism_factory: Callable[[str], Any], reauth_ms: int) -> None:
+    def __init__(self, conn: SecuredConnection, listener: ListenerConfig, mechanisms: list[str],
+                 mechanism_factory: MechanismFactory, reauth_ms: int) -> None:
         self.conn = conn
         self.listener = listener
         self.mechanisms = mechanisms
@@ -76,7 +126,7 @@ class SaslAuthenticator:
         self.failure_delay_ms = int(listener.get("connection.failed.authentication.delay.ms", "100") or 0)
         self.state = SaslState.HANDSHAKE_OR_VERSIONS_REQUEST
         self.mechanism: str | None = None
-        self.server: Any = None
+        self.server: SaslServer = _NoMechanism()  # until SaslHandshake names one
         self.raw_tokens = False  # SaslHandshake v0: tokens follow without Kafka headers
         self.session_expiry: float | None = None
 
@@ -151,7 +201,7 @@ class SaslAuthenticator:
 
     # --- SaslHandshake -----------------------------------------------------------------------
 
-    def _handshake(self, header: Any, request: Any) -> bytes | None:
+    def _handshake(self, header: RequestHeader, request: SaslHandshakeRequest) -> bytes | None:
         resp_cls = response_class(ApiKey.SASL_HANDSHAKE, header.api_version)
         mech = str(request.mechanism or "")
 
@@ -185,11 +235,11 @@ class SaslAuthenticator:
 
     # --- SaslAuthenticate ----------------------------------------------------------------------
 
-    def _authenticate(self, header: Any, request: Any) -> bytes | None:
+    def _authenticate(self, header: RequestHeader, request: SaslAuthenticateRequest) -> bytes | None:
         resp_cls = response_class(ApiKey.SASL_AUTHENTICATE, header.api_version)
 
         def answer(code: ErrorCode, message: str | None, token: bytes, lifetime: int = 0) -> bytes:
-            kw: dict[str, Any] = {"error_code": int(code), "error_message": message, "auth_bytes": token}
+            kw: dict[str, object] = {"error_code": int(code), "error_message": message, "auth_bytes": token}
             if header.api_version >= 1:
                 kw["session_lifetime_ms"] = lifetime
             return encode_response(ApiKey.SASL_AUTHENTICATE, header.api_version, header.correlation_id,
@@ -231,7 +281,7 @@ class SaslAuthenticator:
         return _SIZE.pack(len(out)) + out
 
     def _failed(self, message: str) -> None:
-        user = getattr(self.server, "username", None)
+        user = self.server.username
         log.info("Failed authentication with %s:%d (listener %s, mechanism %s, user %r): %s", self.conn.peer[0],
                  self.conn.peer[1], self.listener.name, self.mechanism, user, message)
 
@@ -247,7 +297,7 @@ class SaslAuthenticator:
         return None
 
 
-def mechanism_factory(listener: ListenerConfig, credentials: Any) -> Callable[[str], Any]:
+def mechanism_factory(listener: ListenerConfig, credentials: CredentialStore) -> MechanismFactory:
     """Builds the server side of each enabled mechanism for ``listener``."""
     plain_users: dict[str, str] = {}
     mechs = listener.enabled_mechanisms()
@@ -259,7 +309,7 @@ def mechanism_factory(listener: ListenerConfig, credentials: Any) -> Callable[[s
                                       "user_<name>=\"<password>\" options)")
         plain_users = parse_jaas(jaas).users()
 
-    def make(mech: str) -> Any:
+    def make(mech: str) -> SaslServer:
         if mech == "PLAIN":
             return PlainServer(plain_users)
         return ScramServer(mech, lambda user: credentials.get(user, mech))

@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import Any
 
 from protocol.errors import InvalidConfigError
 
+from ..config.properties import BrokerConfig
 from .acl import (
     IMPLIED_BY,
     WILDCARD_HOST,
@@ -48,6 +48,7 @@ from .acl import (
     ResourceType,
 )
 from .acl_store import AclStore, FileAclStore, ZkAclStore
+from .zk_access import AclNodes
 
 log = logging.getLogger("samsa.authorizer")
 
@@ -202,7 +203,7 @@ class AclAuthorizer:
         self._reindex()
 
 
-def configure_authorizer(config: Any, zk: Any = None) -> AclAuthorizer | None:
+def configure_authorizer(config: BrokerConfig, zk: AclNodes | None = None) -> AclAuthorizer | None:
     """The authorizer ``authorizer.class.name`` asks for (None when empty), loaded from its store:
     ZooKeeper in a cluster (``zk``, the broker's KafkaZkClient), else a file beside the logs."""
     name = str(config.get("authorizer.class.name") or "").strip()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kafka.net.sasl.scram import ScramClient
 from kafka.protocol.sasl import (
@@ -22,6 +22,8 @@ from kafka.protocol.sasl import (
     SaslHandshakeRequest,
     SaslHandshakeResponse,
 )
+
+from protocol.messages import ApiMessage
 
 from .errors import SecurityConfigError
 from .jaas import parse_jaas
@@ -61,7 +63,7 @@ class InterBrokerSecurity:
         if self.mechanism is None:
             return
 
-        async def rt(request: Any, version: int, resp_cls: Any) -> Any:
+        async def rt(request: ApiMessage, version: int, resp_cls: type[ApiMessage]) -> ApiMessage:
             request.with_header(correlation_id=0, client_id=client_id)
             payload = await roundtrip(bytes(request.encode(version=version, header=True, framed=True)))
             return resp_cls.decode(bytes(payload), version=version, header=True)

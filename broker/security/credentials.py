@@ -17,9 +17,9 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 from .scram import MECHANISM_IDS, ScramCredential
+from .zk_access import EntityChangeListener, EntityConfigs
 
 
 def _to_kafka_string(c: ScramCredential) -> str:
@@ -44,10 +44,10 @@ class CredentialStore:
             for user, mechs in data.get("users", {}).items():
                 self._users[user] = {m: ScramCredential.from_json(c) for m, c in mechs.items()}
 
-        self._zk: Any = None
+        self._zk: EntityConfigs | None = None
 
     # --- ZooKeeper (cluster mode) -------------------------------------------------------------------
-    def use_zookeeper(self, zk: Any, change_listeners: list[Any]) -> None:
+    def use_zookeeper(self, zk: EntityConfigs, change_listeners: list[EntityChangeListener]) -> None:
         """Serve and persist credentials from ZooKeeper; reload a user on its change notification."""
         self._zk = zk
         self._users = {}
@@ -57,6 +57,8 @@ class CredentialStore:
 
     def _reload_user(self, user: str) -> None:
         if "/" in user:  # users/<u>/clients/<c>: quota entities only
+            return
+        if self._zk is None:  # a notice that arrived as the store left ZooKeeper: nothing to reload from
             return
         cfg = self._zk.get_entity_config("users", user)
         creds = {}

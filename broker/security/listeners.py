@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .errors import SecurityConfigError
 from .jaas import client_jaas_config, parse_jaas
@@ -172,10 +172,10 @@ def inter_broker_client_config(config: BrokerConfig) -> dict[str, str]:
     return out
 
 
-def kafka_python_kwargs(props: dict[str, str]) -> dict[str, Any]:
+def kafka_python_kwargs(props: dict[str, str]) -> dict[str, str | bool | None]:
     """kafka-python keyword arguments for Kafka client properties (PEM files only): what
     ``--command-config client.properties`` means to the ``samsa`` tools."""
-    kw: dict[str, Any] = {"security_protocol": props.get("security.protocol", "PLAINTEXT").upper()}
+    kw: dict[str, str | bool | None] = {"security_protocol": props.get("security.protocol", "PLAINTEXT").upper()}
     if "bootstrap.servers" in props:
         kw["bootstrap_servers"] = props["bootstrap.servers"]
     if "ssl.truststore.location" in props:

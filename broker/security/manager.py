@@ -17,7 +17,9 @@ from __future__ import annotations
 import logging
 import ssl
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from OpenSSL import SSL
 
 from broker.cluster.interbroker import BrokerClient
 from broker.config.definitions import RELOADABLE
@@ -25,7 +27,7 @@ from broker.config.properties import BrokerConfig
 from protocol.errors import InvalidConfigError
 
 from . import openssl_transport
-from .authenticator import SaslAuthenticator, mechanism_factory
+from .authenticator import MechanismFactory, SaslAuthenticator, SecuredConnection, mechanism_factory
 from .client import inter_broker_security
 from .credentials import CredentialStore
 from .errors import SecurityConfigError
@@ -46,10 +48,10 @@ class ListenerSecurity:
         self.name = lc.name
         self.protocol = lc.security_protocol.value
         self.ssl_context: ssl.SSLContext | None = None
-        self.openssl_context: Any = None  # pyOpenSSL's, when connections use broker/security/openssl_transport.py
+        self.openssl_context: SSL.Context | None = None  # when connections use broker/security/openssl_transport.py
         self.rules = parse_mapping_rules(lc.get("ssl.principal.mapping.rules", "DEFAULT") or "DEFAULT")
         self.mechanisms: list[str] = []
-        self.factory: Any = None
+        self.factory: MechanismFactory | None = None
         self.reauth_ms = int(lc.get("connections.max.reauth.ms", "0") or 0)
         self.read_loop = "c"  # ssl.read.loop as this process can serve it (TLS listeners)
         if lc.security_protocol.uses_ssl:
@@ -92,7 +94,7 @@ class BrokerSecurity:
             self.listeners[lc.name] = ListenerSecurity(lc, self.credentials)
         BrokerClient.security = inter_broker_security(config)  # how this broker reaches the others
 
-    def on_connection(self, conn: Any, listener: ListenerSecurity) -> bool:
+    def on_connection(self, conn: SecuredConnection, listener: ListenerSecurity) -> bool:
         """Set up a new connection; False if it must be closed (no principal for its cert)."""
         conn.listener_name = listener.name
         conn.security_protocol = listener.protocol

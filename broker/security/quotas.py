@@ -46,12 +46,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 from urllib.parse import quote, unquote
 
 from protocol.api_keys import ApiKey
 
 from ..cluster.zk_data import CONFIG_IPS
+from ..config.properties import BrokerConfig
+from .zk_access import EntityChangeListener, EntityConfigs
 
 USER, CLIENT_ID, IP = "user", "client-id", "ip"
 PRODUCER_BYTE_RATE = "producer_byte_rate"
@@ -179,6 +181,14 @@ class Rate:
         return total / (self.window_size_ms(now_ms) / 1000.0)
 
 
+class QuotaStore(Protocol):
+    """Where quota configs are kept: a file beside the logs, or ZooKeeper in a cluster."""
+
+    def load(self) -> tuple[dict[Entity, dict[str, float]], IpConfigs]: ...
+
+    def save(self, quotas: dict[Entity, dict[str, float]], ips: IpConfigs) -> None: ...
+
+
 class FileQuotaStore:
     """``{"/config/users/alice": {"version": 1, "config": {"producer_byte_rate": "1024"}}, ...}``."""
 
@@ -220,7 +230,7 @@ class ZkQuotaStore:
     config znode (``{"version":1,"config":{...}}``; other keys there, e.g. SCRAM credentials, are
     left alone), announced on ``/config/changes`` so that every broker reloads."""
 
-    def __init__(self, zk: Any) -> None:
+    def __init__(self, zk: EntityConfigs) -> None:
         self.zk = zk
         self._written: set[Entity] = set()
         self._written_ips: set[str] = set()
@@ -286,7 +296,7 @@ class _Resolved:
 class ClientQuotaManager:
     """All client quotas of the broker: configs, resolution, sensors, throttle times."""
 
-    def __init__(self, store: FileQuotaStore, window_num: int = 11, window_size_s: int = 1) -> None:
+    def __init__(self, store: QuotaStore, window_num: int = 11, window_size_s: int = 1) -> None:
         self.store = store
         self.window_num, self.window_ms = window_num, window_size_s * 1000
         self.max_throttle_ms = window_num * window_size_s * 1000
@@ -473,16 +483,17 @@ class ClientQuotaManager:
             self._ips_changed()
 
 
-def configure_quotas(config: Any, cluster: Any = None) -> ClientQuotaManager:
+def configure_quotas(config: BrokerConfig, zk: EntityConfigs | None = None,
+                     change_listeners: list[EntityChangeListener] | None = None) -> ClientQuotaManager:
     """The broker's quota manager: configs in ZooKeeper in a cluster (reloaded on every
     ``/config/changes`` notice for users, clients or ips), else in a file beside the logs."""
-    store: Any = FileQuotaStore(config.log_dirs[0] / FileQuotaStore.FILE) if cluster is None \
-        else ZkQuotaStore(cluster.zk)
+    store: QuotaStore = FileQuotaStore(config.log_dirs[0] / FileQuotaStore.FILE) if zk is None \
+        else ZkQuotaStore(zk)
     q = ClientQuotaManager(store, config.int("quota.window.num"), config.int("quota.window.size.seconds"))
     q.load()
-    if cluster is not None:
+    if change_listeners is not None:
         def changed(kind: str, _name: str) -> None:
             if kind in ("users", "clients", "ips"):
                 q.load()
-        cluster.topics.entity_config_listeners.append(changed)
+        change_listeners.append(changed)
     return q
