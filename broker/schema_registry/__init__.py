@@ -10,8 +10,10 @@ keeps a node from being elected primary (:mod:`.election`);
 ``kafkastore.topic.replication.factor``) is ``_schemas``' replication factor in a cluster;
 ``schema.registry.kafkastore.security.protocol``, ``.sasl.mechanism``, ``.sasl.jaas.config`` and
 ``.ssl.truststore.location`` are how the registry's own Kafka client connects (Confluent's
-``kafkastore.*``; default PLAINTEXT), for brokers whose listeners all need SASL or TLS. ``samsa schema-registry --bootstrap-server HOST:PORT`` runs
-the same registry as its own process against any Kafka cluster, as Karapace does.
+``kafkastore.*``; default PLAINTEXT), for brokers whose listeners all need SASL or TLS.
+``samsa schema-registry --bootstrap-server HOST:PORT`` runs the same registry as its own process
+against any Kafka cluster, as Karapace does; against a SASL cluster its HTTP Basic users and
+their rights are the cluster's, checked over Kafka (:mod:`.cluster_auth`).
 
 Theory of operation: this module is a broker component (``start(broker)``/``stop(broker)``,
 see ``COMPONENTS`` in broker/server.py). It never touches broker internals for the registry
@@ -19,12 +21,16 @@ itself: the schemas live in the ``_schemas`` topic, read and written over the Ka
 (:mod:`.store`), and rebuilt in memory by replaying it (:mod:`.state`), so every broker that
 serves the registry sees the same schemas and a restart loses none. The one link into the
 broker is :mod:`.validation`, which the produce path calls to refuse records without a
-registered schema id on topics that ask for it.
+registered schema id on topics that ask for it - on every broker, a broker that does not serve
+the registry reading ``_schemas`` for it. What the registry uses of the broker is the
+:class:`~.host.BrokerHost` Protocol.
 
 Layout: :mod:`.http` (HTTP/1.1 with h11), :mod:`.rest` (Confluent's routes and bodies),
 :mod:`.service` (the operations), :mod:`.formats` (parsing Avro, JSON Schema, Protobuf),
 :mod:`.compatibility` (the rules per format), :mod:`.state` and :mod:`.store` (the topic),
-:mod:`.errors` (Confluent's error codes), :mod:`.validation` (broker-side checks).
+:mod:`.errors` (Confluent's error codes), :mod:`.validation` (broker-side checks),
+:mod:`.protobuf_text` (Protobuf ``normalize``), :mod:`.security` and :mod:`.cluster_auth` (who
+may do what), :mod:`.election` (the primary), :mod:`.json_types` (parsed JSON).
 """
 
 from __future__ import annotations
