@@ -14,7 +14,6 @@ import socket
 import time
 from collections.abc import Coroutine
 
-from ..security import openssl_transport
 from ..security.manager import ListenerSecurity
 from .connection import CONNECTION_WARNINGS, KafkaConnection, NetworkHost
 from .connection_quotas import ConnectionSlot
@@ -123,8 +122,7 @@ class Acceptor:
         factory = functools.partial(KafkaConnection, self.broker, self.channel, self.security, slot)
         try:
             if ctx is not None and self.security.openssl_context is not None:
-                await openssl_transport.accept(loop, sock, self.security.openssl_context, factory,
-                                               read_loop=self.security.read_loop)
+                await self.security.accept_tls(loop, sock, factory)  # pyOpenSSL, loaded by TLS listeners only
             else:
                 await loop.connect_accepted_socket(factory, sock, ssl=ctx)
         except asyncio.CancelledError:

@@ -14,19 +14,20 @@ keystore that cannot be loaded leaves the old one in force and is reported to th
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import socket
 import ssl
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
-
-from OpenSSL import SSL
 
 from broker.cluster.interbroker import BrokerClient
 from broker.config.definitions import RELOADABLE
 from broker.config.properties import BrokerConfig
 from protocol.errors import InvalidConfigError
 
-from . import openssl_transport
 from .authenticator import MechanismFactory, SaslAuthenticator, SecuredConnection, mechanism_factory
 from .client import inter_broker_security
 from .credentials import CredentialStore
@@ -35,9 +36,20 @@ from .listeners import ListenerConfig, listener_configs
 from .tls import build_server_context, load_keystore, load_truststore, parse_mapping_rules, peer_principal
 
 if TYPE_CHECKING:
+    from OpenSSL import SSL
+
     from broker.config.properties import BrokerConfig
 
 log = logging.getLogger("samsa.security")
+
+
+def _openssl() -> ModuleType:
+    """broker/security/openssl_transport.py, loaded by the first TLS listener: it imports pyOpenSSL
+    and cryptography's x509, ~50 ms (python -X importtime on a quiet machine) that a PLAINTEXT-only
+    broker, such as every embedded test broker (broker/testing), does not pay."""
+    from . import openssl_transport  # noqa: PLC0415
+
+    return openssl_transport
 
 
 class ListenerSecurity:
@@ -58,6 +70,7 @@ class ListenerSecurity:
             self.ssl_context = build_server_context(lc)
             self._fingerprint = self.fingerprint()
             transport = lc.get("ssl.transport", "openssl") or "openssl"
+            openssl_transport = _openssl()
             self.read_loop = openssl_transport.read_loop(lc.get("ssl.read.loop", "c") or "c")
             if openssl_transport.enabled(transport):
                 self.openssl_context = openssl_transport.build_context(lc, self.ssl_context)
@@ -72,6 +85,12 @@ class ListenerSecurity:
         if lc.security_protocol.uses_sasl:
             self.mechanisms = lc.enabled_mechanisms()
             self.factory = mechanism_factory(lc, credentials)
+
+    async def accept_tls(self, loop: asyncio.AbstractEventLoop, sock: socket.socket,
+                         protocol_factory: Callable[[], asyncio.BaseProtocol]) -> None:
+        """The TLS handshake on an accepted socket through pyOpenSSL (``openssl_context`` is
+        set), then ``protocol_factory``'s protocol on top. Raises if the handshake fails."""
+        await _openssl().accept(loop, sock, self.openssl_context, protocol_factory, read_loop=self.read_loop)
 
     def fingerprint(self) -> tuple[object, ...]:
         """The TLS settings plus the key files' mtimes: a change means reload."""
@@ -117,8 +136,8 @@ class BrokerSecurity:
             if lc.security_protocol.uses_ssl:
                 try:
                     ctx = build_server_context(lc)
-                    if openssl_transport.enabled(lc.get("ssl.transport", "openssl") or "openssl"):
-                        openssl_transport.build_context(lc, ctx)
+                    if _openssl().enabled(lc.get("ssl.transport", "openssl") or "openssl"):
+                        _openssl().build_context(lc, ctx)
                 except SecurityConfigError as e:
                     raise InvalidConfigError(message=str(e)) from None
 
@@ -132,7 +151,7 @@ class BrokerSecurity:
                 continue
             fresh = build_server_context(ls.config)  # validates everything before touching the live one
             if ls.openssl_context is not None:  # new handshakes use the new one; open connections keep theirs
-                ls.openssl_context = openssl_transport.build_context(ls.config, fresh)
+                ls.openssl_context = _openssl().build_context(ls.config, fresh)
             del fresh
             load_keystore(ls.ssl_context, ls.config)
             load_truststore(ls.ssl_context, ls.config)
