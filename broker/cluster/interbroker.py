@@ -162,17 +162,21 @@ class BrokerClient:
         """Send an already framed request (a hot path's hand-written encoder, see
         ``protocol.fetch_codec``) and return the response frame undecoded, header included; the
         caller checks the correlation id it put in. A large response is a writable view of a
-        buffer of its own, so its records can be appended without another copy."""
+        buffer of its own, so its records can be appended without another copy.
+
+        The replica fetchers' path, one call per follower fetch: the timeout is a timer on the
+        channel's waiter (``asyncio.timeout``), not ``wait_for``, which in Python 3.11 runs the
+        round trip in a task of its own each time."""
         async with self._lock:
             try:
-                return await asyncio.wait_for(self._send_frame(frame), timeout)
+                async with asyncio.timeout(timeout):
+                    channel = self._channel
+                    if channel is None or channel.closed:
+                        channel = await self._ensure()
+                    return await channel.roundtrip(frame)
             except (OSError, TimeoutError, EOFError) as e:
                 self.close()
                 raise ConnectionError(f"{self.host}:{self.port}: {e or type(e).__name__}") from e
-
-    async def _send_frame(self, frame: bytes) -> bytes | memoryview:
-        channel = await self._ensure()
-        return await channel.roundtrip(frame)
 
     async def _send(self, request: Any, version: int) -> Any:
         channel = await self._ensure()

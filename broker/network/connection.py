@@ -125,8 +125,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.arrivals: deque[float] | None = deque() if broker.metrics is not None else None
         self.mute_ms = 0  # KIP-219: after the next response, read and serve nothing for this long
         # Responses waiting to be written in request order, behind a DelayedResponse (see _enqueue):
-        # (Task or finished response, request frame, timer, when parked)
-        self.inflight: deque[tuple[asyncio.Task[Response] | Response, bytes | memoryview, RequestTimer | None,
+        # (the parked response's coroutine, or a finished response, request frame, timer, when parked)
+        self.inflight: deque[tuple[DelayedResponse | Response, bytes | memoryview, RequestTimer | None,
                                    float]] = deque()
         self.drainer: asyncio.Task[None] | None = None
         self.drained = asyncio.Event()
@@ -228,8 +228,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if self.drainer is not None:
             self.drainer.cancel()
         for waiting, *_ in self.inflight:  # their records are appended; only the answers are dropped
-            if isinstance(waiting, asyncio.Task):
-                waiting.cancel()
+            if isinstance(waiting, DelayedResponse):
+                waiting.wait.close()  # never started (the one _drain awaits is cancelled with it)
         self.inflight.clear()
         self.drained.set()
 
@@ -313,12 +313,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     async def _enqueue(self, out: Response | DelayedResponse, frame: bytes | memoryview,
                        timer: RequestTimer | None) -> None:
-        waiting: asyncio.Task[Response] | Response
-        if isinstance(out, DelayedResponse):
-            waiting = asyncio.get_running_loop().create_task(out.wait)
-        else:
-            waiting = out  # already complete: it only keeps its place in line
-        self.inflight.append((waiting, frame, timer, time.perf_counter()))
+        # A DelayedResponse's coroutine only waits for its purgatory operation and then encodes:
+        # _drain awaits it when its turn comes (no task of its own); a response that is already
+        # complete only keeps its place in line.
+        self.inflight.append((out, frame, timer, time.perf_counter()))
         if self.drainer is None:
             self.drainer = asyncio.get_running_loop().create_task(self._drain())
         if len(self.inflight) >= self.MAX_INFLIGHT:
@@ -336,9 +334,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         try:
             while self.inflight and not self.closed:
                 waiting, frame, timer, parked = self.inflight[0]
-                if isinstance(waiting, asyncio.Task):
+                if isinstance(waiting, DelayedResponse):
                     try:
-                        out = await waiting
+                        out = await waiting.wait
                     except asyncio.CancelledError:
                         raise
                     except Exception:

@@ -31,17 +31,15 @@ import asyncio
 import logging
 import struct
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kafka.protocol.consumer import OffsetForLeaderEpochRequest
 
 from protocol.errors import ErrorCode, KafkaError
 from protocol.fetch_codec import FetchPartitionRequest, decode_fetch_response, encode_fetch_request
 
+from ...replica.partition import Partition, TopicPartition
 from ..interbroker import BrokerClient
-
-if TYPE_CHECKING:
-    from ...replica.replica_manager import Partition, TopicPartition
 
 log = logging.getLogger("samsa.replication")
 
@@ -189,7 +187,7 @@ class ReplicaFetcher:
         resp = await client.send(req, OFFSET_FOR_LEADER_EPOCH_VERSION, timeout=self.timeout)
         for t in resp.topics:
             for p in t.partitions:
-                tp = _tp(t.topic, p.partition)
+                tp = TopicPartition(t.topic, p.partition)
                 followed = self.partitions.get(tp)
                 if followed is None or tp not in self.needs_truncation:
                     continue
@@ -223,10 +221,12 @@ class ReplicaFetcher:
             await asyncio.sleep(self.backoff / 4)
             return
         by_topic: dict[str, list[FetchPartitionRequest]] = {}
+        asked: dict[tuple[str, int], TopicPartition] = {}  # the response's partitions, found without a new key
         for tp, part in ready:
             by_topic.setdefault(tp.topic, []).append(FetchPartitionRequest(
                 tp.partition, part.leader_epoch, part.log_end_offset, part.log_start_offset,
                 self.partition_max_bytes))
+            asked[tp.topic, tp.partition] = tp
         # hot path: hand-written codec (protocol/fetch_codec.py), records stay views of the frame
         corr = client.next_correlation_id()
         frame = encode_fetch_request(corr, client.client_id, list(by_topic.items()),
@@ -246,9 +246,12 @@ class ReplicaFetcher:
         for t in resp.topics:
             assert t.topic is not None
             for p in t.partitions:
-                tp = _tp(t.topic, p.partition_index)
+                asked_tp = asked.get((t.topic, p.partition_index))
+                if asked_tp is None:
+                    continue
+                tp = asked_tp
                 followed = self.partitions.get(tp)
-                if followed is None:
+                if followed is None:  # no longer followed from this leader
                     continue
                 part = followed
                 code = ErrorCode(p.error_code)
@@ -284,9 +287,3 @@ class ReplicaFetcher:
             log.info("[Partition %s broker=%d] Fetch offset %d is below the leader's log start; restarting at %d",
                      tp, self.broker.broker_id, part.log_end_offset, start)
             self.broker.replica_manager.restart_follower_at(part, start)
-
-
-def _tp(topic: str, partition: int) -> TopicPartition:
-    from ...replica.replica_manager import TopicPartition  # noqa: PLC0415
-
-    return TopicPartition(topic, partition)
