@@ -9,12 +9,17 @@ id, as in Confluent's registry); with it, both are stored as one canonical text.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
+from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from broker.schema_registry import formats
 from tests.support.brokers import BrokerProcess
@@ -179,3 +184,32 @@ def test_avro_and_json_normalize_through_the_same_path(registry: tuple[BrokerPro
     assert client.register_schema("json-norm-value", Schema(json_b, "JSON"), normalize_schemas=True) == first
     stored = _client(reg).get_schema(first).schema_str
     assert stored == json.dumps(json.loads(json_a), sort_keys=True, separators=(",", ":"))  # keys sorted
+
+
+MONEY_TEXT = 'syntax = "proto3";\npackage nz;\nmessage Money { int64 units = 2; string currency = 1; }\n'
+
+
+def test_protobuf_serializer_with_normalize_schemas(registry: tuple[BrokerProcess, RegistryHttp],
+                                                    tmp_path: Path) -> None:
+    """confluent-kafka's ProtobufSerializer registers base64 FileDescriptorProto bytes; with
+    ``normalize.schemas`` the registry stores the canonical text, the same id a normalized text
+    registration gets, and the deserializer reads the records back through it."""
+    _, reg = registry
+    (tmp_path / "nz").mkdir()
+    (tmp_path / "nz" / "money.proto").write_text(MONEY_TEXT)
+    subprocess.run([sys.executable, "-m", "grpc_tools.protoc", f"-I{tmp_path}", f"--descriptor_set_out={tmp_path / 's.pb'}",
+                    "nz/money.proto"], check=True, capture_output=True)
+    pool = descriptor_pool.DescriptorPool()
+    for f in descriptor_pb2.FileDescriptorSet.FromString((tmp_path / "s.pb").read_bytes()).file:
+        pool.Add(f)
+    money = message_factory.GetMessageClass(pool.FindMessageTypeByName("nz.Money"))
+    ctx = SerializationContext("money", MessageField.VALUE)
+    ser = ProtobufSerializer(money, _client(reg), {"use.deprecated.format": False, "normalize.schemas": True})
+    payload = ser(money(currency="EUR", units=7), ctx)
+    schema_id = int.from_bytes(payload[1:5], "big")
+    stored = _client(reg).get_schema(schema_id).schema_str
+    assert stored.index("string currency = 1;") < stored.index("int64 units = 2;")  # canonical text, not base64
+    by_text = _client(reg).register_schema("money-value", Schema(MONEY_TEXT, "PROTOBUF"), normalize_schemas=True)
+    assert by_text == schema_id
+    de = ProtobufDeserializer(money, {"use.deprecated.format": False})
+    assert de(payload, ctx) == money(currency="EUR", units=7)
