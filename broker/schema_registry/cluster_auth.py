@@ -118,7 +118,7 @@ class ClusterSecurity:
         if ops is None:
             # the name may be described; no operations are given for a topic that does not exist
             return op == DESCRIBE or int(CREATE) in grants.cluster_ops
-        return int(op) in ops
+        return int(op) in ops or op == DESCRIBE and error == 0  # described: DESCRIBE was allowed (or implied)
 
     # --- asking the cluster -------------------------------------------------------------------
 
