@@ -39,11 +39,12 @@ from __future__ import annotations
 
 import time
 from bisect import bisect_left
-from collections.abc import Awaitable, Coroutine, Generator
+from collections.abc import Awaitable, Coroutine, Generator, Mapping
 from contextvars import ContextVar
 from typing import Any
 
 from protocol.errors import ErrorCode as E
+from protocol.kafka_python_internals import SchemaField
 
 # Histogram upper bounds in milliseconds (a Python broker answers many requests well under 1 ms).
 BUCKETS_MS: tuple[float, ...] = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0,
@@ -248,24 +249,29 @@ def response_error_counts(response: Any) -> dict[int, int]:
 
 
 # response struct class -> [(0 error_code | 1 struct array | 2 struct, field)]: only the fields
-# whose schema holds an ErrorCode somewhere below (not record errors, leader hints, endpoints)
+# whose schema holds an ErrorCode somewhere below (not record errors, leader hints, endpoints).
+# Read from kafka-python's public schema surface: a message class's ``fields`` (name -> schema
+# field) and a field's ``is_struct()``/``is_struct_array()`` and ``fields``.
 _PLANS: dict[type, list[tuple[int, str]]] = {}
-_KINDS = {"StructArrayField": 1, "StructField": 2}
 
 
-def _holds_error_code(spec: dict[str, Any]) -> bool:
-    return any(f.get("name") == "ErrorCode" or _holds_error_code(f) for f in spec.get("fields") or ())
+def _holds_error_code(fields: Mapping[str, SchemaField]) -> bool:
+    return any(name == "error_code" or ((f.is_struct() or f.is_struct_array()) and _holds_error_code(f.fields))
+               for name, f in fields.items())
 
 
 def _plan(cls: type) -> list[tuple[int, str]]:
     plan = _PLANS.get(cls)
     if plan is None:
         plan = []
-        for name, f in cls._struct.fields.items():  # type: ignore[attr-defined]
+        fields: Mapping[str, SchemaField] = cls.fields  # type: ignore[attr-defined]
+        for name, f in fields.items():
             if name == "error_code":
                 plan.append((0, name))
-            elif type(f).__name__ in _KINDS and _holds_error_code(f._json):
-                plan.append((_KINDS[type(f).__name__], name))
+            elif f.is_struct_array() and _holds_error_code(f.fields):
+                plan.append((1, name))
+            elif f.is_struct() and _holds_error_code(f.fields):
+                plan.append((2, name))
         _PLANS[cls] = plan
     return plan
 
