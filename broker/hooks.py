@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from protocol.api_keys import ApiKey
+from protocol.kafka_python_internals import SchemaField, is_map_key
 
 log = logging.getLogger("samsa.hooks")
 
@@ -144,8 +145,8 @@ def _canon(name: str) -> str:
     return _ALIASES.get(name, name)
 
 
-def _is_key(name: str, field: Any) -> bool:
-    return bool(field._json.get("mapKey")) or _canon(name) in _KEYS
+def _is_key(name: str, field: SchemaField) -> bool:
+    return is_map_key(field) or _canon(name) in _KEYS
 
 
 def _struct_arrays(cls: Any, version: int) -> dict[str, Any]:

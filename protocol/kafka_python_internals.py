@@ -16,6 +16,9 @@ which this module meets by relying on kafka-python's internals:
   :class:`RecordsView`, whose ``emit_decode_from`` writes decoder source (the code generator's
   ``ctx.next_var``/``ctx.emit``, and ``Bytes``/``UnsignedVarInt32`` from
   ``kafka.protocol.schemas.fields.codecs.types``) that takes a slice of the input instead.
+* **A field's ``mapKey`` flag.** Error responses built from the schemas (``broker/hooks.py``)
+  match a response entry to its request entry by key fields; :func:`is_map_key` reads the flag
+  from the field's schema JSON (``field._json``), which kafka-python keeps but does not expose.
 
 The pin these rely on is stated beside the kafka-python dependency in ``pyproject.toml``;
 :func:`check_internals` lists what no longer matches, and ``tests/protocol/
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from typing import TypeAlias
 
 import kafka
 from kafka.protocol.api_message import ApiMessage
@@ -37,7 +41,7 @@ from kafka.protocol.schemas.fields.codecs.types import Bytes, UnsignedVarInt32
 CHECKED_VERSIONS = "3.0.x (checked: 3.0.12)"
 
 # A field of a message schema, as kafka-python's schema classes model it.
-SchemaField = BaseField
+SchemaField: TypeAlias = BaseField
 
 # A compiled decoder: (body, position) -> (the decoded message, the position after it).
 Decoder = Callable[[memoryview, int], tuple[ApiMessage, int]]
@@ -92,6 +96,11 @@ def decode_records_in_place(cls: type[ApiMessage]) -> int:
     return found
 
 
+def is_map_key(field: SchemaField) -> bool:
+    """Whether the schema marks ``field`` as its struct's map key (``"mapKey": true``)."""
+    return bool(field._json.get("mapKey"))
+
+
 def compiled_decoder(cls: type[ApiMessage], version: int) -> Decoder:
     """kafka-python's compiled decoder of ``cls`` at ``version``: ``(data, pos) -> (object, end)``."""
     flexible = cls.flexible_version_q(version)
@@ -124,6 +133,12 @@ def check_internals(produce_request: type[ApiMessage]) -> list[str]:
         if not callable(getattr(codec, "emit_decode_from", None)):
             problems.append(f"kafka.protocol.schemas.fields.codecs.types.{codec.__name__} lost "
                             "`emit_decode_from` (the decoder code generator)")
+    name_field = produce_request.fields.get("topic_data")
+    name_field = name_field.fields.get("name") if name_field is not None else None
+    if not isinstance(getattr(name_field, "_json", None), dict):
+        problems.append("schema fields lost their schema JSON `_json` (the `mapKey` flag)")
+    elif not is_map_key(name_field):
+        problems.append("ProduceRequest's topic `name` is no longer a `mapKey` in `_json`")
     if struct is not None and decode_records_in_place(produce_request) == 0:
         problems.append("no `records` field of type Bytes found in ProduceRequest's schema tree "
                         "(`_fields`, `array_of`, `_type_str`, `_type`): Produce records are "
