@@ -78,7 +78,7 @@ class DynamicBrokerConfigs:
         return dyn
 
     def load(self) -> None:
-        """Read the file; password configs are decoded (broker/security/password_encoder.py)."""
+        """Read the file; password configs are decoded (:mod:`.password_encoder`)."""
         if not self.path.exists():
             return
         data = json.loads(self.path.read_text())
