@@ -29,7 +29,10 @@ a small store interface in Kafka's ZooKeeper layout (:mod:`.acl_store`). Client 
 does. Without an authorizer ``Broker.authorizer`` is None and every check is one attribute test.
 
 Imports: broker/config/, broker/cluster/interbroker.py, broker/cluster/zk_data.py (the ACL and
-quota znodes: paths and JSON, no I/O), protocol/; nothing from the replica manager up.
+quota znodes: paths and JSON, no I/O), protocol/; nothing from the replica manager up. What it
+calls on the ZooKeeper client is named by Protocols in :mod:`.zk_access`, and of a Kafka connection
+by :class:`~.authenticator.SecuredConnection`. Private parts of CPython's ``ssl``, pyOpenSSL and
+cryptography are reached in :mod:`.openssl` only (tests/security/test_openssl_internals.py).
 """
 
 from __future__ import annotations
