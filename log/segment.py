@@ -19,6 +19,7 @@ import errno
 import logging
 import os
 import time
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -199,6 +200,11 @@ class LogSegment:
         # drop_behind (follower replicas): writeback was started below the first, pages dropped below the second
         self.writeback_started = 0
         self.dropped_to = 0
+        # (last offset, file position) of the last batches appended, contiguous and in file order: a
+        # read near the end (a follower's or a tailing consumer's fetch) starts its header scan at
+        # the batch itself instead of at the index entry before it (up to index.interval.bytes of
+        # headers, ~24 small batches). Forgotten on truncation and recovery; empty once inactive.
+        self.recent: deque[tuple[int, int]] = deque(maxlen=self.RECENT_BATCHES)
 
     # -- opening --------------------------------------------------------------------------
     @classmethod
@@ -277,7 +283,13 @@ class LogSegment:
             self.bytes_since_last_index_entry += h.batch_length + LOG_OVERHEAD
         if batches:
             self.next_offset = batches[-1].base_offset + batches[-1].last_offset_delta + 1
+            recent = self.recent
+            if len(batches) >= self.RECENT_BATCHES:
+                recent.clear()  # only the newest are kept: no gap between what stays and what comes
+                batches = batches[-self.RECENT_BATCHES:]
+            recent.extend([(h.base_offset + h.last_offset_delta, start + h.position) for h in batches])
 
+    RECENT_BATCHES = 16
     DROP_CHUNK = 4 << 20
     DROP_RETRY = 16 << 20  # behind the drop point, advised again at every chunk (pages dirty before)
 
@@ -322,11 +334,20 @@ class LogSegment:
         """Close the index descriptors (reopened on the next write): inactive segments need none."""
         self.index.close()
         self.time_index.close()
+        self.recent.clear()
 
     # -- reading --------------------------------------------------------------------------
     def translate_offset(self, offset: int, start_position: int = 0) -> BatchHeader | None:
         """Header of the first batch whose last offset >= ``offset`` (index lookup + short scan)."""
-        _, pos = self.index.lookup(offset)
+        recent = self.recent
+        if recent and recent[0][0] < offset <= recent[-1][0]:
+            # one of the last batches appended holds it: the one after the last that ends below it
+            i = len(recent) - 1
+            while recent[i - 1][0] >= offset:
+                i -= 1
+            pos = recent[i][1]
+        else:
+            _, pos = self.index.lookup(offset)
         for h in scan_headers(self.fd, max(pos, start_position), self.size):
             if h.base_offset + h.last_offset_delta >= offset:
                 return h
@@ -472,6 +493,7 @@ class LogSegment:
         A batch is valid if it is v2, its length is sane, its CRC-32C matches and its offsets
         increase and fit this segment (Kafka's ``LogSegment.recover`` + ``ensureValid``).
         """
+        self.recent.clear()
         entries: list[tuple[int, int]] = []
         time_entries: list[tuple[int, int]] = []
         valid = 0
@@ -541,6 +563,7 @@ class LogSegment:
         h = self.translate_offset(offset)
         if h is None:
             return 0
+        self.recent.clear()
         position = h.position
         removed = self.size - position
         self.index.truncate_to(offset)
