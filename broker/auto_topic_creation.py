@@ -129,7 +129,7 @@ def internal_topic_request(broker: Any, name: str) -> tuple[int, dict[str, str]]
         partitions = int(broker.config.get(spec.partitions_property) or 50)
     seg = broker.config.get(spec.segment_bytes_property) or DEFAULT_INTERNAL_SEGMENT_BYTES
     configs = {**dict(spec.configs), "segment.bytes": str(seg)}
-    if name == TRANSACTION_STATE_TOPIC_NAME and getattr(broker, "cluster", None) is not None:
+    if name == TRANSACTION_STATE_TOPIC_NAME and broker.metadata_support.clustered:
         # replicated like Kafka's: its writes need transaction.state.log.min.isr in-sync replicas
         configs["min.insync.replicas"] = str(broker.config.get("transaction.state.log.min.isr") or 2)
     return partitions, configs

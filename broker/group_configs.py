@@ -144,12 +144,13 @@ class GroupConfigStore:
         existing = getattr(broker, "group_configs", None)
         if isinstance(existing, GroupConfigStore):
             return existing
-        cluster = getattr(broker, "cluster", None)
-        if cluster is not None:
-            store = cls(None, cluster.zk)
-            for node in cluster.zk.children(zd.CONFIG_GROUPS):
+        support = broker.metadata_support
+        zk = support.zookeeper
+        if zk is not None:
+            store = cls(None, zk)
+            for node in zk.children(zd.CONFIG_GROUPS):
                 store._reload(node)
-            cluster.topics.entity_config_listeners.append(
+            support.entity_config_listeners.append(
                 lambda kind, node: store._reload(node) if kind == GROUPS_ENTITY else None)
         else:
             store = cls(broker.config.log_dirs[0] / cls.FILE)

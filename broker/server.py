@@ -55,25 +55,18 @@ class Broker:
         # Frames to responses for every connection; handlers see this broker in their RequestContext.
         self.request_channel = RequestChannel(self, functools.partial(RequestContext, self))
         first_dir = config.log_dirs[0]
-        # Cluster mode (zookeeper.connect set): ZooKeeper holds the metadata, the controller decides
-        # leaders; see broker.cluster.zk.cluster. Otherwise the single embedded broker owns everything.
-        self.zk: Any = None
-        self.metadata_cache: Any = None
-        self.controller: Any = None
-        self.cluster: ZkMetadataSupport | None = None
         self.inter_broker_listener: str | None = str(config.get("inter.broker.listener.name") or "") or None
         if self.inter_broker_listener is None and config.get("security.inter.broker.protocol"):
             # Kafka: security.inter.broker.protocol=X means the listener named X
             self.inter_broker_listener = str(config.get("security.inter.broker.protocol")).strip().upper()
-        if str(config.get("zookeeper.connect") or "").strip():
-            self.cluster = ZkMetadataSupport(self)
-            self.topics: TopicRegistry = self.cluster.topics
-        else:
-            self.topics = TopicRegistry(first_dir / "samsa-metadata.json")
+        # The one seam between single broker and cluster (Kafka's MetadataSupport). Cluster mode
+        # (zookeeper.connect set): ZooKeeper holds the metadata and the controller decides leaders
+        # (broker.cluster.zk.cluster); otherwise a single broker, a cluster of one.
+        zk_support = ZkMetadataSupport(self) if str(config.get("zookeeper.connect") or "").strip() else None
+        self.topics: TopicRegistry = zk_support.topics if zk_support is not None else \
+            TopicRegistry(first_dir / "samsa-metadata.json")
         self.replica_manager = ReplicaManager(config, self.topics)
-        # The one seam between single broker and cluster (Kafka's MetadataSupport): a single
-        # broker is a cluster of one behind the same interface.
-        self.metadata_support: MetadataSupport = self.cluster if self.cluster is not None else \
+        self.metadata_support: MetadataSupport = zk_support if zk_support is not None else \
             LocalMetadataSupport(config, self.topics, self.replica_manager)
         self.topics.listeners.append(self.replica_manager.on_topic_event)
         self.connections: set[KafkaConnection] = set()

@@ -138,7 +138,7 @@ async def start(broker: Any) -> None:
     view = BrokerTopicsView(broker.topics)
     coord = GroupCoordinator(BrokerOffsetsStorage(broker.replica_manager), config, topics=lambda: view)
     broker.group_coordinator = coord
-    if getattr(broker, "cluster", None) is not None:
+    if broker.metadata_support.clustered:
         # In a cluster this broker coordinates the groups of the __consumer_offsets partitions it
         # leads: loaded when the controller makes it their leader, unloaded when it moves away.
         await coord.startup(())

@@ -38,7 +38,11 @@ log = logging.getLogger("samsa.txn")
 # --- what this module needs of the broker (which it sits below, so cannot import) -------------
 
 class ClusterClient(Protocol):
-    """The broker's view of a ZooKeeper-mode cluster: partition leaders, and requests to peers."""
+    """The broker's view of the cluster (broker.cluster.support.MetadataSupport): partition
+    leaders, and requests to peers; a single broker is a cluster of one that leads everything."""
+
+    @property
+    def clustered(self) -> bool: ...
 
     def leader_of(self, topic: str, partition: int) -> int: ...
 
@@ -91,14 +95,14 @@ class VerifyingBroker(Protocol):
 
 
 class TxnBroker(VerifyingBroker, Protocol):
-    """What markers and verification need of the broker: its id, cluster (None on a single
-    broker), partitions and group coordinator."""
+    """What markers and verification need of the broker: its id, the cluster's metadata,
+    partitions and group coordinator."""
 
     @property
     def broker_id(self) -> int: ...
 
     @property
-    def cluster(self) -> ClusterClient | None: ...
+    def metadata_support(self) -> ClusterClient: ...
 
     @property
     def replica_manager(self) -> ReplicaManager: ...
@@ -116,13 +120,12 @@ async def write_marker(broker: TxnBroker, topic: str, partition: int, marker: Tx
     cluster a partition led by another broker gets the marker through WriteTxnMarkers to its
     leader (Kafka's TransactionMarkerChannelManager); here the append waits for the ISR.
     """
-    cluster = broker.cluster
-    if cluster is not None:
-        leader = cluster.leader_of(topic, partition)
-        if leader < 0:
-            return ErrorCode.NOT_LEADER_OR_FOLLOWER
-        if leader != broker.broker_id:
-            return await _write_marker_remote(cluster, leader, topic, partition, marker)
+    cluster = broker.metadata_support  # a single broker leads every partition itself
+    leader = cluster.leader_of(topic, partition)
+    if leader < 0:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    if leader != broker.broker_id:
+        return await _write_marker_remote(cluster, leader, topic, partition, marker)
     try:
         part = broker.replica_manager.get_partition(topic, partition)
         info = part.append(validate_batches(build_marker_batch(marker, partition_leader_epoch=part.leader_epoch)),
@@ -212,8 +215,8 @@ async def verify_remotely(broker: TxnBroker, transactional_id: str, producer_id:
     (AddPartitionsToTxn v5, ``verify_only`` false). None when the coordinator is this broker (or
     there is no cluster): verify or add locally."""
     coord = broker.txn_coordinator
-    cluster = broker.cluster
-    if cluster is None or coord is None:
+    cluster = broker.metadata_support  # a single broker coordinates every transactional id itself
+    if coord is None:
         return None
     leader = cluster.leader_of(tlog.TRANSACTION_STATE_TOPIC, coord.partition_for(transactional_id))
     if leader == broker.broker_id:
@@ -318,7 +321,7 @@ async def start(broker: Any) -> None:
         config.offsets_num_partitions = gc_partitions
     coord = TransactionCoordinator(BrokerTransactionStorage(broker), broker.producer_ids, config,
                                    fault=str(broker.config["transaction.fault.injection"]) or None)
-    if getattr(broker, "cluster", None) is not None:
+    if broker.metadata_support.clustered:
         # coordinate the transactional ids of the __transaction_state partitions led here
         coord.loaded = True
         broker.replica_manager.leadership_listeners.append(

@@ -19,7 +19,7 @@ from .leader_and_isr import check_from_controller
 async def handle_update_metadata(ctx: RequestContext, req: UpdateMetadataRequest) -> UpdateMetadataResponse:
     code = await check_from_controller(ctx, req.controller_id, req.controller_epoch)
     if code == ErrorCode.NONE:
-        ctx.broker.metadata_cache.apply_update_metadata(req)
+        ctx.broker.metadata_support.apply_update_metadata(req)
         for t in req.topic_states:  # a topic we have not heard of yet (the watch is behind)
             if ctx.broker.topics.get(t.topic_name) is None:
                 await ctx.broker.metadata_support.refresh_topic(t.topic_name)

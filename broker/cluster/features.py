@@ -123,7 +123,7 @@ def finalized(broker: Any) -> FinalizedFeatures:
     directory; read on first use."""
     f = _BY_BROKER.get(broker)
     if f is None:
-        zk = getattr(broker, "zk", None) if getattr(broker, "cluster", None) is not None else None
+        zk = broker.metadata_support.zookeeper
         if zk is None:
             f = FileFinalizedFeatures(Path(broker.config.log_dirs[0]) / "features.json")
         else:

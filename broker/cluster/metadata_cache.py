@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from protocol.inter_broker import UpdateMetadataRequest
+
 from .zk_data import BrokerEndpoint, BrokerInfo
 
 
@@ -34,14 +36,13 @@ class MetadataCache:
         self.controller_epoch = 0
         self.ready = False  # an UpdateMetadata has been applied
 
-    def apply_update_metadata(self, req: object) -> None:
-        r: object = req
+    def apply_update_metadata(self, r: UpdateMetadataRequest) -> None:
         brokers: dict[int, BrokerInfo] = {}
-        for b in r.live_brokers:  # type: ignore[attr-defined]
+        for b in r.live_brokers:
             eps = tuple(BrokerEndpoint(e.listener or "PLAINTEXT", e.host, e.port) for e in b.endpoints)
             brokers[b.id] = BrokerInfo(b.id, eps, b.rack)
         parts: dict[str, dict[int, PartitionMetadata]] = {}
-        for t in r.topic_states:  # type: ignore[attr-defined]
+        for t in r.topic_states:
             tp = parts.setdefault(t.topic_name, {})
             for p in t.partition_states:
                 tp[p.partition_index] = PartitionMetadata(p.leader, p.leader_epoch, tuple(p.isr),
@@ -49,8 +50,8 @@ class MetadataCache:
                                                           p.zk_version)
         self.brokers = brokers
         self.partitions = parts
-        self.controller_id = r.controller_id  # type: ignore[attr-defined]
-        self.controller_epoch = r.controller_epoch  # type: ignore[attr-defined]
+        self.controller_id = r.controller_id
+        self.controller_epoch = r.controller_epoch
         self.ready = True
 
     def partition(self, topic: str, index: int) -> PartitionMetadata | None:

@@ -17,10 +17,12 @@ implementation); an operation only the controller may perform raises
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 
 from kafka.protocol.api_message import ApiMessage
 
 from protocol.errors import ErrorCode, KafkaError
+from protocol.inter_broker import UpdateMetadataRequest
 from txn.producer_ids import BLOCK_FILE, ProducerIdManager
 
 from ..config.properties import BrokerConfig
@@ -28,6 +30,7 @@ from ..replica.replica_manager import ReplicaManager, TopicPartition
 from ..security.listeners import protocol_map
 from .metadata import TopicInfo, TopicRegistry
 from .metadata_cache import PartitionMetadata
+from .zk.client import KafkaZkClient
 from .zk_data import BrokerEndpoint, BrokerInfo
 
 # (code, message) of one partition's answer
@@ -81,10 +84,32 @@ class MetadataSupport(ABC):
 
     @property
     @abstractmethod
-    def leadership_moves(self) -> bool:
-        """Whether partition leadership is decided by a controller and moves between brokers:
-        coordinators then load and unload with the leadership of their partitions, instead of
-        owning every partition from start-up."""
+    def clustered(self) -> bool:
+        """Whether this broker is a member of a multi-broker cluster: partition leadership is
+        decided by a controller and moves between brokers (coordinators load and unload with
+        the leadership of their partitions instead of owning every partition from start-up),
+        partitions may have followers (an acks=all produce waits for them), and internal
+        topics are created with their configured replication."""
+
+    @property
+    @abstractmethod
+    def zookeeper(self) -> KafkaZkClient | None:
+        """The ZooKeeper client, when the metadata lives in ZooKeeper: the stores kept there
+        (ACLs, client quotas, SCRAM credentials, group configs, finalized features) use it;
+        None on a single broker, whose stores are files beside its logs."""
+
+    # (entity type, name) observers of changed dynamic configs of entities other than topics
+    # (users, clients, ips, groups): ZooKeeper's /config/changes notices; a single broker's
+    # stores change only through this broker, so nothing is announced there.
+    entity_config_listeners: list[Callable[[str, str], object]]
+
+    @abstractmethod
+    def apply_update_metadata(self, req: UpdateMetadataRequest) -> None:
+        """The controller's UpdateMetadata (a request only a cluster member accepts)."""
+
+    @abstractmethod
+    def controller_metrics(self) -> tuple[int, int]:
+        """(ActiveControllerCount, OfflinePartitionsCount) as Kafka's controller reports them."""
 
     @abstractmethod
     async def send_to_broker(self, broker_id: int, request: ApiMessage, version: int,
@@ -189,6 +214,7 @@ class LocalMetadataSupport(MetadataSupport):
         self.broker_id = config.broker_id
         self.topics = topics
         self.replica_manager = replica_manager
+        self.entity_config_listeners = []
         self._producer_id_block = config.log_dirs[0] / BLOCK_FILE
         self._producer_ids: ProducerIdManager | None = None
 
@@ -222,8 +248,18 @@ class LocalMetadataSupport(MetadataSupport):
         return PartitionMetadata(part.leader_id, part.leader_epoch, tuple(part.isr), tuple(part.replicas), ())
 
     @property
-    def leadership_moves(self) -> bool:
+    def clustered(self) -> bool:
         return False
+
+    @property
+    def zookeeper(self) -> KafkaZkClient | None:
+        return None
+
+    def apply_update_metadata(self, req: UpdateMetadataRequest) -> None:
+        return None  # refused before: a single broker has no controller but itself
+
+    def controller_metrics(self) -> tuple[int, int]:
+        return 0, 0
 
     async def send_to_broker(self, broker_id: int, request: ApiMessage, version: int,
                              timeout: float = 30.0) -> ApiMessage:

@@ -280,9 +280,7 @@ class ReplicaManagerCollector(Collector):
             segments = lg.segments
             rows.append((p.tp.topic, p.tp.partition, sum(s.size for s in segments), len(segments),
                          lg.log_start_offset, lg.log_end_offset, p.high_watermark))
-        controller = getattr(broker, "controller", None)
-        active = 1 if controller is not None and getattr(controller, "is_active", False) else 0
-        offline = int(getattr(controller, "offline_partition_count", 0) or 0) if controller is not None else 0
+        active, offline = broker.metadata_support.controller_metrics()
         changes = getattr(broker.replica_manager, "isr_changes", None)
         counts = (len(rows), leaders, under, under_min, at_min, active, offline,
                   getattr(changes, "shrinks", 0), getattr(changes, "expands", 0))

@@ -39,6 +39,7 @@ from protocol.messages import (
 
 from .. import hooks
 from ..apis.responses import DelayedResponse, EncodedResponse
+from ..cluster.support import MetadataSupport
 from ..hooks import HookedRequest, RequestHook
 from ..metrics.stats import note_errors, response_error_counts
 from ..security.quotas import WAITING_APIS
@@ -134,9 +135,9 @@ class RequestHost(Protocol[CtxT_contra]):
     def metrics(self) -> BrokerMetrics | None: ...
 
     @property
-    def cluster(self) -> object:
-        """None on a single broker. A cluster's Produce is not charged request time: it waits for
-        replication (see ``_apply_quotas``)."""
+    def metadata_support(self) -> MetadataSupport:
+        """A cluster's Produce is not charged request time: it waits for replication (see
+        ``_apply_quotas``)."""
 
 
 class FrameHandler(Protocol):
@@ -245,7 +246,7 @@ class RequestChannel(Generic[CtxT]):
         key = ctx.header.api_key
         quotas = self.host.quotas
         assert quotas is not None  # only called when quotas are enabled
-        if key not in WAITING_APIS and not (key == ApiKey.PRODUCE and self.host.cluster is not None):
+        if key not in WAITING_APIS and not (key == ApiKey.PRODUCE and self.host.metadata_support.clustered):
             ctx.throttle_ms = max(ctx.throttle_ms, quotas.record(
                 "request_percentage", ctx.principal, ctx.header.client_id, (time.monotonic() - t0) * 100))
         if ctx.throttle_ms > 0:

@@ -178,7 +178,7 @@ async def start(broker: BrokerHost) -> None:
     sr = SchemaRegistry(host, port, bootstrap, max_body=max_body, advertised_url=advertised,
                         eligible=bool(broker.config.get("schema.registry.leader.eligibility")),
                         replication_factor=broker.config.int("schema.registry.topic.replication.factor")
-                        if broker.cluster is not None else 1, ssl_context=ssl_context, security=security,
+                        if broker.metadata_support.clustered else 1, ssl_context=ssl_context, security=security,
                         client_options=options)
     try:
         await sr.start(broker.started)

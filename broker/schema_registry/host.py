@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Protocol
 
+from ..cluster.support import MetadataSupport
 from ..config.properties import BrokerConfig, Listener
 from ..metrics import BrokerMetrics
 from ..replica.replica_manager import ReplicaManager
@@ -35,7 +36,7 @@ class BrokerHost(Protocol):
     schema_registry: RunningRegistry | None
 
     @property
-    def cluster(self) -> object | None: ...  # a cluster broker (replication factor 3 for _schemas) or not
+    def metadata_support(self) -> MetadataSupport: ...  # clustered: replication factor 3 for _schemas
 
     @property
     def advertised(self) -> Listener: ...

@@ -50,12 +50,12 @@ __all__ = ["SecurityConfigError", "configure"]
 # that change constructs the authorizer and quotas itself, and this function goes with it.
 def configure(broker: Any) -> None:
     """Set ``broker.authorizer`` and ``broker.quotas`` from the config (called once at start)."""
-    zk = broker.cluster.zk if broker.cluster is not None else None
+    support = broker.metadata_support
+    zk = support.zookeeper
     broker.authorizer = configure_authorizer(broker.config, zk)
-    broker.quotas = configure_quotas(broker.config, zk, broker.cluster.topics.entity_config_listeners
-                                     if broker.cluster is not None else None)
+    broker.quotas = configure_quotas(broker.config, zk, support.entity_config_listeners)
     # IP quotas (KIP-612) are enforced where connections are accepted
     broker.quotas.ip_listeners.append(broker.connection_quotas.update_ip_quotas)
     broker.connection_quotas.update_ip_quotas(broker.quotas.ip_configs)
-    if broker.cluster is not None and broker.security is not None:  # SCRAM credentials live in ZooKeeper
-        broker.security.credentials.use_zookeeper(broker.cluster.zk, broker.cluster.topics.entity_config_listeners)
+    if zk is not None and broker.security is not None:  # SCRAM credentials live in ZooKeeper
+        broker.security.credentials.use_zookeeper(zk, support.entity_config_listeners)

@@ -272,7 +272,7 @@ class SharePartitionManager:
         """:meth:`start_offset`, asking the share coordinator that owns the key when it is another
         broker (in a cluster); None if the group never read the partition or it cannot be asked."""
         found = self.start_offset(key)
-        if found is not None or getattr(self.broker, "cluster", None) is None or \
+        if found is not None or not self.broker.metadata_support.clustered or \
                 self.broker.topics.get(SHARE_STATE_TOPIC) is None:
             return found
         try:

@@ -28,7 +28,7 @@ from protocol.errors import ErrorCode, KafkaError
 
 def owns(broker: Any, coordinator: ShareCoordinator, key: SharePartitionKey) -> bool:
     """Does this broker coordinate ``key``'s state (lead its ``__share_group_state`` partition)?"""
-    if getattr(broker, "cluster", None) is None:
+    if not broker.metadata_support.clustered:
         return True
     try:
         part = broker.replica_manager.get_partition(SHARE_STATE_TOPIC, coordinator.partition_for(key),
@@ -129,7 +129,7 @@ class SharePersister:
                 T.PartitionData(partition=key[2])])])))
 
     async def _send(self, key: SharePartitionKey, request: Any) -> Any:
-        cluster = self.broker.cluster
+        cluster = self.broker.metadata_support
         leader = cluster.leader_of(SHARE_STATE_TOPIC, self.coordinator.partition_for(key))
         if leader < 0:
             raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the share coordinator is not available")

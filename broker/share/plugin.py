@@ -76,7 +76,7 @@ async def start(broker: Any) -> None:
     per_snapshot = int(broker.config.get("share.coordinator.snapshot.update.records.per.snapshot") or 500)
     coord = ShareCoordinator(BrokerShareStateStorage(broker), n, per_snapshot)
     broker.share_coordinator = coord
-    if existing is not None and getattr(broker, "cluster", None) is None:
+    if existing is not None and not broker.metadata_support.clustered:
         for p in range(n):
             await coord.on_election(p)
         log.info("share coordinator loaded the state of %d share-partitions", len(coord.states))
@@ -87,7 +87,7 @@ async def start(broker: Any) -> None:
     manager = SharePartitionManager(broker, coord, share_config)
     manager.start()
     broker.share_partition_manager = manager
-    if getattr(broker, "cluster", None) is not None:
+    if broker.metadata_support.clustered:
         broker.replica_manager.leadership_listeners.append(
             lambda tp, is_leader, _epoch: _on_leadership(coord, manager, tp.topic, tp.partition, is_leader))
     gc = getattr(broker, "group_coordinator", None)

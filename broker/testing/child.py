@@ -12,7 +12,7 @@ a broker restart, needs no pickling of code (a rule is data: API, topic, times, 
 :class:`broker.hooks.Fault`), and a paused (SIGSTOP) child simply does not answer, which the
 parent turns into a clear error after its timeout. Operations (``op``):
 
-* ``status`` -> ``{"started": bool, "brokers": [ids in this broker's metadata cache]}``
+* ``status`` -> ``{"started": bool, "brokers": [ids the controller told this broker of]}``
 * ``add`` (``fault``, ``api``, ``topic``, ``times``) -> ``{"rule": id}``; ``fired`` (``rule``)
   -> ``{"fired": n}``; ``remove`` (``rule``); ``clear``
 * ``requests`` (``api``, ``topic``) -> ``{"requests": [RecordedRequest fields, frame in base64]}``;
@@ -55,9 +55,9 @@ class Control:
     def handle(self, msg: Mapping[str, object]) -> JSON:
         op = msg.get("op")
         if op == "status":
-            cache = self.broker.metadata_cache
+            support = self.broker.metadata_support  # known brokers: once the controller told us
             return {"started": self.broker.started.is_set(),
-                    "brokers": sorted(cache.brokers) if cache is not None else []}
+                    "brokers": sorted(b.id for b in support.live_brokers()) if support.controller_id() >= 0 else []}
         if op == "add":
             fault = msg.get("fault")
             if not isinstance(fault, dict):

@@ -502,11 +502,9 @@ def _crash(broker: Broker) -> None:
                 seg.close()  # os.close of the descriptors only: no flush, index or snapshot
             except OSError:
                 pass
-    if broker.zk is not None:
-        try:
-            broker.zk.stop()
-        except Exception:
-            pass
+    zk = broker.metadata_support.zookeeper  # (in-process brokers are single brokers: None)
+    if zk is not None:
+        zk.close()
 
 
 def _logs(broker: Broker) -> Iterator[Log]:

@@ -49,7 +49,7 @@ from protocol.inter_broker import (
 )
 
 from .. import zk_data as zd
-from ..zk.client import ControllerMovedError
+from ..zk.client import ControllerMovedError, KafkaZkClient
 from .channel import ControllerChannelManager
 
 log = logging.getLogger("samsa.controller")
@@ -58,9 +58,9 @@ TP = tuple[str, int]
 
 
 class KafkaController:
-    def __init__(self, broker: Any) -> None:
+    def __init__(self, broker: Any, zk: KafkaZkClient) -> None:
         self.broker = broker
-        self.zk = broker.zk
+        self.zk = zk
         self.broker_id: int = broker.broker_id
         self.epoch = 0
         self.epoch_zk_version = -1

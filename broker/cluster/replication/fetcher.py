@@ -134,7 +134,7 @@ class ReplicaFetcher:
         return True
 
     def _connect(self) -> BrokerClient | None:
-        info = self.broker.metadata_cache.brokers.get(self.leader_id) if self.broker.metadata_cache else None
+        info = self.broker.metadata_support.live_broker(self.leader_id)
         if info is None:
             return None
         ep = info.endpoint(self.broker.inter_broker_listener)

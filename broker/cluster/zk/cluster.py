@@ -31,7 +31,11 @@ from typing import Any
 from kafka.protocol.api_message import ApiMessage
 
 from protocol.errors import ErrorCode, KafkaError
-from protocol.inter_broker import CONTROLLED_SHUTDOWN_VERSION, ControlledShutdownRequest
+from protocol.inter_broker import (
+    CONTROLLED_SHUTDOWN_VERSION,
+    ControlledShutdownRequest,
+    UpdateMetadataRequest,
+)
 from txn.producer_ids import MAX_PRODUCER_ID, PRODUCER_ID_BLOCK_SIZE, ProducerIdManager
 
 from .. import zk_data as zd
@@ -131,15 +135,14 @@ class ZkMetadataSupport(MetadataSupport):
         cfg = broker.config
         self.zk = KafkaZkClient(str(cfg["zookeeper.connect"]), session_timeout_ms=cfg.int("zookeeper.session.timeout.ms"),
                                 connection_timeout_ms=cfg.int("zookeeper.connection.timeout.ms"))
-        broker.zk = self.zk
         self.cache = MetadataCache(broker.broker_id)
-        broker.metadata_cache = self.cache
         internal_rf = {"__consumer_offsets": cfg.int("offsets.topic.replication.factor"),
                        "__transaction_state": cfg.int("transaction.state.log.replication.factor"),
                        "__share_group_state": int(str(cfg.get("share.coordinator.state.topic.replication.factor")
                                                       or 3))}
         self.broker_id: int = broker.broker_id
         self.topics: ZkTopicRegistry = ZkTopicRegistry(self.zk, cfg.int("default.replication.factor"), internal_rf)
+        self.entity_config_listeners = self.topics.entity_config_listeners
         self._producer_ids = ZkProducerIdManager(self.zk, broker.broker_id)
         self.controller: KafkaController | None = None
         self.fetchers = ReplicaFetcherManager(broker)
@@ -188,8 +191,21 @@ class ZkMetadataSupport(MetadataSupport):
         return self.cache.partition(topic, partition)
 
     @property
-    def leadership_moves(self) -> bool:
+    def clustered(self) -> bool:
         return True
+
+    @property
+    def zookeeper(self) -> KafkaZkClient:
+        return self.zk
+
+    def apply_update_metadata(self, req: UpdateMetadataRequest) -> None:
+        self.cache.apply_update_metadata(req)
+
+    def controller_metrics(self) -> tuple[int, int]:
+        c = self.controller
+        if c is None or not c.is_active:
+            return 0, 0
+        return 1, c.offline_partition_count
 
     # --- MetadataSupport: topics --------------------------------------------------------------
     async def create_topic(self, name: str, num_partitions: int, configs: dict[str, str], *,
@@ -291,8 +307,7 @@ class ZkMetadataSupport(MetadataSupport):
         self.broker_epoch = await asyncio.to_thread(self.zk.register_broker, self.broker_info())
         log.info("Registered broker %d at %s (broker epoch %d)", self.broker.broker_id,
                  zd.broker_path(self.broker.broker_id), self.broker_epoch)
-        self.controller = KafkaController(self.broker)
-        self.broker.controller = self.controller
+        self.controller = KafkaController(self.broker, self.zk)
         self.controller.startup()
         self._producer_ids._prefetch()  # the first block, before the first InitProducerId asks
         loop = asyncio.get_running_loop()
