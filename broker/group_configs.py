@@ -28,6 +28,7 @@ DescribeConfigs reports as STATIC_BROKER_CONFIG, else Kafka's default.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -36,9 +37,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
-from protocol.errors import InvalidConfigError
+from protocol.errors import InvalidConfigError, KafkaError
 
 from .cluster import zk_data as zd
+from .cluster.zk.client import KafkaZkClient
 from .config.definitions import ConfigDef, ConfigSource, ConfigType
 from .config.resolution import Resolved
 
@@ -133,10 +135,11 @@ class GroupConfigStore:
 
     FILE = "samsa-group-configs.json"
 
-    def __init__(self, path: Path | None, zk: Any = None) -> None:
+    def __init__(self, path: Path | None, zk: KafkaZkClient | None = None) -> None:
         self.path = path
         self.zk = zk
         self.overrides: dict[str, dict[str, str]] = {}
+        self._reloads: set[asyncio.Task[None]] = set()
 
     @classmethod
     def attach(cls, broker: Any) -> GroupConfigStore:
@@ -148,10 +151,9 @@ class GroupConfigStore:
         zk = support.zookeeper
         if zk is not None:
             store = cls(None, zk)
-            for node in zk.children(zd.CONFIG_GROUPS):
-                store._reload(node)
-            support.entity_config_listeners.append(
-                lambda kind, node: store._reload(node) if kind == GROUPS_ENTITY else None)
+            for node in zk.children(zd.CONFIG_GROUPS):  # at start-up, before any client is served
+                store._apply(node, zk.get_entity_config(GROUPS_ENTITY, node))
+            support.entity_config_listeners.append(store._changed)
         else:
             store = cls(broker.config.log_dirs[0] / cls.FILE)
             store._load()
@@ -166,9 +168,25 @@ class GroupConfigStore:
             if configs:
                 self.overrides[group] = {str(k): str(v) for k, v in configs.items()}
 
-    def _reload(self, node: str) -> None:
+    def _changed(self, kind: str, node: str) -> None:
+        """A /config/changes notice (on the event loop): re-read the group's znode off the loop."""
+        if kind != GROUPS_ENTITY:
+            return
+        task = asyncio.get_running_loop().create_task(self._reload(node))
+        self._reloads.add(task)
+        task.add_done_callback(self._reloads.discard)
+
+    async def _reload(self, node: str) -> None:
+        assert self.zk is not None
+        try:
+            configs = await self.zk.call(self.zk.get_entity_config, GROUPS_ENTITY, node)
+        except KafkaError as e:
+            log.warning("Could not re-read the dynamic configs of group %s: %s", unquote(node), e.message)
+            return
+        self._apply(node, configs)
+
+    def _apply(self, node: str, configs: dict[str, str]) -> None:
         group = unquote(node)
-        configs = self.zk.get_entity_config(GROUPS_ENTITY, node)
         if configs:
             self.overrides[group] = configs
         else:
@@ -180,12 +198,15 @@ class GroupConfigStore:
     def groups(self) -> list[str]:
         return sorted(self.overrides)
 
-    def replace(self, group: str, configs: Mapping[str, str]) -> None:
-        """Store ``configs`` (already validated) as the group's complete override set."""
-        if self.zk is not None:
+    async def replace(self, group: str, configs: Mapping[str, str]) -> None:
+        """Store ``configs`` (already validated) as the group's complete override set; in a
+        cluster written to ZooKeeper off the event loop (REQUEST_TIMED_OUT when it does not answer)."""
+        zk = self.zk
+        if zk is not None:
             # The znode name is URL-encoded, as Kafka's Sanitizer does for user and client ids,
             # so a group id with "/" stays one znode.
-            self.zk.set_entity_config(GROUPS_ENTITY, quote(group, safe=""), dict(configs), notify=True)
+            node, new = quote(group, safe=""), dict(configs)
+            await zk.call(lambda: zk.set_entity_config(GROUPS_ENTITY, node, new, notify=True))
         if configs:
             self.overrides[group] = dict(configs)
         else:

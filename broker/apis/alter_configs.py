@@ -26,6 +26,7 @@ from protocol.errors import ErrorCode, KafkaError
 from ..config.definitions import check_thread_pools, check_update_mode, validate_broker_config
 from ..config.dynamic import DynamicBrokerConfigs
 from ..config.resolution import validate_topic_configs
+from ..group_configs import GroupConfigStore, validate_group_configs
 from ..security.acl import (
     ALTER_CONFIGS,
     CLUSTER,
@@ -91,11 +92,9 @@ async def apply_resource(ctx: RequestContext, resource_type: int, name: str, new
             if broker.security is not None:
                 broker.security.reconfigure()  # reload the TLS listeners whose certificates changed
     elif resource_type == RESOURCE_GROUP:
-        from ..group_configs import GroupConfigStore, validate_group_configs  # noqa: PLC0415
-
         checked = validate_group_configs(new, broker.config)
         if not validate_only:
-            GroupConfigStore.attach(broker).replace(name, checked)
+            await GroupConfigStore.attach(broker).replace(name, checked)
     else:
         raise KafkaError(ErrorCode.INVALID_REQUEST,
                          f"AlterConfigs is not supported for resource type {resource_type} on this broker")

@@ -26,8 +26,9 @@ import logging
 import os
 import weakref
 from pathlib import Path
-from typing import Any
 
+from .support import ClusterBroker
+from .zk.client import KafkaZkClient
 from .zk_data import FEATURE as FEATURE_ZNODE
 
 log = logging.getLogger("samsa.features")
@@ -85,7 +86,7 @@ class FileFinalizedFeatures(FinalizedFeatures):
 class ZkFinalizedFeatures(FinalizedFeatures):
     """A cluster's levels: this broker's copy of ``/feature``, kept current by a watch."""
 
-    def __init__(self, zk: Any) -> None:
+    def __init__(self, zk: KafkaZkClient) -> None:
         super().__init__()
         self.zk = zk
         self.version: int | None = None  # of the znode; None while it does not exist
@@ -115,10 +116,10 @@ class ZkFinalizedFeatures(FinalizedFeatures):
         log.info("Finalized features are now %s (epoch %d)", new, self.epoch)
 
 
-_BY_BROKER: weakref.WeakKeyDictionary[Any, FinalizedFeatures] = weakref.WeakKeyDictionary()
+_BY_BROKER: weakref.WeakKeyDictionary[ClusterBroker, FinalizedFeatures] = weakref.WeakKeyDictionary()
 
 
-def finalized(broker: Any) -> FinalizedFeatures:
+def finalized(broker: ClusterBroker) -> FinalizedFeatures:
     """The broker's finalized features: from ZooKeeper in a cluster, else from its first log
     directory; read on first use."""
     f = _BY_BROKER.get(broker)

@@ -19,8 +19,12 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import ssl
 from collections import deque
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+from kafka.protocol.api_message import ApiMessage
 
 from protocol.framing import FrameDecoder, FrameError
 from protocol.messages import RESPONSE_CLASSES
@@ -103,6 +107,16 @@ class Channel(asyncio.BufferedProtocol):
             self.transport.close()
 
 
+class InterBrokerAuth(Protocol):
+    """TLS and SASL of the inter-broker listener (:class:`broker.security.client.InterBrokerSecurity`)."""
+
+    @property
+    def ssl_context(self) -> ssl.SSLContext | None: ...
+
+    async def authenticate(self, roundtrip: Callable[[bytes], Awaitable[bytes | memoryview]],
+                           client_id: str) -> None: ...
+
+
 class BrokerClient:
     """One connection to one broker, reconnecting on demand.
 
@@ -110,7 +124,7 @@ class BrokerClient:
     the broker at start (one broker per process) when that listener is not PLAINTEXT.
     """
 
-    security: Any = None  # broker.security.client.InterBrokerSecurity
+    security: InterBrokerAuth | None = None
 
     def __init__(self, host: str, port: int, client_id: str, *, connect_timeout: float = 5.0) -> None:
         self.host, self.port = host, port
@@ -146,7 +160,7 @@ class BrokerClient:
             self._channel.close()
         self._channel = None
 
-    async def send(self, request: Any, version: int, *, timeout: float = 30.0) -> Any:
+    async def send(self, request: ApiMessage, version: int, *, timeout: float = 30.0) -> ApiMessage:
         """Send ``request`` at ``version`` and return the decoded response."""
         async with self._lock:
             try:
@@ -178,7 +192,7 @@ class BrokerClient:
                 self.close()
                 raise ConnectionError(f"{self.host}:{self.port}: {e or type(e).__name__}") from e
 
-    async def _send(self, request: Any, version: int) -> Any:
+    async def _send(self, request: ApiMessage, version: int) -> ApiMessage:
         channel = await self._ensure()
         corr = next(self._corr) & 0x7FFFFFFF
         request.API_VERSION = version

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from typing import Protocol
 
 from kafka.protocol.api_message import ApiMessage
 
@@ -37,6 +38,29 @@ from .zk_data import BrokerEndpoint, BrokerInfo
 PartitionResult = tuple[ErrorCode, str | None]
 # partition -> (replicas, adding replicas, removing replicas): an ongoing reassignment
 Reassignment = tuple[list[int], list[int], list[int]]
+
+
+class ClusterBroker(Protocol):
+    """What the cluster's services (the ZooKeeper membership, the controller, the replica
+    fetchers, the finalized features) read of the broker they serve."""
+
+    @property
+    def broker_id(self) -> int: ...
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def topics(self) -> TopicRegistry: ...
+
+    @property
+    def replica_manager(self) -> ReplicaManager: ...
+
+    @property
+    def inter_broker_listener(self) -> str | None: ...
+
+    @property
+    def metadata_support(self) -> MetadataSupport: ...
 
 
 class MetadataSupport(ABC):

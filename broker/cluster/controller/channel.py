@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+
+from kafka.protocol.api_message import ApiMessage
 
 from protocol.errors import ErrorCode
 
@@ -25,7 +26,7 @@ class ControllerChannelManager:
         self.controller_id = controller_id
         self.listener = listener
         self.timeout = timeout
-        self.queues: dict[int, asyncio.Queue[tuple[Any, int, asyncio.Future[Any] | None]]] = {}
+        self.queues: dict[int, asyncio.Queue[tuple[ApiMessage, int, asyncio.Future[ApiMessage] | None]]] = {}
         self.tasks: dict[int, asyncio.Task[None]] = {}
         self.clients: dict[int, BrokerClient] = {}
 
@@ -38,7 +39,7 @@ class ControllerChannelManager:
             self.remove_broker(info.id)
         ep = info.endpoint(self.listener)
         self.clients[info.id] = BrokerClient(ep.host, ep.port, f"samsa-controller-{self.controller_id}")
-        q: asyncio.Queue[tuple[Any, int, asyncio.Future[Any] | None]] = asyncio.Queue()
+        q: asyncio.Queue[tuple[ApiMessage, int, asyncio.Future[ApiMessage] | None]] = asyncio.Queue()
         self.queues[info.id] = q
         self.tasks[info.id] = asyncio.get_running_loop().create_task(self._sender(info.id, q),
                                                                      name=f"controller-channel-{info.id}")
@@ -56,15 +57,17 @@ class ControllerChannelManager:
         for b in list(self.tasks):
             self.remove_broker(b)
 
-    def send(self, broker_id: int, request: Any, version: int, *, wait: bool = False) -> asyncio.Future[Any] | None:
+    def send(self, broker_id: int, request: ApiMessage, version: int, *,
+             wait: bool = False) -> asyncio.Future[ApiMessage] | None:
         q = self.queues.get(broker_id)
         if q is None:
             return None
-        fut: asyncio.Future[Any] | None = asyncio.get_running_loop().create_future() if wait else None
+        fut: asyncio.Future[ApiMessage] | None = asyncio.get_running_loop().create_future() if wait else None
         q.put_nowait((request, version, fut))
         return fut
 
-    async def _sender(self, broker_id: int, q: asyncio.Queue[tuple[Any, int, asyncio.Future[Any] | None]]) -> None:
+    async def _sender(self, broker_id: int,
+                      q: asyncio.Queue[tuple[ApiMessage, int, asyncio.Future[ApiMessage] | None]]) -> None:
         client = self.clients[broker_id]
         while True:
             request, version, fut = await q.get()

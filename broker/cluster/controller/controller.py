@@ -38,6 +38,9 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+from kafka.protocol.api_message import ApiMessage
+from kafka.protocol.data_container import DataContainer
+
 from protocol.errors import ErrorCode
 from protocol.inter_broker import (
     LEADER_AND_ISR_VERSION,
@@ -49,6 +52,7 @@ from protocol.inter_broker import (
 )
 
 from .. import zk_data as zd
+from ..support import ClusterBroker
 from ..zk.client import ControllerMovedError, KafkaZkClient
 from .channel import ControllerChannelManager
 
@@ -58,7 +62,7 @@ TP = tuple[str, int]
 
 
 class KafkaController:
-    def __init__(self, broker: Any, zk: KafkaZkClient) -> None:
+    def __init__(self, broker: ClusterBroker, zk: KafkaZkClient) -> None:
         self.broker = broker
         self.zk = zk
         self.broker_id: int = broker.broker_id
@@ -329,17 +333,17 @@ class KafkaController:
         return await self._write_states([], updates)
 
     # --- telling the brokers ------------------------------------------------------------------------
-    def _partition_state_fields(self, cls: Any, tp: TP, st: zd.LeaderAndIsr) -> dict[str, Any]:
+    def _partition_state_fields(self, cls: type[DataContainer], tp: TP, st: zd.LeaderAndIsr) -> dict[str, object]:
         return dict(partition_index=tp[1], controller_epoch=st.controller_epoch, leader=st.leader,
                     leader_epoch=st.leader_epoch, isr=list(st.isr), zk_version=st.zk_version,
                     replicas=list(self._replicas(tp)))
 
-    def _send_leader_and_isr(self, broker_id: int, tps: Iterable[TP]) -> asyncio.Future[Any] | None:
+    def _send_leader_and_isr(self, broker_id: int, tps: Iterable[TP]) -> asyncio.Future[ApiMessage] | None:
         if self.channel is None:
             return None
         R = LeaderAndIsrRequest
         PS = R.LeaderAndIsrTopicState.LeaderAndIsrPartitionState
-        by_topic: dict[str, list[Any]] = {}
+        by_topic: dict[str, list[DataContainer]] = {}
         leaders: set[int] = set()
         for tp in tps:
             st = self.states.get(tp)
@@ -358,11 +362,11 @@ class KafkaController:
                                                        port=self.live[b].endpoint().port) for b in sorted(leaders)])
         return self.channel.send(broker_id, req, LEADER_AND_ISR_VERSION, wait=True)
 
-    def _update_metadata_request(self) -> Any:
+    def _update_metadata_request(self) -> ApiMessage:
         R = UpdateMetadataRequest
         B = R.UpdateMetadataBroker
         PS = R.UpdateMetadataTopicState.UpdateMetadataPartitionState
-        by_topic: dict[str, list[Any]] = {}
+        by_topic: dict[str, list[DataContainer]] = {}
         for tp, st in sorted(self.states.items()):
             replicas = self._replicas(tp)
             by_topic.setdefault(tp[0], []).append(PS(
@@ -389,11 +393,11 @@ class KafkaController:
         for b in brokers:
             self.channel.send(b, req, UPDATE_METADATA_VERSION)
 
-    def _send_stop_replica(self, broker_id: int, tps: Iterable[TP], delete: bool) -> asyncio.Future[Any] | None:
+    def _send_stop_replica(self, broker_id: int, tps: Iterable[TP], delete: bool) -> asyncio.Future[ApiMessage] | None:
         if self.channel is None:
             return None
         R = StopReplicaRequest
-        by_topic: dict[str, list[Any]] = {}
+        by_topic: dict[str, list[DataContainer]] = {}
         for t, p in tps:
             st = self.states.get((t, p))
             by_topic.setdefault(t, []).append(R.StopReplicaTopicState.StopReplicaPartitionState(

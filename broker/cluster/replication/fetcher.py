@@ -31,15 +31,23 @@ import asyncio
 import logging
 import struct
 import time
-from typing import Any
+from typing import Protocol
 
 from kafka.protocol.consumer import OffsetForLeaderEpochRequest
+from kafka.protocol.data_container import DataContainer
 
 from protocol.errors import ErrorCode, KafkaError
-from protocol.fetch_codec import FetchPartitionRequest, decode_fetch_response, encode_fetch_request
+from protocol.fetch_codec import (
+    FetchPartitionRequest,
+    PartitionData,
+    decode_fetch_response,
+    encode_fetch_request,
+)
 
+from ...metrics import BrokerMetrics
 from ...replica.partition import Partition, TopicPartition
 from ..interbroker import BrokerClient
+from ..support import ClusterBroker
 
 log = logging.getLogger("samsa.replication")
 
@@ -49,8 +57,15 @@ _LEADERSHIP_MOVED = {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_E
                      ErrorCode.LEADER_NOT_AVAILABLE}
 
 
+class FollowerBroker(ClusterBroker, Protocol):
+    """What a replica fetcher reads of its broker: the cluster's view, and its metrics."""
+
+    @property
+    def metrics(self) -> BrokerMetrics | None: ...
+
+
 class ReplicaFetcherManager:
-    def __init__(self, broker: Any) -> None:
+    def __init__(self, broker: FollowerBroker) -> None:
         self.broker = broker
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self.by_partition: dict[TopicPartition, int] = {}
@@ -79,7 +94,7 @@ class ReplicaFetcherManager:
 class ReplicaFetcher:
     """Fetches every partition this broker follows from one leader."""
 
-    def __init__(self, broker: Any, leader_id: int) -> None:
+    def __init__(self, broker: FollowerBroker, leader_id: int) -> None:
         self.broker = broker
         self.leader_id = leader_id
         self.partitions: dict[TopicPartition, Partition] = {}
@@ -176,7 +191,7 @@ class ReplicaFetcher:
         tps = [tp for tp in self.needs_truncation if tp in self.partitions and not self._delayed(tp, now)]
         if not tps:
             return
-        by_topic: dict[str, list[Any]] = {}
+        by_topic: dict[str, list[DataContainer]] = {}
         for tp in tps:
             part = self.partitions[tp]
             epoch = part.leader_epoch if tp in self.beyond_leader_end else part.log.latest_epoch
@@ -277,7 +292,7 @@ class ReplicaFetcher:
         if moved:
             await asyncio.sleep(self.backoff / 2)
 
-    def _handle_out_of_range(self, tp: TopicPartition, part: Partition, p: Any) -> None:
+    def _handle_out_of_range(self, tp: TopicPartition, part: Partition, p: PartitionData) -> None:
         if part.log_end_offset >= p.log_start_offset:
             # our log is longer than the leader's: truncate to its log end offset
             self.needs_truncation.add(tp)

@@ -21,7 +21,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import (
@@ -83,8 +83,8 @@ class KafkaZkClient:
         self.connection_timeout_ms = connection_timeout_ms
         self.loop = loop
         self.zk: KazooClient | None = None
-        self.on_session_lost: list[Callable[[], Any]] = []
-        self.on_session_reestablished: list[Callable[[], Any]] = []
+        self.on_session_lost: list[Callable[[], object]] = []
+        self.on_session_reestablished: list[Callable[[], object]] = []
         self._lost = False
         self._closing = False
         # The threads that run ZooKeeper requests for the event loop (see call()): their own, so
@@ -129,7 +129,7 @@ class KafkaZkClient:
                 log.warning("Waiting for ZooKeeper at %s (attempt %d): %s", hosts, attempt, e or type(e).__name__)
                 time.sleep(0.5)
 
-    async def call(self, fn: Callable[..., T], *args: Any, timeout: float = DEFAULT_REQUEST_TIMEOUT_S) -> T:
+    async def call(self, fn: Callable[..., T], *args: object, timeout: float = DEFAULT_REQUEST_TIMEOUT_S) -> T:
         """Run the blocking ZooKeeper request ``fn(*args)`` on a ZooKeeper request thread and await
         its result on the loop, for at most ``timeout`` seconds: a slow or unreachable ZooKeeper
         never stalls the event loop. Raises ZooKeeperRequestTimeout when the time runs out (the
@@ -146,7 +146,7 @@ class KafkaZkClient:
             raise ZooKeeperRequestTimeout(message=f"ZooKeeper at {self.connect_string} did not answer: "
                                                   f"{type(e).__name__}") from None
 
-    def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
+    def submit(self, fn: Callable[..., T], *args: object) -> Future[T]:
         """Run ``fn(*args)`` on a ZooKeeper request thread, for a caller that does not wait for it."""
         return self._executor.submit(fn, *args)
 
@@ -184,18 +184,18 @@ class KafkaZkClient:
             log.info("New ZooKeeper session established (0x%x)", self.session_id)
             self._dispatch(self.on_session_reestablished)
 
-    def _dispatch(self, callbacks: list[Callable[[], Any]]) -> None:
+    def _dispatch(self, callbacks: list[Callable[[], object]]) -> None:
         for cb in callbacks:
             self._call_in_loop(cb)
 
-    def _call_in_loop(self, fn: Callable[..., Any], *args: Any) -> None:
+    def _call_in_loop(self, fn: Callable[..., object], *args: object) -> None:
         if self.loop is None:
             fn(*args)
         else:
             self.loop.call_soon_threadsafe(fn, *args)
 
     # --- watches -------------------------------------------------------------------------------
-    def watch_children(self, path: str, callback: Callable[[list[str]], Any]) -> None:
+    def watch_children(self, path: str, callback: Callable[[list[str]], object]) -> None:
         """Call ``callback(children)`` in the event loop now and whenever ``path``'s children change."""
         assert self.zk is not None
         self.zk.ensure_path(path)
@@ -205,11 +205,11 @@ class KafkaZkClient:
             return not self._closing
         self.zk.ChildrenWatch(path, watcher)
 
-    def watch_data(self, path: str, callback: Callable[[bytes | None], Any]) -> None:
+    def watch_data(self, path: str, callback: Callable[[bytes | None], object]) -> None:
         """Call ``callback(data or None)`` in the event loop now and whenever ``path`` changes."""
         assert self.zk is not None
 
-        def watcher(data: bytes | None, _stat: ZnodeStat | None, *_a: Any) -> bool:
+        def watcher(data: bytes | None, _stat: ZnodeStat | None, *_a: object) -> bool:
             self._call_in_loop(callback, data)
             return not self._closing
         self.zk.DataWatch(path, watcher)

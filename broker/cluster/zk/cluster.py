@@ -26,9 +26,9 @@ import threading
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
 
 from kafka.protocol.api_message import ApiMessage
+from kafka.protocol.metadata import MetadataRequest
 
 from protocol.errors import ErrorCode, KafkaError
 from protocol.inter_broker import (
@@ -38,13 +38,20 @@ from protocol.inter_broker import (
 )
 from txn.producer_ids import MAX_PRODUCER_ID, PRODUCER_ID_BLOCK_SIZE, ProducerIdManager
 
+from ...replica.replica_manager import Partition
 from .. import zk_data as zd
 from ..controller.controller import KafkaController
 from ..interbroker import BrokerClient
 from ..metadata import TopicInfo
 from ..metadata_cache import MetadataCache, PartitionMetadata
-from ..replication.fetcher import ReplicaFetcherManager
-from ..support import MetadataSupport, PartitionResult, Reassignment, advertised_broker_info, not_controller
+from ..replication.fetcher import FollowerBroker, ReplicaFetcherManager
+from ..support import (
+    MetadataSupport,
+    PartitionResult,
+    Reassignment,
+    advertised_broker_info,
+    not_controller,
+)
 from .client import DEFAULT_REQUEST_TIMEOUT_S, BadVersionError, KafkaZkClient
 from .topics import ZkTopicRegistry
 
@@ -130,7 +137,7 @@ class ZkProducerIdManager(ProducerIdManager):
 class ZkMetadataSupport(MetadataSupport):
     """Everything a broker does because it is part of a ZooKeeper-mode cluster (Kafka's ZkSupport)."""
 
-    def __init__(self, broker: Any) -> None:
+    def __init__(self, broker: FollowerBroker) -> None:
         self.broker = broker
         cfg = broker.config
         self.zk = KafkaZkClient(str(cfg["zookeeper.connect"]), session_timeout_ms=cfg.int("zookeeper.session.timeout.ms"),
@@ -322,7 +329,7 @@ class ZkMetadataSupport(MetadataSupport):
             except Exception:
                 log.exception("ISR shrink check failed")
 
-    def write_isr(self, part: Any, new_isr: list[int], done: Callable[[int | None], None]) -> None:
+    def write_isr(self, part: Partition, new_isr: list[int], done: Callable[[int | None], None]) -> None:
         """A leader's own ISR change: conditional on the znode version it last saw, then an
         ``/isr_change_notification`` so the controller propagates it. The write runs on a worker
         thread (a slow or unreachable ZooKeeper never stalls the event loop); ``done`` is called
@@ -373,7 +380,8 @@ class ZkMetadataSupport(MetadataSupport):
             log.warning("Could not write an ISR change notification for %d partitions: %s", len(changed), e)
 
     # --- requests to other brokers -------------------------------------------------------------
-    async def send_to_broker(self, broker_id: int, request: Any, version: int, timeout: float = 30.0) -> Any:
+    async def send_to_broker(self, broker_id: int, request: ApiMessage, version: int,
+                             timeout: float = 30.0) -> ApiMessage:
         """An inter-broker request (transaction markers, verification) to a live broker; raises
         ConnectionError when it cannot be reached or is not known."""
         info = self.cache.brokers.get(broker_id)
@@ -399,14 +407,12 @@ class ZkMetadataSupport(MetadataSupport):
         watch on ``/brokers/topics`` and the controller's LeaderAndIsr and UpdateMetadata) that
         arrive at different moments. A broker that cannot be reached, or does not let us
         describe the topics, is not waited for."""
-        from kafka.protocol.metadata import MetadataRequest  # noqa: PLC0415
-
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(timeout, 0.0)
         names = sorted(topics)
         done: set[int] = set()
 
-        def caught_up(resp: Any) -> bool | None:
+        def caught_up(resp: ApiMessage) -> bool | None:
             by_name = {t.name: t for t in resp.topics}
             for name in names:
                 t = by_name.get(name)

@@ -21,11 +21,12 @@ partition yet (until every rack has one), so losing a rack loses at most one rep
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import logging
 import random
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 
 from protocol.errors import ErrorCode, KafkaError
 
@@ -130,12 +131,16 @@ class ZkTopicRegistry(TopicRegistry):
         self.assignments: dict[str, zd.TopicAssignment] = {}
         self._seen_changes: set[str] = set()
         self._watched: set[str] = set()
+        self._listed: set[str] = set()  # the children of /brokers/topics, as last seen
+        self._reads: set[asyncio.Task[None]] = set()
         # (entity type, name) observers of /config/changes for entities other than topics
         self.entity_config_listeners: list[Callable[[str, str], object]] = []
 
     # --- loading and watching -------------------------------------------------------------------
     def load(self) -> None:
-        for name in self.zk.get_all_topics():
+        """At start-up, before any client is served: every topic, read in one go."""
+        self._listed = set(self.zk.get_all_topics())
+        for name in sorted(self._listed):
             self._refresh_topic(name, notify=False)
         log.info("Loaded metadata for %d topics from ZooKeeper", len(self._topics))
 
@@ -147,10 +152,27 @@ class ZkTopicRegistry(TopicRegistry):
         self.zk.watch_children(zd.BROKER_TOPICS, self._on_topics_changed)
         self.zk.watch_children(zd.CONFIG_CHANGES, self._on_config_changes)
 
+    # The watches fire on the event loop; what they need to read from ZooKeeper is read on a
+    # ZooKeeper request thread and applied back here (a slow ZooKeeper never stalls the loop).
+    def _spawn(self, coro: Coroutine[object, object, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._reads.add(task)
+        task.add_done_callback(self._reads.discard)
+
+    async def _refresh_listed(self, name: str, data: bytes | None = None) -> None:
+        try:
+            got = await self.zk.call(self._read_topic, name, data)
+        except KafkaError as e:
+            log.warning("Could not read topic %s from ZooKeeper: %s", name, e.message)
+            return
+        if got is not None and name in self._listed:  # (not deleted while we read)
+            self._apply_topic(name, got[0], got[1], notify=True)
+
     def _on_topics_changed(self, names: list[str]) -> None:
         current = set(names)
+        self._listed = current
         for name in sorted(current - set(self._topics)):
-            self._refresh_topic(name, notify=True)
+            self._spawn(self._refresh_listed(name))
             self._watch_topic(name)
         for name in sorted(set(self._topics) - current):
             self._apply_deleted(name)
@@ -167,24 +189,37 @@ class ZkTopicRegistry(TopicRegistry):
                 self._watched.discard(name)
                 return
             if name in self._topics:
-                self._refresh_topic(name, notify=True, data=data)
+                self._spawn(self._refresh_listed(name, data))
         self.zk.watch_data(zd.topic_path(name), changed)
 
     def _on_config_changes(self, names: list[str]) -> None:
-        for n in names:
-            if n in self._seen_changes:
+        new = [n for n in names if n not in self._seen_changes]
+        self._seen_changes.update(new)
+        if new:
+            self._spawn(self._apply_config_changes(new))
+
+    def _read_config_change(self, n: str) -> tuple[str, str, dict[str, str] | None] | None:
+        """On a ZooKeeper request thread: (entity type, name, a topic's configs) of one notice."""
+        got = self.zk.get(f"{zd.CONFIG_CHANGES}/{n}")
+        if got is None:
+            return None
+        kind, _, name = zd.decode_config_change(got[0]).partition("/")
+        return kind, name, self.zk.get_entity_config("topics", name) if kind == "topics" else None
+
+    async def _apply_config_changes(self, notices: list[str]) -> None:
+        for n in notices:
+            try:
+                got = await self.zk.call(self._read_config_change, n)
+            except KafkaError as e:
+                log.warning("Could not read config change notice %s from ZooKeeper: %s", n, e.message)
                 continue
-            self._seen_changes.add(n)
-            got = self.zk.get(f"{zd.CONFIG_CHANGES}/{n}")
             if got is None:
                 continue
-            entity = zd.decode_config_change(got[0])
-            kind, _, name = entity.partition("/")
-            if kind == "topics" and name in self._topics:
-                configs = self.zk.get_entity_config("topics", name)
-                if configs != self._topics[name].configs:
-                    self._topics[name].configs = configs
-                    self._notify("configs", name)
+            kind, name, configs = got
+            info = self._topics.get(name) if kind == "topics" else None
+            if info is not None and configs is not None and configs != info.configs:
+                info.configs = configs
+                self._notify("configs", name)
             for fn in self.entity_config_listeners:
                 fn(kind, name)
 
