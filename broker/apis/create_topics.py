@@ -11,9 +11,11 @@ In a cluster the assignment is written to ZooKeeper (replicas spread as Kafka sp
 :mod:`broker.cluster.zk.topics`) and the answer waits, up to the request's ``timeout_ms``, until the
 controller has elected a leader for every new partition and every live broker's Metadata shows
 it (Kafka's DelayedCreatePartitions waits for the controller's UpdateMetadata on the broker that
-was asked; see ``ZkCluster.await_topic_metadata`` for why every broker is asked here), so a
+was asked; see ``ZkMetadataSupport.await_topic_metadata`` for why every broker is asked here), so a
 client can produce, list offsets or describe the topic on any broker as soon as it has the
-answer. ``timeout_ms`` 0 answers at once, as Kafka does.
+answer. ``timeout_ms`` 0 answers at once, as Kafka does. A ZooKeeper that does not answer
+within the ZooKeeper request bound gives REQUEST_TIMED_OUT for the topic (the write runs off the
+event loop, so other clients are served meanwhile; it may still complete later, as in Kafka).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ In a cluster the deletion is queued in ZooKeeper (``/admin/delete_topics``) for 
 which stops the replicas and removes the topic's znodes; the answer waits, up to the request's
 ``timeout_ms``, until no live broker's Metadata lists the topic any more (Kafka's
 DelayedDeleteTopics waits until the broker that was asked no longer has it in its metadata
-cache; see ``ZkCluster.await_topic_metadata`` for why every broker is asked here), so a client
+cache; see ``ZkMetadataSupport.await_topic_metadata`` for why every broker is asked here), so a client
 that lists topics anywhere after the answer does not find it. ``timeout_ms`` 0 answers at once.
 """
 

@@ -271,6 +271,9 @@ class LocalMetadataSupport(MetadataSupport):
             return PartitionMetadata(-1, -1, (), offline, offline)
         return PartitionMetadata(part.leader_id, part.leader_epoch, tuple(part.isr), tuple(part.replicas), ())
 
+    def leader_of(self, topic: str, partition: int) -> int:
+        return self.broker_id  # the only broker leads every partition (a missing one fails where it is used)
+
     @property
     def clustered(self) -> bool:
         return False
