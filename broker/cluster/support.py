@@ -8,10 +8,11 @@ is a member of a ZooKeeper-mode cluster, whose metadata comes from ZooKeeper and
 controller's UpdateMetadata. Handlers and services call the operations below and never branch
 on the mode.
 
-Rules: nothing here blocks the event loop (ZooKeeper reads and writes run on worker threads and
-are awaited, bounded by ``zookeeper.request.timeout.ms``-style limits: see the ZooKeeper
-implementation); an operation only the controller may perform raises
-``KafkaError(NOT_CONTROLLER)`` on a broker that is not the active controller.
+Rules: nothing here blocks the event loop: ZooKeeper reads and writes run on ZooKeeper request
+threads and are awaited for at most 10 s (``KafkaZkClient.call``); a ZooKeeper that does not
+answer is ``KafkaError(REQUEST_TIMED_OUT)`` for the one request that needed it, never a stalled
+broker. An operation only the controller may perform raises ``KafkaError(NOT_CONTROLLER)`` on a
+broker that is not the active controller.
 """
 
 from __future__ import annotations
