@@ -42,6 +42,7 @@ from protocol.errors import InvalidConfigError, KafkaError
 from .cluster import zk_data as zd
 from .cluster.zk.client import KafkaZkClient
 from .config.definitions import ConfigDef, ConfigSource, ConfigType
+from .config.properties import BrokerConfig
 from .config.resolution import Resolved
 
 log = logging.getLogger("samsa.group_configs")
@@ -86,12 +87,12 @@ _BOUNDS = (
 )
 
 
-def _broker_value(broker_config: Any, prop: str, default: str | None) -> str | None:
+def _broker_value(broker_config: BrokerConfig, prop: str, default: str | None) -> str | None:
     raw = broker_config.get(prop) if broker_config is not None else None
     return default if raw is None else str(raw)
 
 
-def resolve_group_config(broker_config: Any, overrides: Mapping[str, str], name: str) -> Resolved:
+def resolve_group_config(broker_config: BrokerConfig, overrides: Mapping[str, str], name: str) -> Resolved:
     """A group config's value: the group's own, else the broker property, else Kafka's default."""
     d = GROUP_CONFIGS[name]
     chain: list[tuple[str, str | None, ConfigSource]] = []
@@ -105,7 +106,7 @@ def resolve_group_config(broker_config: Any, overrides: Mapping[str, str], name:
     return Resolved(name, chain[0][1], chain[0][2], tuple(chain))
 
 
-def validate_group_configs(configs: Mapping[str, str | None], broker_config: Any) -> dict[str, str]:
+def validate_group_configs(configs: Mapping[str, str | None], broker_config: BrokerConfig) -> dict[str, str]:
     """A group's whole override set, normalised; InvalidConfigError with Kafka's message."""
     for name in configs:
         if name not in GROUP_CONFIGS:

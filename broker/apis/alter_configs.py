@@ -25,8 +25,11 @@ from protocol.errors import ErrorCode, KafkaError
 
 from ..config.definitions import check_thread_pools, check_update_mode, validate_broker_config
 from ..config.dynamic import DynamicBrokerConfigs
+from ..config.password_encoder import NO_SECRET, PasswordEncoder, is_password_config
+from ..config.properties import BrokerConfig
 from ..config.resolution import validate_topic_configs
 from ..group_configs import GroupConfigStore, validate_group_configs
+from ..network.connection_quotas import ConnectionQuotas
 from ..security.acl import (
     ALTER_CONFIGS,
     CLUSTER,
@@ -103,8 +106,6 @@ async def apply_resource(ctx: RequestContext, resource_type: int, name: str, new
 def check_password_configs(broker: Any, configs: dict[str, str], default_entity: bool) -> None:
     """Kafka's DynamicBrokerConfig.toPersistentProps: password configs are stored encrypted with
     password.encoder.secret (broker/config/password_encoder.py), only per broker."""
-    from broker.config.password_encoder import NO_SECRET, PasswordEncoder, is_password_config
-
     if not any(is_password_config(k) for k in configs):
         return
     if default_entity:
@@ -119,9 +120,6 @@ def check_password_configs(broker: Any, configs: dict[str, str], default_entity:
 
 def validate_connection_quotas(props: dict[str, str]) -> None:
     """max.connections* must parse (overrides resolve) before they are stored."""
-    from broker.config.properties import BrokerConfig
-    from broker.network.connection_quotas import ConnectionQuotas
-
     ConnectionQuotas(BrokerConfig(dict(props)), [], None)
 
 
@@ -137,8 +135,6 @@ def current_overrides(ctx: RequestContext, resource_type: int, name: str) -> dic
     if resource_type == RESOURCE_GROUP:
         if not name:
             raise KafkaError(ErrorCode.INVALID_REQUEST, "Group name can't be empty.")
-        from ..group_configs import GroupConfigStore  # noqa: PLC0415
-
         return GroupConfigStore.attach(ctx.broker).get(name)
     raise KafkaError(ErrorCode.INVALID_REQUEST,
                      f"AlterConfigs is not supported for resource type {resource_type} on this broker")

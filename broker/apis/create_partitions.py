@@ -104,5 +104,5 @@ async def handle_create_partitions(ctx: RequestContext, req: CreatePartitionsReq
             code, message = e.code, e.message
         out.append(Result(name=t.name, error_code=int(code), error_message=message))
     if grown:
-        await wait_for_metadata(broker, grown, req.timeout_ms / 1000)
+        await wait_for_metadata(broker.metadata_support, grown, req.timeout_ms / 1000)
     return R(throttle_time_ms=0, results=out)

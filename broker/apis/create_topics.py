@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any
 
 from kafka.protocol.admin import CreateTopicsRequest, CreateTopicsResponse
 
@@ -30,6 +29,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 
 from ..cluster.metadata import validate_topic_name
+from ..cluster.support import MetadataSupport
 from ..config.resolution import effective_topic_config, validate_topic_configs
 from ..security.acl import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE_CONFIGS, TOPIC, TOPIC_DENIED, Requires
 from . import RequestContext, api
@@ -131,16 +131,16 @@ async def handle_create_topics(ctx: RequestContext, req: CreateTopicsRequest) ->
                           num_partitions=partitions if code == 0 else -1,
                           replication_factor=rf if code == 0 else -1, configs=described))
     if created:
-        await wait_for_metadata(broker, created, req.timeout_ms / 1000)
+        await wait_for_metadata(support, created, req.timeout_ms / 1000)
     return R(throttle_time_ms=0, topics=out)
 
 
-async def wait_for_metadata(broker: Any, topics: dict[str, int], timeout: float) -> None:
+async def wait_for_metadata(support: MetadataSupport, topics: dict[str, int], timeout: float) -> None:
     """Until every live broker's metadata shows a leader for every partition of ``topics`` (or the
     timeout: the topics exist all the same, and clients retry what they find missing)."""
     if timeout <= 0:
         return
-    lagging = await broker.metadata_support.await_topic_metadata(topics, present=True, timeout=timeout)
+    lagging = await support.await_topic_metadata(topics, present=True, timeout=timeout)
     if lagging and timeout > 0:
         log.warning("CreateTopics: brokers %s had no leader for every partition of %s within %.0f ms",
                     lagging, sorted(topics), timeout * 1000)
