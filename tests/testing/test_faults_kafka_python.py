@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaTimeoutError
@@ -108,8 +110,9 @@ def test_offset_commit_error_and_recorded_commits(kafka, topic):
     c = KafkaConsumer(topic, bootstrap_servers=kafka.bootstrap_servers, group_id=group,
                       enable_auto_commit=False, auto_offset_reset="earliest")
     try:
-        while not c.poll(timeout_ms=200):
-            pass
+        deadline = time.monotonic() + 60
+        while not c.poll(timeout_ms=200):  # joins the group, then fetches the record
+            assert time.monotonic() < deadline, "the consumer got no record in 60 s"
         c.commit()  # retriable: the client finds the coordinator again and commits once more
     finally:
         c.close()
