@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from typing import Any
 
 from . import (
     acls,
@@ -38,12 +37,13 @@ from . import (
     share_groups,
     topics,
 )
+from ._common import Subparsers
 
 COMMANDS = (topics, configs, consumer_groups, share_groups, console_producer, console_consumer, dump_log, get_offsets,
             reassign_partitions, leader_election, cluster, acls, schemas)
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Subparsers) -> None:
     """Add every operator command to ``subparsers`` (from ``parser.add_subparsers()``)."""
     for module in COMMANDS:
         module.register(subparsers)

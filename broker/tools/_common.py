@@ -19,17 +19,27 @@ import re
 import sys
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeAlias
 
 from kafka.admin import KafkaAdminClient
-from kafka.errors import KafkaConnectionError, NodeNotReadyError
+from kafka.errors import KafkaConnectionError, KafkaError, NodeNotReadyError
+from kafka.protocol.api_message import ApiMessage
 
 from protocol import kafka_uuid
+from protocol.errors import ErrorCode
+
+# Parsed JSON (a plan file, an HTTP body, a ZooKeeper znode, the dicts kafka-python's admin client
+# builds from responses) and the JSON documents the tools print: a real dynamic boundary, its shape
+# checked where it is read. The one `Any` of the tools; the console and the Spark job use it too.
+JSON: TypeAlias = Any
+
+# What ``parser.add_subparsers()`` returns; each command module's ``register`` adds itself to it.
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 CLIENT_ID = "samsa-cli"
 
 
-def format_uuid(value: Any) -> str | None:
+def format_uuid(value: uuid.UUID | bytes | str | None) -> str | None:
     """A topic or cluster id as Kafka's tools print it (URL-safe base64, ``J7Rg-Pv8RMiFqNEelCWqKg``);
     None for a missing or zero id. Accepts what clients hand back: ``uuid.UUID``, 16 bytes, or text."""
     if value is None or value == "":
@@ -61,7 +71,7 @@ def add_bootstrap(p: argparse.ArgumentParser, required: bool = True) -> None:
 _JAAS_OPTION = re.compile(r'(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s;"]+))')
 
 
-def security_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+def security_kwargs(args: argparse.Namespace) -> dict[str, object]:
     """kafka-python client settings from ``--command-config`` (Kafka's client property names)."""
     path = getattr(args, "command_config", None)
     if not path:
@@ -76,7 +86,7 @@ def security_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         if line and line[0] not in "#!" and "=" in line:
             k, v = line.split("=", 1)
             props[k.strip()] = v.strip()
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     if "security.protocol" in props:
         out["security_protocol"] = props["security.protocol"].upper()
     if "sasl.mechanism" in props:
@@ -122,7 +132,7 @@ def bootstrap_list(args: argparse.Namespace) -> list[str]:
     return [s.strip() for s in args.bootstrap_server.split(",") if s.strip()]
 
 
-def admin_client(args: argparse.Namespace) -> Any:
+def admin_client(args: argparse.Namespace) -> KafkaAdminClient:
     try:
         admin = KafkaAdminClient(bootstrap_servers=bootstrap_list(args), client_id=CLIENT_ID,
                                  request_timeout_ms=args.request_timeout_ms,
@@ -133,7 +143,7 @@ def admin_client(args: argparse.Namespace) -> Any:
     return admin
 
 
-def _fail_over_any_node_requests(admin: Any) -> None:
+def _fail_over_any_node_requests(admin: KafkaAdminClient) -> None:
     """Requests for "any broker" try the next broker when the chosen one cannot be reached.
 
     kafka-python sends them (Metadata, DescribeCluster, ...) to a random broker of the last
@@ -145,7 +155,8 @@ def _fail_over_any_node_requests(admin: Any) -> None:
     manager = admin._manager
     send_to = manager.send
 
-    async def send(request: Any, node_id: int | None = None, request_timeout_ms: int | None = None) -> Any:
+    async def send(request: ApiMessage, node_id: int | None = None, request_timeout_ms: int | None = None,
+                   ) -> ApiMessage:
         if node_id is not None:
             return await send_to(request, node_id=node_id, request_timeout_ms=request_timeout_ms)
         attempts = max(1, len(manager.cluster.brokers()))
@@ -185,8 +196,6 @@ def run(fn: Callable[[argparse.Namespace], int | None]) -> Callable[[argparse.Na
         except Exception as e:
             if getattr(args, "debug", False):
                 raise
-            from kafka.errors import KafkaError
-
             if isinstance(e, KafkaError):
                 print(f"Error: {type(e).__name__}: {e}", file=sys.stderr)
                 return 1
@@ -197,7 +206,7 @@ def run(fn: Callable[[argparse.Namespace], int | None]) -> Callable[[argparse.Na
     return wrapper
 
 
-def print_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], out: TextIO | None = None) -> None:
+def print_table(headers: Sequence[str], rows: Iterable[Sequence[object]], out: TextIO | None = None) -> None:
     """Left-aligned columns separated by two spaces; None prints as '-'."""
     out = out or sys.stdout
     cells = [["-" if c is None else str(c) for c in row] for row in rows]
@@ -211,7 +220,7 @@ def print_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], out: Text
         print(fmt.format(*row).rstrip(), file=out)
 
 
-def print_json(doc: Any, out: TextIO | None = None) -> None:
+def print_json(doc: JSON, out: TextIO | None = None) -> None:
     print(json.dumps(doc, indent=2, sort_keys=False, default=str), file=out or sys.stdout)
 
 
@@ -219,8 +228,6 @@ def error_name(code: int) -> str | None:
     """Kafka's constant name for an error code (``None`` for 0)."""
     if not code:
         return None
-    from protocol.errors import ErrorCode
-
     try:
         return ErrorCode(code).name
     except ValueError:
@@ -253,7 +260,7 @@ def topic_matcher(pattern: str | None) -> Callable[[str], bool]:
     return lambda name: name == pattern or rx.fullmatch(name) is not None
 
 
-def list_topic_partitions(admin: Any, topics: Iterable[str] | None = None) -> dict[str, list[int]]:
+def list_topic_partitions(admin: KafkaAdminClient, topics: Iterable[str] | None = None) -> dict[str, list[int]]:
     """Topic -> sorted partition ids, from a Metadata request."""
     desc = admin.describe_topics(list(topics) if topics is not None else None)
     out: dict[str, list[int]] = {}
@@ -264,20 +271,20 @@ def list_topic_partitions(admin: Any, topics: Iterable[str] | None = None) -> di
     return out
 
 
-def send_request(admin: Any, request: Any, node_id: int | None = None) -> Any:
+def send_request(admin: KafkaAdminClient, request: ApiMessage, node_id: int | None = None) -> ApiMessage:
     """Send one raw ``kafka.protocol`` request through an admin client's connections.
 
     kafka-python picks the highest version both sides support (from ApiVersions); the
     response object has the fields of that version.
     """
 
-    async def _send() -> Any:
+    async def _send() -> ApiMessage:
         return await admin._manager.send(request, node_id=node_id)
 
     return admin._manager.run(_send)
 
 
-def broker_ids(admin: Any) -> list[int]:
+def broker_ids(admin: KafkaAdminClient) -> list[int]:
     return sorted(b.node_id for b in admin._manager.cluster.brokers())
 
 

@@ -18,18 +18,17 @@ from __future__ import annotations
 
 import argparse
 import re
-from typing import Any
 
 import kafka.admin as ka
 
-from ._common import ToolError, add_bootstrap, add_output, admin_client, print_json, run
+from ._common import Subparsers, ToolError, add_bootstrap, add_output, admin_client, print_json, run
 
 OPERATIONS = ["All", "Read", "Write", "Create", "Delete", "Alter", "Describe", "ClusterAction", "DescribeConfigs",
               "AlterConfigs", "IdempotentWrite", "CreateTokens", "DescribeTokens"]
 PATTERN_TYPES = ["LITERAL", "PREFIXED", "ANY", "MATCH"]
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Subparsers) -> None:
     p = subparsers.add_parser("acls", help="Add, remove and list ACLs (like kafka-acls.sh).",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_bootstrap(p)
@@ -65,16 +64,12 @@ def _operation_name(value: str) -> str:
     raise argparse.ArgumentTypeError(f"invalid operation {value!r}; choose from {', '.join(OPERATIONS)}")
 
 
-def _kp() -> Any:
-    return ka
+def _op(name: str) -> ka.ACLOperation:
+    return ka.ACLOperation[re.sub(r"(?<!^)([A-Z])", r"_\1", name).upper()]
 
 
-def _op(name: str) -> Any:
-    return _kp().ACLOperation[re.sub(r"(?<!^)([A-Z])", r"_\1", name).upper()]
-
-
-def _resources(args: argparse.Namespace, default_pattern: str) -> list[Any]:
-    ka = _kp()
+def _resources(args: argparse.Namespace, default_pattern: str,
+               ) -> list[tuple[ka.ResourceType, str, ka.ACLResourcePatternType]]:
     pattern = ka.ACLResourcePatternType[args.resource_pattern_type or default_pattern]
     out = [(ka.ResourceType.TOPIC, t) for t in args.topic]
     out += [(ka.ResourceType.GROUP, g) for g in args.group]
@@ -84,9 +79,8 @@ def _resources(args: argparse.Namespace, default_pattern: str) -> list[Any]:
     return [(rtype, name, pattern) for rtype, name in out]
 
 
-def _bindings(args: argparse.Namespace) -> list[Any]:
+def _bindings(args: argparse.Namespace) -> list[ka.ACL]:
     """The ACLs --add/--remove name: resources x principals x hosts x operations."""
-    ka = _kp()
     entries = [(p, h, ka.ACLPermissionType.ALLOW) for p in args.allow_principal for h in (args.allow_host or ["*"])]
     entries += [(p, h, ka.ACLPermissionType.DENY) for p in args.deny_principal for h in (args.deny_host or ["*"])]
     for principal, _h, _perm in entries:
@@ -103,9 +97,9 @@ def _bindings(args: argparse.Namespace) -> list[Any]:
     return out
 
 
-def _shortcut_ops(args: argparse.Namespace, rtype: Any) -> list[Any]:
-    ka, op = _kp(), _kp().ACLOperation
-    ops: list[Any] = []
+def _shortcut_ops(args: argparse.Namespace, rtype: ka.ResourceType) -> list[ka.ACLOperation]:
+    op = ka.ACLOperation
+    ops: list[ka.ACLOperation] = []
     if args.producer:
         ops += {ka.ResourceType.TOPIC: [op.WRITE, op.DESCRIBE, op.CREATE],
                 ka.ResourceType.TRANSACTIONAL_ID: [op.WRITE, op.DESCRIBE],
@@ -115,31 +109,31 @@ def _shortcut_ops(args: argparse.Namespace, rtype: Any) -> list[Any]:
     return list(dict.fromkeys(ops))
 
 
-def _pattern_str(rp: Any) -> str:
+def _pattern_str(rp: ka.ResourcePattern) -> str:
     return f"ResourcePattern(resourceType={rp.resource_type.name}, name={rp.resource_name}, " \
            f"patternType={rp.pattern_type.name})"
 
 
-def _entry_str(a: Any) -> str:
+def _entry_str(a: ka.ACL) -> str:
     return f"(principal={a.principal}, host={a.host}, operation={a.operation.name}, " \
            f"permissionType={a.permission_type.name})"
 
 
-def _describe(admin: Any, rtype: Any, name: str | None, pattern: Any, principal: str | None = None) -> list[Any]:
-    ka = _kp()
+def _describe(admin: ka.KafkaAdminClient, rtype: ka.ResourceType, name: str | None, pattern: ka.ACLResourcePatternType,
+              principal: str | None = None) -> list[ka.ACL]:
     flt = ka.ACLFilter(principal, None, ka.ACLOperation.ANY, ka.ACLPermissionType.ANY,
                        ka.ResourcePatternFilter(rtype, name, pattern))
     acls, _err = admin.describe_acls(flt)
     return list(acls)
 
 
-def _print_grouped(acls: list[Any], args: argparse.Namespace) -> None:
+def _print_grouped(acls: list[ka.ACL], args: argparse.Namespace) -> None:
     if args.json:
         print_json([{"resource_type": a.resource_pattern.resource_type.name, "name": a.resource_pattern.resource_name,
                      "pattern_type": a.resource_pattern.pattern_type.name, "principal": a.principal, "host": a.host,
                      "operation": a.operation.name, "permission_type": a.permission_type.name} for a in acls])
         return
-    grouped: dict[str, list[Any]] = {}
+    grouped: dict[str, list[ka.ACL]] = {}
     for a in acls:
         grouped.setdefault(_pattern_str(a.resource_pattern), []).append(a)
     for pattern, entries in grouped.items():
@@ -150,7 +144,6 @@ def _print_grouped(acls: list[Any], args: argparse.Namespace) -> None:
 
 
 def main(args: argparse.Namespace) -> int | None:
-    ka = _kp()
     if args.verb == "add" and args.resource_pattern_type in ("ANY", "MATCH"):
         raise ToolError("--add needs --resource-pattern-type LITERAL or PREFIXED")
     admin = admin_client(args)

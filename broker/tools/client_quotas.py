@@ -23,8 +23,9 @@ producer_byte_rate=1048576.0``.
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
+from kafka.admin import KafkaAdminClient
+from kafka.protocol.admin import AlterClientQuotasRequest
 from kafka.protocol.admin import DescribeClientQuotasRequest as Req
 
 from ._common import ToolError, admin_client, error_name, parse_add_config, print_json, send_request
@@ -38,7 +39,8 @@ class EntityChain(argparse.Action):
     """Records --entity-type/--entity-name/--entity-default in command-line order (as the plain
     attributes too, for the topic/broker code path)."""
 
-    def __call__(self, parser: Any, namespace: argparse.Namespace, values: Any, option_string: Any = None) -> None:
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
         value = True if self.nargs == 0 else values
         setattr(namespace, self.dest, value)
         chain = list(getattr(namespace, "entity_chain", None) or [])
@@ -62,7 +64,7 @@ def is_quota_entity(args: argparse.Namespace) -> bool:
     return not any(k.startswith("SCRAM-") for k in keys if k)
 
 
-def print_user_quotas(admin: Any, name: str | None) -> None:
+def print_user_quotas(admin: KafkaAdminClient, name: str | None) -> None:
     """The quota lines kafka-configs.sh prints for ``--describe --entity-type users`` (before the
     SCRAM credential lines)."""
     ns = argparse.Namespace(json=False)
@@ -71,21 +73,21 @@ def print_user_quotas(admin: Any, name: str | None) -> None:
 
 def _entities(args: argparse.Namespace) -> list[tuple[str, str | None, int]]:
     """[(entity type, name, match type)] from the chain."""
-    out: list[list[Any]] = []
+    out: list[tuple[str, str | None, int]] = []
     for key, value in args.entity_chain:
         if key == "entity_type":
             if value not in ENTITY_TYPES:
                 raise ToolError(f"--entity-type {value} cannot be combined with users/clients/ips")
-            out.append([ENTITY_TYPES[value], None, MATCH_ANY])
+            out.append((ENTITY_TYPES[value], None, MATCH_ANY))
         elif not out:
             raise ToolError(f"--{key.replace('_', '-')} must follow an --entity-type")
         elif key == "entity_name":
-            out[-1][1:] = [value, MATCH_EXACT]
+            out[-1] = (out[-1][0], value, MATCH_EXACT)
         else:
-            out[-1][1:] = [None, MATCH_DEFAULT]
+            out[-1] = (out[-1][0], None, MATCH_DEFAULT)
     if len({e[0] for e in out}) != len(out):
         raise ToolError("each entity type may be given once")
-    return [(t, n, m) for t, n, m in out]
+    return out
 
 
 def main(args: argparse.Namespace) -> int | None:
@@ -107,10 +109,8 @@ def main(args: argparse.Namespace) -> int | None:
             except ValueError as e:
                 raise ToolError(f"Quota {k} must be a number, not {v!r}") from e
         ops += [(k, 0.0, True) for k in deletes]
-        from kafka.protocol.admin import AlterClientQuotasRequest as Req
-
-        E = Req.EntryData
-        req = Req(entries=[E(entity=[E.EntityData(entity_type=t, entity_name=n) for t, n, _m in entities],
+        E = AlterClientQuotasRequest.EntryData
+        req = AlterClientQuotasRequest(entries=[E(entity=[E.EntityData(entity_type=t, entity_name=n) for t, n, _m in entities],
                              ops=[E.OpData(key=k, value=v, remove=r) for k, v, r in ops])],
                   validate_only=bool(args.validate_only))
         resp = send_request(admin, req)
@@ -131,7 +131,7 @@ def _label(entity: list[tuple[str, str | None]]) -> str:
     return ", ".join(f"the default {LABELS[t]}" if n is None else f"{LABELS[t]} '{n}'" for t, n in entity)
 
 
-def _describe(admin: Any, args: argparse.Namespace, entities: list[tuple[str, str | None, int]]) -> int:
+def _describe(admin: KafkaAdminClient, args: argparse.Namespace, entities: list[tuple[str, str | None, int]]) -> int:
     req = Req(components=[Req.ComponentData(entity_type=t, match_type=m, match=n) for t, n, m in entities],
               strict=True)  # kafka-configs.sh: only entities of exactly these types
     resp = send_request(admin, req)

@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import socket
 import struct
@@ -39,9 +40,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
-from ._common import ToolError, print_json, print_table, run
+from kazoo.client import KazooClient
+
+import broker
+from broker.console import parse_listener
+from broker.cluster.zk.server import ZooKeeperNotFound, ZooKeeperServer, ZooKeeperStartError, is_serving
+
+from ._common import JSON, Subparsers, ToolError, print_json, print_table, run
 
 STATE_FILE = "cluster.json"
 DEFAULT_CHROOT = "/samsa"
@@ -49,7 +55,7 @@ DEFAULT_CONSOLE = "http://127.0.0.1:9090"
 DEFAULT_METRICS_PORT = 9404  # the JMX exporter's customary port
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Subparsers) -> None:
     p = subparsers.add_parser("cluster", help="Start/stop a local ZooKeeper and N brokers for development.",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     verbs = p.add_subparsers(dest="verb", required=True, metavar="up|down|status")
@@ -198,7 +204,7 @@ def _metadata_brokers(port: int) -> tuple[list[int], int] | None:
 
 
 # -- state ----------------------------------------------------------------------------------------
-def _load_state(folder: Path) -> dict[str, Any] | None:
+def _load_state(folder: Path) -> dict[str, JSON] | None:
     try:
         return dict(json.loads((folder / STATE_FILE).read_text()))
     except FileNotFoundError:
@@ -207,18 +213,18 @@ def _load_state(folder: Path) -> dict[str, Any] | None:
         raise ToolError(f"cannot read {folder / STATE_FILE}: {e}") from e
 
 
-def _save_state(folder: Path, state: dict[str, Any]) -> None:
+def _save_state(folder: Path, state: dict[str, JSON]) -> None:
     tmp = folder / (STATE_FILE + ".tmp")
     tmp.write_text(json.dumps(state, indent=2) + "\n")
     tmp.replace(folder / STATE_FILE)
 
 
-def _marker(state: dict[str, Any]) -> str:
+def _marker(state: dict[str, JSON]) -> str:
     """What every process of this cluster has in its command line: the folder, as a path prefix."""
     return str(state["dir"]).rstrip("/") + "/"
 
 
-def _running(state: dict[str, Any]) -> list[str]:
+def _running(state: dict[str, JSON]) -> list[str]:
     marker = _marker(state)
     out = [f"broker {b['id']} (pid {b['pid']})" for b in state.get("brokers", []) if _alive(b.get("pid"), marker)]
     zk = state.get("zookeeper") or {}
@@ -229,8 +235,6 @@ def _running(state: dict[str, Any]) -> list[str]:
 
 # -- up -------------------------------------------------------------------------------------------
 def _up(args: argparse.Namespace) -> int | None:
-    from broker.cluster.zk.server import ZooKeeperNotFound, ZooKeeperServer, ZooKeeperStartError
-
     folder = args.dir.resolve()
     old = _load_state(folder) or {}
     if old and _running(old):
@@ -250,8 +254,6 @@ def _up(args: argparse.Namespace) -> int | None:
         if not args.console:
             print("port 9090 is in use: no web console (choose a URL with --console)", file=sys.stderr)
     if args.console:
-        from broker.console import parse_listener
-
         try:
             console_port = parse_listener(args.console)[1]
         except ValueError as e:
@@ -268,7 +270,7 @@ def _up(args: argparse.Namespace) -> int | None:
         overrides[k.strip()] = v.strip()
 
     folder.mkdir(parents=True, exist_ok=True)
-    state: dict[str, Any] = {"dir": str(folder), "chroot": chroot, "started_at": time.time(),
+    state: dict[str, JSON] = {"dir": str(folder), "chroot": chroot, "started_at": time.time(),
                              "zookeeper": None, "brokers": [], "bootstrap": ",".join(f"127.0.0.1:{p}" for p in ports)}
     zk = ZooKeeperServer(folder / "zookeeper", zk_port, log_path=folder / "zookeeper.log")
     try:
@@ -315,10 +317,8 @@ def _up(args: argparse.Namespace) -> int | None:
     return 0
 
 
-def _complete(args: argparse.Namespace, folder: Path, state: dict[str, Any]) -> int:
+def _complete(args: argparse.Namespace, folder: Path, state: dict[str, JSON]) -> int:
     """Part of a recorded cluster runs: start what does not (ZooKeeper first) with the recorded settings."""
-    from broker.cluster.zk.server import ZooKeeperNotFound, ZooKeeperServer, ZooKeeperStartError
-
     running = ", ".join(_running(state))
     changed = [f"--{f.replace('_', '-')}" for f in ("brokers", "zookeeper_port", "base_port", "chroot")
                if getattr(args, f) is not None] + (["--override"] if args.override else [])
@@ -363,8 +363,6 @@ def _complete(args: argparse.Namespace, folder: Path, state: dict[str, Any]) -> 
 
 
 def _create_chroot(connect: str, chroot: str) -> None:
-    from kazoo.client import KazooClient
-
     client = KazooClient(hosts=connect, timeout=10.0)
     try:
         client.start(timeout=15)
@@ -393,8 +391,6 @@ def _broker_properties(i: int, n: int, port: int, folder: Path, zk_connect: str,
 
 
 def _start_broker(folder: Path, i: int, props: dict[str, str]) -> subprocess.Popen[bytes]:
-    import broker
-
     cmd = [sys.executable, "-m", "broker"]
     for k, v in props.items():
         cmd += ["--override", f"{k}={v}"]
@@ -409,7 +405,7 @@ def _start_broker(folder: Path, i: int, props: dict[str, str]) -> subprocess.Pop
                                 cwd=str(folder), env=env, start_new_session=True)
 
 
-def _wait_ready(state: dict[str, Any], procs: dict[int, subprocess.Popen[bytes]], timeout: float,
+def _wait_ready(state: dict[str, JSON], procs: dict[int, subprocess.Popen[bytes]], timeout: float,
                 formed: bool = True) -> None:
     """Every broker answers ApiVersions, then (with formed) each one's Metadata lists them all.
 
@@ -459,7 +455,7 @@ def _tail(path: Path, lines: int = 15) -> str:
 
 
 # -- down / status ------------------------------------------------------------------------------------
-def _stop_all(state: dict[str, Any], timeout: float) -> list[tuple[str, str]]:
+def _stop_all(state: dict[str, JSON], timeout: float) -> list[tuple[str, str]]:
     marker = _marker(state)
     done = []
     for b in sorted(state.get("brokers", []), key=lambda b: -int(b["id"])):
@@ -477,8 +473,6 @@ def _down(args: argparse.Namespace) -> int | None:
     for what, outcome in _stop_all(state, args.timeout):
         print(f"{what}: {outcome}")
     if args.delete_data:
-        import shutil
-
         shutil.rmtree(folder)
         print(f"Deleted {folder}")
     return 0
@@ -490,11 +484,9 @@ def _status(args: argparse.Namespace) -> int | None:
     if state is None:
         raise ToolError(f"no cluster state in {folder} ({STATE_FILE} missing)")
     marker = _marker(state)
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, JSON]] = []
     zk = state.get("zookeeper") or {}
     if zk:
-        from broker.cluster.zk.server import is_serving
-
         alive = _alive(zk.get("pid"), marker)
         rows.append({"process": "zookeeper", "pid": zk.get("pid"), "port": zk.get("port"), "running": alive,
                      "serving": alive and is_serving("127.0.0.1", int(zk["port"])), "brokers": None,

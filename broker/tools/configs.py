@@ -21,13 +21,20 @@ an invalid value comes back as INVALID_CONFIG with the broker's message.
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
+from kafka.admin import KafkaAdminClient
 from kafka.errors import IncompatibleBrokerVersion
-from kafka.protocol.admin import AlterConfigsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest
+from kafka.protocol.admin import (
+    AlterConfigsRequest,
+    DescribeConfigsRequest,
+    IncrementalAlterConfigsRequest,
+    ListConfigResourcesRequest,
+)
 
-from . import client_quotas
+from . import client_quotas, user_scram
 from ._common import (
+    JSON,
+    Subparsers,
     ToolError,
     add_bootstrap,
     add_output,
@@ -52,7 +59,7 @@ DYNAMIC_SOURCES = {1, 2, 3, 6, 7, 8}
 OP_SET, OP_DELETE = 0, 1
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Subparsers) -> None:
     p = subparsers.add_parser("configs", help="Describe and alter topic and broker configs "
                               "(like kafka-configs.sh).",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -117,9 +124,7 @@ def main(args: argparse.Namespace) -> int | None:
         admin.close()
 
 
-def _users(admin: Any, args: argparse.Namespace, name: str | None) -> int:
-    from . import user_scram
-
+def _users(admin: KafkaAdminClient, args: argparse.Namespace, name: str | None) -> int:
     if args.verb == "describe":
         return user_scram.describe(admin, args, name)
     if not name:
@@ -131,8 +136,8 @@ def _users(admin: Any, args: argparse.Namespace, name: str | None) -> int:
     return user_scram.alter(admin, args, name, adds, deletes)
 
 
-def describe_configs(admin: Any, rtype: int, names: list[str], keys: list[str] | None = None,
-                     ) -> list[dict[str, Any]]:
+def describe_configs(admin: KafkaAdminClient, rtype: int, names: list[str], keys: list[str] | None = None,
+                     ) -> list[dict[str, JSON]]:
     """One DescribeConfigs per resource (brokers must be asked directly); plain dicts back."""
     out = []
     for name in names:
@@ -163,11 +168,9 @@ def describe_configs(admin: Any, rtype: int, names: list[str], keys: list[str] |
     return out
 
 
-def _describe(admin: Any, args: argparse.Namespace, etype: str, name: str | None) -> int | None:
+def _describe(admin: KafkaAdminClient, args: argparse.Namespace, etype: str, name: str | None) -> int | None:
     rtype = RESOURCE_TYPES[etype]
     if name is None and etype == "groups":  # as kafka-configs.sh: Admin.listConfigResources(GROUP)
-        from kafka.protocol.admin import ListConfigResourcesRequest
-
         resp = send_request(admin, ListConfigResourcesRequest(resource_types=[rtype]))
         if resp.error_code:
             raise ToolError(f"ListConfigResources failed: {error_name(resp.error_code)}")
@@ -215,7 +218,7 @@ def _describe(admin: Any, args: argparse.Namespace, etype: str, name: str | None
     return 1 if any(r["error"] for r in results) else 0
 
 
-def _alter(admin: Any, args: argparse.Namespace, etype: str, name: str | None) -> int | None:
+def _alter(admin: KafkaAdminClient, args: argparse.Namespace, etype: str, name: str | None) -> int | None:
     if name is None:
         raise ToolError("--alter needs --entity-name (or --entity-default)")
     adds = parse_add_config(args.add_config) if args.add_config else {}

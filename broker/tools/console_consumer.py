@@ -18,13 +18,15 @@ import base64
 import json
 import sys
 import time
-from typing import Any
 
 from kafka import KafkaConsumer
+from kafka.consumer.fetcher import ConsumerRecord
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from ._common import (
     CLIENT_ID,
+    JSON,
+    Subparsers,
     ToolError,
     add_bootstrap,
     add_output,
@@ -35,7 +37,7 @@ from ._common import (
 )
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Subparsers) -> None:
     p = subparsers.add_parser("console-consumer", help="Print records of a topic "
                               "(like kafka-console-consumer.sh).",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -81,7 +83,7 @@ class Formatter:
     def _b(self, b: bytes | None) -> str:
         return self.null if b is None else b.decode("utf-8", errors="backslashreplace")
 
-    def format(self, r: Any) -> str:
+    def format(self, r: ConsumerRecord) -> str:
         fields = []
         if self.ts:
             kind = "LogAppendTime" if r.timestamp_type == 1 else "CreateTime"
@@ -99,7 +101,7 @@ class Formatter:
         return self.sep.join(fields) + self.line_sep
 
 
-def _text(b: bytes | None) -> Any:
+def _text(b: bytes | None) -> JSON:
     if b is None:
         return None
     try:
@@ -108,7 +110,7 @@ def _text(b: bytes | None) -> Any:
         return {"base64": base64.b64encode(b).decode()}
 
 
-def record_json(r: Any) -> str:
+def record_json(r: ConsumerRecord) -> str:
     return json.dumps({"topic": r.topic, "partition": r.partition, "offset": r.offset,
                        "timestamp": r.timestamp,
                        "timestamp_type": "LogAppendTime" if r.timestamp_type == 1 else "CreateTime",
@@ -116,8 +118,8 @@ def record_json(r: Any) -> str:
                        "headers": [[k, _text(v)] for k, v in (r.headers or [])]})
 
 
-def _consumer_config(args: argparse.Namespace) -> dict[str, Any]:
-    conf: dict[str, Any] = {
+def _consumer_config(args: argparse.Namespace) -> dict[str, JSON]:
+    conf: dict[str, JSON] = {
         "bootstrap_servers": bootstrap_list(args), "client_id": CLIENT_ID + "-consumer",
         "group_id": args.group, "enable_auto_commit": False,  # we commit what was printed
         "auto_offset_reset": "earliest" if args.from_beginning else "latest",
@@ -141,7 +143,7 @@ def main(args: argparse.Namespace) -> int | None:
         raise ToolError(f"cannot start consumer against {args.bootstrap_server}: {e}") from e
     count = 0
     out = sys.stdout
-    printed: dict[Any, int] = {}  # partition -> offset after the last record printed
+    printed: dict[TopicPartition, int] = {}  # partition -> offset after the last record printed
     last_commit = time.monotonic()
 
     def commit() -> None:

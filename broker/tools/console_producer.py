@@ -21,12 +21,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
 from kafka import KafkaProducer
+from kafka.producer.future import FutureRecordMetadata
 
 from ._common import (
     CLIENT_ID,
+    JSON,
+    Subparsers,
     ToolError,
     add_bootstrap,
     add_output,
@@ -37,7 +39,7 @@ from ._common import (
 )
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Subparsers) -> None:
     p = subparsers.add_parser("console-producer", help="Produce lines from stdin "
                               "(like kafka-console-producer.sh).",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -105,10 +107,9 @@ def _unescape(s: str) -> str:
     return s.encode().decode("unicode_escape") if "\\" in s else s
 
 
-def _producer_config(args: argparse.Namespace) -> dict[str, Any]:
-    acks: Any = args.request_required_acks
-    acks = "all" if acks in ("all", "-1") else int(acks)
-    conf: dict[str, Any] = {"bootstrap_servers": bootstrap_list(args), "client_id": CLIENT_ID + "-producer",
+def _producer_config(args: argparse.Namespace) -> dict[str, JSON]:
+    acks: str | int = "all" if args.request_required_acks in ("all", "-1") else int(args.request_required_acks)
+    conf: dict[str, JSON] = {"bootstrap_servers": bootstrap_list(args), "client_id": CLIENT_ID + "-producer",
                             "acks": acks, "request_timeout_ms": args.request_timeout_ms}
     conf.update(security_kwargs(args))
     if args.compression_codec != "none":
@@ -127,10 +128,10 @@ def main(args: argparse.Namespace) -> int | None:
     except Exception as e:
         raise ToolError(f"cannot start producer against {args.bootstrap_server}: {e}") from e
     src = open(args.input_file) if args.input_file else sys.stdin
-    pending: list[Any] = []
+    pending: list[FutureRecordMetadata] = []
     failures = 0
 
-    def report(fut: Any) -> None:
+    def report(fut: FutureRecordMetadata) -> None:
         nonlocal failures
         try:
             md = fut.get(timeout=args.request_timeout_ms / 1000)

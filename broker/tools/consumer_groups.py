@@ -27,14 +27,19 @@ import re
 import time
 from collections import defaultdict
 from datetime import datetime, timedelta
-from typing import Any
 
-from kafka.admin import OffsetSpec
+from kafka.admin import KafkaAdminClient, OffsetSpec, OffsetTimestamp
 from kafka.errors import KafkaError
 from kafka.protocol.admin import DescribeGroupsRequest
-from kafka.structs import OffsetAndMetadata, TopicPartition
+from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
+from kafka.structs import OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
+
+from protocol.kip848 import ConsumerGroupDescribeRequest
+from protocol.kip932 import ShareGroupDescribeRequest
 
 from ._common import (
+    JSON,
+    Subparsers,
     ToolError,
     add_bootstrap,
     add_output,
@@ -46,12 +51,13 @@ from ._common import (
     run,
     send_request,
 )
+from .share_groups import share_group_offsets
 
 RESET_SCENARIOS = ("to_earliest", "to_latest", "to_current", "to_offset", "shift_by", "to_datetime",
                    "by_duration")
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Subparsers) -> None:
     p = subparsers.add_parser("consumer-groups", help="List, describe, reset and delete consumer groups "
                               "(like kafka-consumer-groups.sh).",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -100,14 +106,14 @@ def main(args: argparse.Namespace) -> int | None:
         admin.close()
 
 
-def _list_groups(admin: Any, types: list[str] | None = None) -> list[dict[str, Any]]:
+def _list_groups(admin: KafkaAdminClient, types: list[str] | None = None) -> list[dict[str, JSON]]:
     groups = admin.list_groups(types_filter=types) if types else admin.list_groups()
     return sorted(({"group": g["group_id"], "protocol_type": g.get("protocol_type"),
                     "state": g.get("group_state"), "type": g.get("group_type") or "classic"}
                    for g in groups), key=lambda g: g["group"])
 
 
-def _group_ids(admin: Any, args: argparse.Namespace) -> list[str]:
+def _group_ids(admin: KafkaAdminClient, args: argparse.Namespace) -> list[str]:
     if args.all_groups:
         return [g["group"] for g in _list_groups(admin)]
     if not args.group:
@@ -115,7 +121,7 @@ def _group_ids(admin: Any, args: argparse.Namespace) -> list[str]:
     return list(dict.fromkeys(args.group))
 
 
-def _list(admin: Any, args: argparse.Namespace) -> int | None:
+def _list(admin: KafkaAdminClient, args: argparse.Namespace) -> int | None:
     groups = _list_groups(admin, [args.type] if args.type else None)
     if args.json:
         print_json(groups)
@@ -131,35 +137,31 @@ def _list(admin: Any, args: argparse.Namespace) -> int | None:
     return 0
 
 
-def _assignment(member: dict[str, Any]) -> list[tuple[str, int]]:
+def _assignment(member: dict[str, JSON]) -> list[tuple[str, int]]:
     """The member's partitions, whether kafka-python decoded the assignment or not."""
     a = member.get("member_assignment")
     if not a:
         return []
     if isinstance(a, (bytes, bytearray)):
-        from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
-
         try:
             a = ConsumerProtocolAssignment.decode(bytes(a)).to_dict()
         except Exception:
             return []
     elif not isinstance(a, dict):
         a = a.to_dict()
-    out: list[tuple[Any, Any]] = []
+    out: list[tuple[str, int]] = []
     for tp in a.get("assigned_partitions") or []:
         if isinstance(tp, dict):
-            topic, parts = tp.get("topic"), tp.get("partitions")
+            topic, parts = tp["topic"], tp.get("partitions")
         else:
             topic, parts = tp
         out.extend((topic, p) for p in parts or [])
     return out
 
 
-def describe_consumer_group_raw(admin: Any, group: str, coordinator: int) -> dict[str, Any] | None:
+def describe_consumer_group_raw(admin: KafkaAdminClient, group: str, coordinator: int) -> dict[str, JSON] | None:
     """ConsumerGroupDescribe (KIP-848) in the shape :func:`describe_groups_raw` returns, or None
     when the group is not a consumer group (or the broker does not serve the API)."""
-    from protocol.kip848 import ConsumerGroupDescribeRequest
-
     try:
         resp = send_request(admin, ConsumerGroupDescribeRequest(
             group_ids=[group], include_authorized_operations=False), node_id=coordinator)
@@ -179,11 +181,9 @@ def describe_consumer_group_raw(admin: Any, group: str, coordinator: int) -> dic
             "group_epoch": g.group_epoch, "members": members, "error": None}
 
 
-def describe_share_group_raw(admin: Any, group: str, coordinator: int) -> dict[str, Any] | None:
+def describe_share_group_raw(admin: KafkaAdminClient, group: str, coordinator: int) -> dict[str, JSON] | None:
     """ShareGroupDescribe (KIP-932) in the shape :func:`describe_groups_raw` returns, or None when
     the group is not a share group (or the broker does not serve the API)."""
-    from protocol.kip932 import ShareGroupDescribeRequest
-
     try:
         resp = send_request(admin, ShareGroupDescribeRequest(
             group_ids=[group], include_authorized_operations=False), node_id=coordinator)
@@ -202,7 +202,7 @@ def describe_share_group_raw(admin: Any, group: str, coordinator: int) -> dict[s
             "group_epoch": g.group_epoch, "members": members, "error": None}
 
 
-def describe_groups_raw(admin: Any, group: str) -> tuple[dict[str, Any], int]:
+def describe_groups_raw(admin: KafkaAdminClient, group: str) -> tuple[dict[str, JSON], int]:
     """The group at its coordinator, as a plain dict, and the coordinator id: a consumer group
     (KIP-848) through ConsumerGroupDescribe, else DescribeGroups.
 
@@ -232,10 +232,10 @@ def describe_groups_raw(admin: Any, group: str) -> tuple[dict[str, Any], int]:
     return g, coordinator
 
 
-def describe_group(admin: Any, group: str) -> dict[str, Any]:
+def describe_group(admin: KafkaAdminClient, group: str) -> dict[str, JSON]:
     desc, coordinator = describe_groups_raw(admin, group)
     members = []
-    owner: dict[tuple[str, int], dict[str, Any]] = {}
+    owner: dict[tuple[str, int], dict[str, JSON]] = {}
     for m in desc.get("members") or []:
         parts = sorted(_assignment(m))
         info = {"member_id": m["member_id"], "group_instance_id": m.get("group_instance_id"),
@@ -245,8 +245,6 @@ def describe_group(admin: Any, group: str) -> dict[str, Any]:
         for tp in parts:
             owner[tp] = info
     if desc.get("group_type") == "share":  # KIP-932: a share group's position is its start offset
-        from .share_groups import share_group_offsets
-
         tps: dict[tuple[str, int], int | None] = {
             (r["topic"], r["partition"]): r["start_offset"] for r in share_group_offsets(admin, group)}
     else:
@@ -272,7 +270,7 @@ def describe_group(admin: Any, group: str) -> dict[str, Any]:
             "error": desc.get("error"), "members": members, "offsets": offsets}
 
 
-def _describe(admin: Any, args: argparse.Namespace) -> int | None:
+def _describe(admin: KafkaAdminClient, args: argparse.Namespace) -> int | None:
     docs = [describe_group(admin, g) for g in _group_ids(admin, args)]
     if args.json:
         print_json(docs)
@@ -345,7 +343,7 @@ def parse_datetime_ms(spec: str) -> int:
     return int(dt.timestamp() * 1000)
 
 
-def _reset(admin: Any, args: argparse.Namespace) -> int | None:
+def _reset(admin: KafkaAdminClient, args: argparse.Namespace) -> int | None:
     scenario = next((s for s in RESET_SCENARIOS if getattr(args, s) not in (None, False)), None)
     if scenario is None:
         raise ToolError("--reset-offsets needs one of --to-earliest, --to-latest, --to-current, "
@@ -377,14 +375,12 @@ def _reset(admin: Any, args: argparse.Namespace) -> int | None:
         keys = [TopicPartition(t, p) for t, p in tps]
         earliest = admin.list_partition_offsets({k: OffsetSpec.EARLIEST for k in keys})
         latest = admin.list_partition_offsets({k: OffsetSpec.LATEST for k in keys})
-        by_time: dict[Any, Any] = {}
+        by_time: dict[TopicPartition, OffsetAndTimestamp] = {}
         if scenario in ("to_datetime", "by_duration"):
             ts = parse_datetime_ms(args.to_datetime) if scenario == "to_datetime" else \
                 int((time.time() - parse_duration(args.by_duration).total_seconds()) * 1000)
-            from kafka.admin import OffsetTimestamp
-
             by_time = admin.list_partition_offsets({k: OffsetTimestamp(ts) for k in keys})
-        new: dict[Any, int] = {}
+        new: dict[TopicPartition, int] = {}
         rows = []
         for k in keys:
             lo, hi = earliest[k].offset, latest[k].offset
@@ -407,7 +403,7 @@ def _reset(admin: Any, args: argparse.Namespace) -> int | None:
             new[k] = target
             rows.append({"group": group, "topic": k.topic, "partition": k.partition,
                          "previous_offset": cur, "new_offset": target})
-        errors: dict[Any, str | None] = {}
+        errors: dict[tuple[str, int], str | None] = {}
         if args.execute:
             res = admin.alter_group_offsets(group, {k: OffsetAndMetadata(o, "", None) for k, o in new.items()})
             for k, err in res.items():
@@ -426,7 +422,7 @@ def _reset(admin: Any, args: argparse.Namespace) -> int | None:
     return 1 if any(r["error"] for r in plans) else 0
 
 
-def _delete(admin: Any, args: argparse.Namespace) -> int | None:
+def _delete(admin: KafkaAdminClient, args: argparse.Namespace) -> int | None:
     groups = _group_ids(admin, args)
     res = admin.delete_groups(groups)
     results = [{"group": g, "error": None if r == "OK" else r} for g, r in res.items()]
@@ -441,13 +437,13 @@ def _delete(admin: Any, args: argparse.Namespace) -> int | None:
     return 1 if any(r["error"] for r in results) else 0
 
 
-def _delete_offsets(admin: Any, args: argparse.Namespace) -> int | None:
+def _delete_offsets(admin: KafkaAdminClient, args: argparse.Namespace) -> int | None:
     if not args.group or len(args.group) != 1:
         raise ToolError("--delete-offsets needs exactly one --group")
     if not args.topic:
         raise ToolError("--delete-offsets needs --topic T[:P,P]")
     group = args.group[0]
-    keys: list[Any] = []
+    keys: list[TopicPartition] = []
     for spec in args.topic:
         topic, parts = _parse_topic_spec(spec)
         if parts is None:

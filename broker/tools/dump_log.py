@@ -31,8 +31,12 @@ import struct
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TextIO
 
+import crc32c
+
+from groupcoord import records as gr
+from groupcoord.consumer import records as cr
 from protocol.records import (
     COMPRESSION_NAMES,
     COMPRESSION_NONE,
@@ -45,13 +49,14 @@ from protocol.records import (
     read_header,
 )
 from protocol.varint import read_varint
+from txn import transaction_log as tl
 
-from ._common import ToolError, add_output, run
+from ._common import JSON, Subparsers, ToolError, add_output, run
 
 ATTR_DELETE_HORIZON = 0x40
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Subparsers) -> None:
     p = subparsers.add_parser("dump-log", help="Print the batches, records and index entries of segment "
                               "files (like kafka-dump-log.sh).",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -87,7 +92,7 @@ def _bytes_field(buf: bytes, pos: int) -> tuple[bytes | None, int]:
     return buf[pos:pos + n], pos + n
 
 
-def iter_records(batch: bytes, h: BatchHeader) -> Iterator[dict[str, Any]]:
+def iter_records(batch: bytes, h: BatchHeader) -> Iterator[dict[str, JSON]]:
     """The records of one whole batch (``batch`` starts at its base_offset field)."""
     body = batch[HEADER_SIZE:h.size]
     raw = bytes(body) if h.compression == COMPRESSION_NONE else decompress(h.compression, body)
@@ -122,9 +127,9 @@ def _text(b: bytes | None) -> str | None:
     return None if b is None else b.decode("utf-8", errors="backslashreplace")
 
 
-def control_info(key: bytes | None, value: bytes | None) -> dict[str, Any]:
+def control_info(key: bytes | None, value: bytes | None) -> dict[str, JSON]:
     """Control record: key (version int16, type int16: 0 ABORT, 1 COMMIT); value (version, coordinator epoch)."""
-    info: dict[str, Any] = {}
+    info: dict[str, JSON] = {}
     if key is not None and len(key) >= 4:
         _, ctype = struct.unpack_from(">hh", key)
         info["endTxnMarker"] = {0: "ABORT", 1: "COMMIT"}.get(ctype, f"UNKNOWN({ctype})")
@@ -134,18 +139,14 @@ def control_info(key: bytes | None, value: bytes | None) -> dict[str, Any]:
     return info
 
 
-def _decode_offsets(key: bytes | None, value: bytes | None) -> tuple[Any, Any]:
-    from groupcoord import records as gr
-
+def _decode_offsets(key: bytes | None, value: bytes | None) -> tuple[JSON, JSON]:
     k = gr.decode_key(key) if key is not None else None
     if k is None and key is not None:
         # KIP-848 consumer-group records (key versions 3-8).
-        from groupcoord.consumer import records as cr
-
         ck = cr.decode_consumer_key(key)
         if ck is not None:
             return _plain(ck), cr.value_to_plain(ck.type, value) if value is not None else None
-    v: Any = None
+    v: object = None
     if value is not None and k is not None:
         cls = gr.OffsetCommitValue if isinstance(k, gr.OffsetCommitKey) else gr.GroupMetadataValue
         decode = getattr(cls, "decode", None)
@@ -153,15 +154,14 @@ def _decode_offsets(key: bytes | None, value: bytes | None) -> tuple[Any, Any]:
     return _plain(k), _plain(v) if value is not None else None
 
 
-def _decode_txn(key: bytes | None, value: bytes | None) -> tuple[Any, Any]:
-    from txn import transaction_log as tl
-
+def _decode_txn(key: bytes | None, value: bytes | None) -> tuple[JSON, JSON]:
     k = tl.decode_key(key) if key is not None else None
     v = _plain(tl.decode_value(value)) if value is not None else None
     return k, v
 
 
-def _plain(obj: Any) -> Any:
+def _plain(obj: object) -> JSON:
+    """A decoded record (dataclasses, enums, bytes, containers) as JSON for printing."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
     if isinstance(obj, (list, tuple)):
@@ -179,7 +179,7 @@ def _plain(obj: Any) -> Any:
 
 # --- files ---------------------------------------------------------------------------------
 
-def batch_doc(h: BatchHeader, valid: bool) -> dict[str, Any]:
+def batch_doc(h: BatchHeader, valid: bool) -> dict[str, JSON]:
     return {
         "baseOffset": h.base_offset, "lastOffset": h.last_offset, "count": h.records_count,
         "baseSequence": h.base_sequence, "lastSequence": h.last_sequence, "producerId": h.producer_id,
@@ -192,12 +192,12 @@ def batch_doc(h: BatchHeader, valid: bool) -> dict[str, Any]:
     }
 
 
-def dump_log_file(path: Path, args: argparse.Namespace) -> dict[str, Any]:
+def dump_log_file(path: Path, args: argparse.Namespace) -> dict[str, JSON]:
     data = path.read_bytes()
     limit = len(data) if args.max_bytes is None else min(len(data), args.max_bytes)
     deep = args.deep_iteration or args.print_data_log or args.offsets_decoder or args.transaction_log_decoder
     payloads = args.print_data_log or args.offsets_decoder or args.transaction_log_decoder
-    batches: list[dict[str, Any]] = []
+    batches: list[dict[str, JSON]] = []
     problems: list[str] = []
     pos = 0
     while pos + LOG_OVERHEAD <= limit:
@@ -214,7 +214,7 @@ def dump_log_file(path: Path, args: argparse.Namespace) -> dict[str, Any]:
             recs = []
             try:
                 for r in iter_records(data[pos:pos + h.size], h):
-                    rd: dict[str, Any] = {"offset": r["offset"], "timestamp": r["timestamp"],
+                    rd: dict[str, JSON] = {"offset": r["offset"], "timestamp": r["timestamp"],
                                           "keySize": -1 if r["key"] is None else len(r["key"]),
                                           "valueSize": -1 if r["value"] is None else len(r["value"]),
                                           "sequence": r["sequence"], "headerKeys": [k for k, _ in r["headers"]]}
@@ -266,7 +266,7 @@ def _log_batches(log_path: Path) -> dict[int, BatchHeader]:
     return out
 
 
-def dump_index_file(path: Path, args: argparse.Namespace) -> dict[str, Any]:
+def dump_index_file(path: Path, args: argparse.Namespace) -> dict[str, JSON]:
     data = path.read_bytes()
     base = _base_offset(path) or 0
     problems: list[str] = []
@@ -293,7 +293,7 @@ def dump_index_file(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     return {"file": str(path), "type": "index", "entries": entries, "problems": problems}
 
 
-def dump_time_index_file(path: Path, args: argparse.Namespace) -> dict[str, Any]:
+def dump_time_index_file(path: Path, args: argparse.Namespace) -> dict[str, JSON]:
     data = path.read_bytes()
     base = _base_offset(path) or 0
     problems: list[str] = []
@@ -318,14 +318,12 @@ def dump_time_index_file(path: Path, args: argparse.Namespace) -> dict[str, Any]
     return {"file": str(path), "type": "timeindex", "entries": entries, "problems": problems}
 
 
-def dump_snapshot_file(path: Path, args: argparse.Namespace) -> dict[str, Any]:
+def dump_snapshot_file(path: Path, args: argparse.Namespace) -> dict[str, JSON]:
     """Producer state snapshot (format documented in ``log/producer_state.py``)."""
-    import crc32c
-
     data = path.read_bytes()
     problems: list[str] = []
-    producers: list[dict[str, Any]] = []
-    doc: dict[str, Any] = {"file": str(path), "type": "snapshot", "producers": producers, "problems": problems}
+    producers: list[dict[str, JSON]] = []
+    doc: dict[str, JSON] = {"file": str(path), "type": "snapshot", "producers": producers, "problems": problems}
     try:
         version, crc = struct.unpack_from(">hI", data, 0)
         doc["version"] = version
@@ -369,7 +367,7 @@ def _expand(files: str) -> list[Path]:
     return out
 
 
-def _print_log(doc: dict[str, Any], args: argparse.Namespace, out: Any) -> None:
+def _print_log(doc: dict[str, JSON], args: argparse.Namespace, out: TextIO) -> None:
     print(f"Log starting offset: {doc['logStartingOffset']}", file=out)
     for b in doc["batches"]:
         horizon = "OptionalLong.empty" if b["deleteHorizonMs"] is None else f"OptionalLong[{b['deleteHorizonMs']}]"

@@ -12,17 +12,19 @@ request per partition leader.
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from collections.abc import Callable
 
 from kafka.admin import OffsetSpec, OffsetTimestamp
 from kafka.protocol.consumer import IsolationLevel
 from kafka.structs import TopicPartition
 
 from ._common import (
+    Subparsers,
     ToolError,
     add_bootstrap,
     add_output,
     admin_client,
+    list_topic_partitions,
     parse_partition_list,
     print_json,
     run,
@@ -33,7 +35,7 @@ TIME_SPECS = {"latest": -1, "earliest": -2, "max-timestamp": -3, "earliest-local
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Subparsers) -> None:
     p = subparsers.add_parser("get-offsets", help="Offsets of partitions by time (like kafka-get-offsets.sh).",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_bootstrap(p)
@@ -61,7 +63,7 @@ def parse_time(spec: str) -> int:
     return value
 
 
-def _partition_pattern(spec: str) -> Any:
+def _partition_pattern(spec: str) -> Callable[[int], bool]:
     """kafka-get-offsets' partition pattern: N, N-M (M exclusive), N-, -M, or empty for all."""
     try:
         if not spec:
@@ -101,15 +103,13 @@ def _selection(args: argparse.Namespace, all_parts: dict[str, list[int]]) -> lis
 
 
 def main(args: argparse.Namespace) -> int | None:
-    from ._common import list_topic_partitions
-
     when = parse_time(args.time)
     admin = admin_client(args)
     try:
         chosen = _selection(args, list_topic_partitions(admin))
         if not chosen:
             raise ToolError("no partitions match the given --topic/--partitions")
-        spec: Any = OffsetSpec(when) if when < 0 else OffsetTimestamp(when)
+        spec: OffsetSpec | OffsetTimestamp = OffsetSpec(when) if when < 0 else OffsetTimestamp(when)
         level = IsolationLevel.READ_COMMITTED if args.isolation_level == "read_committed" else \
             IsolationLevel.READ_UNCOMMITTED
         res = admin.list_partition_offsets({TopicPartition(t, p): spec for t, p in chosen}, isolation_level=level)

@@ -20,12 +20,14 @@ import argparse
 import json
 import time
 from pathlib import Path
-from typing import Any
 
+from kafka.admin import KafkaAdminClient
 from kafka.errors import IncompatibleBrokerVersion
 from kafka.protocol.admin import ElectLeadersRequest
 
 from ._common import (
+    JSON,
+    Subparsers,
     ToolError,
     add_bootstrap,
     add_output,
@@ -40,7 +42,7 @@ ELECTION_TYPES = {"PREFERRED": 0, "UNCLEAN": 1}
 ELECTION_NOT_NEEDED = 84
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Subparsers) -> None:
     p = subparsers.add_parser("leader-election", help="Elect preferred or unclean leaders "
                               "(like kafka-leader-election.sh).",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -102,14 +104,14 @@ def _targets(args: argparse.Namespace) -> list[tuple[str, int]] | None:
 NOT_CONTROLLER = 41
 
 
-def controller_id(admin: Any) -> int | None:
+def controller_id(admin: KafkaAdminClient) -> int | None:
     """The controller's broker id from Metadata (None when the cluster names none)."""
     cid = admin.describe_cluster().get("controller_id")
     return cid if isinstance(cid, int) and cid >= 0 else None
 
 
-def elect_leaders(admin: Any, election_type: int, targets: list[tuple[str, int]] | None,
-                  timeout_ms: int) -> list[dict[str, Any]]:
+def elect_leaders(admin: KafkaAdminClient, election_type: int, targets: list[tuple[str, int]] | None,
+                  timeout_ms: int) -> list[dict[str, JSON]]:
     """Send ElectLeaders to the controller; one result dict per partition in the answer."""
     if targets is None:
         topic_partitions = None
@@ -159,7 +161,7 @@ def main(args: argparse.Namespace) -> int | None:
     else:
         kind = args.election_type
 
-        def names(rs: list[dict[str, Any]]) -> str:
+        def names(rs: list[dict[str, JSON]]) -> str:
             return ", ".join(f"{r['topic']}-{r['partition']}" for r in rs)
 
         elected = [r for r in results if r["result"] == "elected"]

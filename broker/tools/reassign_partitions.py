@@ -38,11 +38,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
+import time
 from pathlib import Path
-from typing import Any
+
+from kafka.admin import KafkaAdminClient
+from kafka.errors import IncompatibleBrokerVersion, NoError, ReplicaNotAvailableError
+from kafka.protocol.admin import AlterPartitionReassignmentsRequest, ListPartitionReassignmentsRequest
+from kafka.protocol.data_container import DataContainer
 
 from ._common import (
+    JSON,
+    Subparsers,
     ToolError,
     add_bootstrap,
     add_output,
@@ -58,7 +66,7 @@ from .leader_election import controller_id
 Assignment = dict[tuple[str, int], list[int]]
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Subparsers) -> None:
     p = subparsers.add_parser("reassign-partitions", help="Move partition replicas between brokers "
                               "(like kafka-reassign-partitions.sh).",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -78,7 +86,7 @@ def register(subparsers: Any) -> None:
 
 
 # -- JSON ---------------------------------------------------------------------------------------
-def _read_json(path: Path | None, flag: str) -> Any:
+def _read_json(path: Path | None, flag: str) -> JSON:
     if path is None:
         raise ToolError(f"this action needs {flag}")
     try:
@@ -89,7 +97,7 @@ def _read_json(path: Path | None, flag: str) -> Any:
         raise ToolError(f"{path} is not valid JSON: {e}") from e
 
 
-def parse_topics_to_move(doc: Any) -> list[str]:
+def parse_topics_to_move(doc: JSON) -> list[str]:
     topics = doc.get("topics") if isinstance(doc, dict) else None
     if not isinstance(topics, list) or not topics:
         raise ToolError('--topics-to-move-json-file must hold {"version": 1, "topics": [{"topic": "t"}, ...]}')
@@ -102,7 +110,7 @@ def parse_topics_to_move(doc: Any) -> list[str]:
     return out
 
 
-def parse_reassignment(doc: Any) -> Assignment:
+def parse_reassignment(doc: JSON) -> Assignment:
     """Kafka's reassignment JSON -> {(topic, partition): replicas}, checked for shape."""
     parts = doc.get("partitions") if isinstance(doc, dict) else None
     if not isinstance(parts, list) or not parts:
@@ -134,7 +142,7 @@ def parse_reassignment(doc: Any) -> Assignment:
     return out
 
 
-def parse_log_dirs(doc: Any) -> dict[tuple[str, int, int], str]:
+def parse_log_dirs(doc: JSON) -> dict[tuple[str, int, int], str]:
     """The plan's log_dirs other than "any": {(topic, partition, broker): absolute path}."""
     out: dict[tuple[str, int, int], str] = {}
     for p in doc.get("partitions", []):
@@ -144,15 +152,11 @@ def parse_log_dirs(doc: Any) -> dict[tuple[str, int, int], str]:
     return out
 
 
-def alter_log_dirs(admin: Any, moves: dict[tuple[str, int, int], str], timeout_ms: int) -> dict[str, str]:
+def alter_log_dirs(admin: KafkaAdminClient, moves: dict[tuple[str, int, int], str], timeout_ms: int) -> dict[str, str]:
     """AlterReplicaLogDirs to each replica's broker; {"topic-partition-broker": error} for failures.
 
     REPLICA_NOT_AVAILABLE is retried until ``timeout_ms``: a replica being added by the
     reassignment may not exist yet (Kafka's tool does the same)."""
-    import time  # noqa: PLC0415
-
-    from kafka.errors import NoError, ReplicaNotAvailableError  # noqa: PLC0415
-
     pending = dict(moves)
     failed: dict[str, str] = {}
     deadline = time.monotonic() + timeout_ms / 1000
@@ -173,10 +177,8 @@ def alter_log_dirs(admin: Any, moves: dict[tuple[str, int, int], str], timeout_m
     return failed
 
 
-def log_dir_states(admin: Any, moves: dict[tuple[str, int, int], str]) -> dict[tuple[str, int, int], str]:
+def log_dir_states(admin: KafkaAdminClient, moves: dict[tuple[str, int, int], str]) -> dict[tuple[str, int, int], str]:
     """Per planned replica move: "completed", "in_progress" (a future copy exists) or "missing"."""
-    import os  # noqa: PLC0415
-
     states = {k: "missing" for k in moves}
     brokers = sorted({b for _t, _p, b in moves})
     for resp in admin.describe_log_dirs(brokers=brokers):
@@ -195,7 +197,7 @@ def log_dir_states(admin: Any, moves: dict[tuple[str, int, int], str]) -> dict[t
     return states
 
 
-def format_assignment(assignment: Assignment) -> dict[str, Any]:
+def format_assignment(assignment: Assignment) -> dict[str, JSON]:
     return {"version": 1, "partitions": [
         {"topic": t, "partition": p, "replicas": r, "log_dirs": ["any"] * len(r)}
         for (t, p), r in sorted(assignment.items())]}
@@ -224,7 +226,7 @@ def assign_replicas(brokers: list[int], partitions: int, replication_factor: int
 
 
 # -- cluster reads ------------------------------------------------------------------------------------
-def current_assignment(admin: Any, topics: list[str]) -> Assignment:
+def current_assignment(admin: KafkaAdminClient, topics: list[str]) -> Assignment:
     out: Assignment = {}
     for t in admin.describe_topics(topics):
         if t.get("error_code"):
@@ -239,20 +241,17 @@ def _unsupported(key: int, name: str) -> ToolError:
                      "cluster whose controller serves it (Samsa in cluster mode, or Kafka 2.4+)")
 
 
-def list_reassignments(admin: Any, timeout_ms: int, keys: list[tuple[str, int]] | None = None,
+def list_reassignments(admin: KafkaAdminClient, timeout_ms: int, keys: list[tuple[str, int]] | None = None,
                        ) -> dict[tuple[str, int], dict[str, list[int]]]:
     """Ongoing reassignments from the controller: {(topic, p): {replicas, adding, removing}}."""
-    from kafka.errors import IncompatibleBrokerVersion
-    from kafka.protocol.admin import ListPartitionReassignmentsRequest as Req
-
     topics = None
     if keys is not None:
         by_topic: dict[str, list[int]] = {}
         for t, p in keys:
             by_topic.setdefault(t, []).append(p)
-        topics = [Req.ListPartitionReassignmentsTopics(name=t, partition_indexes=ps) for t, ps in by_topic.items()]
+        topics = [ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics(name=t, partition_indexes=ps) for t, ps in by_topic.items()]
     try:
-        resp = send_request(admin, Req(timeout_ms=timeout_ms, topics=topics), node_id=controller_id(admin))
+        resp = send_request(admin, ListPartitionReassignmentsRequest(timeout_ms=timeout_ms, topics=topics), node_id=controller_id(admin))
     except IncompatibleBrokerVersion as e:
         raise _unsupported(46, "ListPartitionReassignments") from e
     if resp.error_code:
@@ -263,18 +262,15 @@ def list_reassignments(admin: Any, timeout_ms: int, keys: list[tuple[str, int]] 
             for t in resp.topics for p in t.partitions}
 
 
-def alter_reassignments(admin: Any, plan: dict[tuple[str, int], list[int] | None], timeout_ms: int,
+def alter_reassignments(admin: KafkaAdminClient, plan: dict[tuple[str, int], list[int] | None], timeout_ms: int,
                         ) -> dict[tuple[str, int], str | None]:
     """AlterPartitionReassignments to the controller; {(topic, p): error or None}. None replicas cancel."""
-    from kafka.errors import IncompatibleBrokerVersion
-    from kafka.protocol.admin import AlterPartitionReassignmentsRequest as Req
-
-    by_topic: dict[str, list[Any]] = {}
+    by_topic: dict[str, list[DataContainer]] = {}  # ReassignableTopic.ReassignablePartition
     for (t, p), replicas in sorted(plan.items()):
         by_topic.setdefault(t, []).append(
-            Req.ReassignableTopic.ReassignablePartition(partition_index=p, replicas=replicas))
-    req = Req(timeout_ms=timeout_ms, allow_replication_factor_change=True,
-              topics=[Req.ReassignableTopic(name=t, partitions=ps) for t, ps in by_topic.items()])
+            AlterPartitionReassignmentsRequest.ReassignableTopic.ReassignablePartition(partition_index=p, replicas=replicas))
+    req = AlterPartitionReassignmentsRequest(timeout_ms=timeout_ms, allow_replication_factor_change=True,
+              topics=[AlterPartitionReassignmentsRequest.ReassignableTopic(name=t, partitions=ps) for t, ps in by_topic.items()])
     try:
         resp = send_request(admin, req, node_id=controller_id(admin))
     except IncompatibleBrokerVersion as e:
@@ -292,7 +288,7 @@ def alter_reassignments(admin: Any, plan: dict[tuple[str, int], list[int] | None
 
 
 # -- actions ----------------------------------------------------------------------------------------
-def _generate(admin: Any, args: argparse.Namespace) -> int:
+def _generate(admin: KafkaAdminClient, args: argparse.Namespace) -> int:
     topics = parse_topics_to_move(_read_json(args.topics_to_move_json_file, "--topics-to-move-json-file"))
     if not args.broker_list:
         raise ToolError("--generate needs --broker-list")
@@ -325,7 +321,7 @@ def _generate(admin: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_plan(admin: Any, plan: Assignment) -> Assignment:
+def _check_plan(admin: KafkaAdminClient, plan: Assignment) -> Assignment:
     """Topics/partitions exist, brokers are known; returns the current assignment of the plan's partitions."""
     topics = sorted({t for t, _ in plan})
     existing = set(admin.list_topics())
@@ -343,7 +339,7 @@ def _check_plan(admin: Any, plan: Assignment) -> Assignment:
     return {k: current[k] for k in plan}
 
 
-def _execute(admin: Any, args: argparse.Namespace) -> int:
+def _execute(admin: KafkaAdminClient, args: argparse.Namespace) -> int:
     doc = _read_json(args.reassignment_json_file, "--reassignment-json-file")
     plan = parse_reassignment(doc)
     moves = parse_log_dirs(doc)
@@ -357,7 +353,7 @@ def _execute(admin: Any, args: argparse.Namespace) -> int:
             raise ToolError(f"cannot execute: reassignments are in progress ({names}); wait for them, or use "
                             "--additional")
     errors = alter_reassignments(admin, dict(reassign), args.timeout) if reassign else {}
-    failed: dict[Any, str] = {k: e for k, e in errors.items() if e}
+    failed: dict[tuple[str, int | str], str] = {k: e for k, e in errors.items() if e}  # or (move, "log_dir")
     started = sorted(k for k in plan if not errors.get(k))
     if moves:
         dir_failed = alter_log_dirs(admin, moves, args.timeout)
@@ -380,12 +376,12 @@ def _execute(admin: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-def _verify(admin: Any, args: argparse.Namespace) -> int:
+def _verify(admin: KafkaAdminClient, args: argparse.Namespace) -> int:
     doc = _read_json(args.reassignment_json_file, "--reassignment-json-file")
     plan = parse_reassignment(doc)
     moves = parse_log_dirs(doc)
     current = _check_plan(admin, plan)
-    ongoing: dict[tuple[str, int], Any] | None
+    ongoing: dict[tuple[str, int], dict[str, list[int]]] | None
     try:
         ongoing = list_reassignments(admin, args.timeout, sorted(plan))
     except ToolError:
@@ -426,9 +422,9 @@ def _verify(admin: Any, args: argparse.Namespace) -> int:
     return 1 if any(r["state"] == "failed" for r in results + dir_results) else 0
 
 
-def _list(admin: Any, args: argparse.Namespace) -> int:
+def _list(admin: KafkaAdminClient, args: argparse.Namespace) -> int:
     ongoing = list_reassignments(admin, args.timeout)
-    rows: list[dict[str, Any]] = [{"topic": t, "partition": p, **v} for (t, p), v in sorted(ongoing.items())]
+    rows: list[dict[str, JSON]] = [{"topic": t, "partition": p, **v} for (t, p), v in sorted(ongoing.items())]
     if args.json:
         print_json(rows)
     elif not rows:
@@ -441,7 +437,7 @@ def _list(admin: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-def _cancel(admin: Any, args: argparse.Namespace) -> int:
+def _cancel(admin: KafkaAdminClient, args: argparse.Namespace) -> int:
     plan = parse_reassignment(_read_json(args.reassignment_json_file, "--reassignment-json-file"))
     _check_plan(admin, plan)
     errors = alter_reassignments(admin, dict.fromkeys(plan), args.timeout)

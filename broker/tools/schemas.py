@@ -24,14 +24,13 @@ import json
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any
 
-from ._common import ToolError, print_json, print_table, run
+from ._common import JSON, Subparsers, ToolError, print_json, print_table, run
 
 V1 = "application/vnd.schemaregistry.v1+json"
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Subparsers) -> None:
     p = subparsers.add_parser("schemas", help="Manage schemas in a Schema Registry (Confluent's REST API).",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--registry-url", required=True, metavar="URL", help="e.g. http://127.0.0.1:8081")
@@ -80,7 +79,7 @@ def _schema_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reference", action="append", default=[], metavar="NAME=SUBJECT:VERSION")
 
 
-def _body(args: argparse.Namespace) -> dict[str, Any]:
+def _body(args: argparse.Namespace) -> dict[str, JSON]:
     if args.schema_file:
         try:
             text = open(args.schema_file, encoding="utf-8").read()
@@ -88,7 +87,7 @@ def _body(args: argparse.Namespace) -> dict[str, Any]:
             raise ToolError(f"cannot read {args.schema_file}: {e}") from e
     else:
         text = args.schema
-    body: dict[str, Any] = {"schema": text}
+    body: dict[str, JSON] = {"schema": text}
     if args.type != "AVRO":
         body["schemaType"] = args.type
     refs = []
@@ -107,7 +106,7 @@ def _q(s: str) -> str:
     return urllib.parse.quote(s, safe="")
 
 
-def call(args: argparse.Namespace, method: str, path: str, body: Any = None) -> Any:
+def call(args: argparse.Namespace, method: str, path: str, body: JSON = None) -> JSON:
     url = args.registry_url.rstrip("/") + path
     data = json.dumps(body).encode() if body is not None else None
     req = urllib.request.Request(url, data=data, method=method, headers={"Accept": V1})

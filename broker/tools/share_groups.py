@@ -14,12 +14,21 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
-from kafka.admin import OffsetSpec
+from kafka.admin import KafkaAdminClient, OffsetSpec
+from kafka.protocol.data_container import DataContainer
 from kafka.structs import TopicPartition
 
+from protocol.kip932 import (
+    AlterShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsRequest,
+    ShareGroupDescribeRequest,
+)
+
 from ._common import (
+    JSON,
+    Subparsers,
     ToolError,
     add_bootstrap,
     add_output,
@@ -32,7 +41,7 @@ from ._common import (
 )
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Subparsers) -> None:
     p = subparsers.add_parser("share-groups", help="List, describe, reset and delete share groups "
                               "(like kafka-share-groups.sh).",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -72,12 +81,12 @@ def main(args: argparse.Namespace) -> int | None:
         admin.close()
 
 
-def _share_groups(admin: Any) -> list[dict[str, Any]]:
+def _share_groups(admin: KafkaAdminClient) -> list[dict[str, JSON]]:
     return sorted(({"group": g["group_id"], "state": g.get("group_state")}
                    for g in admin.list_groups(types_filter=["share"])), key=lambda g: g["group"])
 
 
-def _group_ids(admin: Any, args: argparse.Namespace) -> list[str]:
+def _group_ids(admin: KafkaAdminClient, args: argparse.Namespace) -> list[str]:
     if args.all_groups:
         return [g["group"] for g in _share_groups(admin)]
     if not args.group:
@@ -85,11 +94,11 @@ def _group_ids(admin: Any, args: argparse.Namespace) -> list[str]:
     return list(dict.fromkeys(args.group))
 
 
-def _coordinator(admin: Any, group: str) -> int:
+def _coordinator(admin: KafkaAdminClient, group: str) -> int:
     return int(admin._manager.run(admin._find_coordinator_id, group))
 
 
-def _list(admin: Any, args: argparse.Namespace) -> int | None:
+def _list(admin: KafkaAdminClient, args: argparse.Namespace) -> int | None:
     groups = _share_groups(admin)
     if args.json:
         print_json(groups)
@@ -101,10 +110,8 @@ def _list(admin: Any, args: argparse.Namespace) -> int | None:
     return 0
 
 
-def describe_share_group(admin: Any, group: str) -> dict[str, Any]:
+def describe_share_group(admin: KafkaAdminClient, group: str) -> dict[str, JSON]:
     """ShareGroupDescribe as a plain dict (``error`` names the error, if any)."""
-    from protocol.kip932 import ShareGroupDescribeRequest
-
     resp = send_request(admin, ShareGroupDescribeRequest(group_ids=[group], include_authorized_operations=False),
                         node_id=_coordinator(admin, group))
     g = resp.groups[0]
@@ -117,11 +124,9 @@ def describe_share_group(admin: Any, group: str) -> dict[str, Any]:
                                         for p in tp.partitions]} for m in g.members]}
 
 
-def share_group_offsets(admin: Any, group: str) -> list[dict[str, Any]]:
+def share_group_offsets(admin: KafkaAdminClient, group: str) -> list[dict[str, JSON]]:
     """Each share-partition's start offset (DescribeShareGroupOffsets) and lag to the log end."""
-    from protocol.kip932 import DescribeShareGroupOffsetsRequest as Req
-
-    resp = send_request(admin, Req(groups=[Req.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=None)]),
+    resp = send_request(admin, DescribeShareGroupOffsetsRequest(groups=[DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=None)]),
                         node_id=_coordinator(admin, group))
     g = resp.groups[0]
     if g.error_code:
@@ -138,8 +143,8 @@ def share_group_offsets(admin: Any, group: str) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: (r["topic"], r["partition"]))
 
 
-def _describe(admin: Any, args: argparse.Namespace) -> int | None:
-    out: list[Any] = []
+def _describe(admin: KafkaAdminClient, args: argparse.Namespace) -> int | None:
+    out: list[dict[str, JSON]] = []
     for group in _group_ids(admin, args):
         d = describe_share_group(admin, group)
         if d["error"]:
@@ -178,9 +183,7 @@ def _topics(args: argparse.Namespace) -> list[tuple[str, list[int] | None]]:
     return out
 
 
-def _reset(admin: Any, args: argparse.Namespace) -> int | None:
-    from protocol.kip932 import AlterShareGroupOffsetsRequest as Req
-
+def _reset(admin: KafkaAdminClient, args: argparse.Namespace) -> int | None:
     if not (args.to_earliest or args.to_latest or args.to_offset is not None):
         raise ToolError("--reset-offsets needs --to-earliest, --to-latest or --to-offset N")
     rows = []
@@ -199,13 +202,13 @@ def _reset(admin: Any, args: argparse.Namespace) -> int | None:
             target = {tp: found[tp].offset for tp in tps}
         errors: dict[tuple[str, int], str | None] = {}
         if args.execute:
-            by_topic: dict[str, list[Any]] = {}
+            by_topic: dict[str, list[DataContainer]] = {}  # ...RequestTopic.AlterShareGroupOffsetsRequestPartition
             for tp, off in target.items():
                 by_topic.setdefault(tp.topic, []).append(
-                    Req.AlterShareGroupOffsetsRequestTopic.AlterShareGroupOffsetsRequestPartition(
+                    AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic.AlterShareGroupOffsetsRequestPartition(
                         partition_index=tp.partition, start_offset=off))
-            resp = send_request(admin, Req(group_id=group, topics=[
-                Req.AlterShareGroupOffsetsRequestTopic(topic_name=t, partitions=ps) for t, ps in by_topic.items()]),
+            resp = send_request(admin, AlterShareGroupOffsetsRequest(group_id=group, topics=[
+                AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic(topic_name=t, partitions=ps) for t, ps in by_topic.items()]),
                 node_id=_coordinator(admin, group))
             if resp.error_code:
                 raise ToolError(f"Share group {group}: {error_name(resp.error_code)}"
@@ -223,13 +226,11 @@ def _reset(admin: Any, args: argparse.Namespace) -> int | None:
     return 1 if any(r["error"] for r in rows) else 0
 
 
-def _delete_offsets(admin: Any, args: argparse.Namespace) -> int | None:
-    from protocol.kip932 import DeleteShareGroupOffsetsRequest as Req
-
+def _delete_offsets(admin: KafkaAdminClient, args: argparse.Namespace) -> int | None:
     rows = []
     for group in _group_ids(admin, args):
-        resp = send_request(admin, Req(group_id=group, topics=[
-            Req.DeleteShareGroupOffsetsRequestTopic(topic_name=name) for name, _ in _topics(args)]),
+        resp = send_request(admin, DeleteShareGroupOffsetsRequest(group_id=group, topics=[
+            DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic(topic_name=name) for name, _ in _topics(args)]),
             node_id=_coordinator(admin, group))
         if resp.error_code:
             raise ToolError(f"Share group {group}: {error_name(resp.error_code)}")
@@ -243,7 +244,7 @@ def _delete_offsets(admin: Any, args: argparse.Namespace) -> int | None:
     return 1 if any(r["error"] for r in rows) else 0
 
 
-def _delete(admin: Any, args: argparse.Namespace) -> int | None:
+def _delete(admin: KafkaAdminClient, args: argparse.Namespace) -> int | None:
     groups = _group_ids(admin, args)
     res = admin.delete_groups(groups)
     results = [{"group": g, "error": None if r == "OK" else r} for g, r in res.items()]

@@ -15,11 +15,12 @@ IncrementalAlterConfigs (``--alter --config``, a convenience Kafka moved to kafk
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
-from kafka.admin import ConfigResource
+from kafka.admin import ConfigResource, KafkaAdminClient
 
 from ._common import (
+    JSON,
+    Subparsers,
     ToolError,
     add_bootstrap,
     add_output,
@@ -36,7 +37,7 @@ from ._common import (
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Subparsers) -> None:
     p = subparsers.add_parser("topics", help="Create, list, describe, alter and delete topics "
                               "(like kafka-topics.sh).",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -86,10 +87,10 @@ def _parse_assignment(spec: str) -> dict[int, list[int]]:
         raise ToolError(f"Invalid --replica-assignment {spec!r}") from e
 
 
-def _create(admin: Any, args: argparse.Namespace) -> int | None:
+def _create(admin: KafkaAdminClient, args: argparse.Namespace) -> int | None:
     if not args.topic:
         raise ToolError("--create requires --topic")
-    spec: dict[str, Any] = {"configs": parse_properties(args.config)}
+    spec: dict[str, JSON] = {"configs": parse_properties(args.config)}
     if args.replica_assignment:
         if args.partitions is not None or args.replication_factor is not None:
             raise ToolError("--replica-assignment excludes --partitions and --replication-factor")
@@ -118,7 +119,7 @@ def _create(admin: Any, args: argparse.Namespace) -> int | None:
     return 0
 
 
-def _names(admin: Any, args: argparse.Namespace) -> list[str]:
+def _names(admin: KafkaAdminClient, args: argparse.Namespace) -> list[str]:
     match = topic_matcher(args.topic)
     names = sorted(n for n in admin.list_topics() if match(n))
     if args.exclude_internal:
@@ -126,7 +127,7 @@ def _names(admin: Any, args: argparse.Namespace) -> list[str]:
     return names
 
 
-def _list(admin: Any, args: argparse.Namespace) -> int | None:
+def _list(admin: KafkaAdminClient, args: argparse.Namespace) -> int | None:
     names = _names(admin, args)
     if args.json:
         print_json(names)
@@ -136,7 +137,7 @@ def _list(admin: Any, args: argparse.Namespace) -> int | None:
     return 0
 
 
-def _topic_configs(admin: Any, names: list[str]) -> dict[str, dict[str, str | None]]:
+def _topic_configs(admin: KafkaAdminClient, names: list[str]) -> dict[str, dict[str, str | None]]:
     """Non-default config values per topic (what kafka-topics prints under ``Configs:``)."""
     if not names:
         return {}
@@ -148,7 +149,7 @@ def _topic_configs(admin: Any, names: list[str]) -> dict[str, dict[str, str | No
     return {name: {k: v.get("value") for k, v in cfg.items()} for name, cfg in res.get("topic", {}).items()}
 
 
-def _min_isr(admin: Any, names: list[str]) -> dict[str, int]:
+def _min_isr(admin: KafkaAdminClient, names: list[str]) -> dict[str, int]:
     """Each topic's effective min.insync.replicas (its override or the broker default)."""
     if not names:
         return {}
@@ -162,7 +163,7 @@ def _min_isr(admin: Any, names: list[str]) -> dict[str, int]:
     return out
 
 
-def describe_topics_doc(admin: Any, names: list[str]) -> list[dict[str, Any]]:
+def describe_topics_doc(admin: KafkaAdminClient, names: list[str]) -> list[dict[str, JSON]]:
     meta = admin.describe_topics(names) if names else []
     configs = _topic_configs(admin, names)
     out = []
@@ -189,13 +190,13 @@ def describe_topics_doc(admin: Any, names: list[str]) -> list[dict[str, Any]]:
     return out
 
 
-def _live_brokers(admin: Any) -> set[int]:
+def _live_brokers(admin: KafkaAdminClient) -> set[int]:
     """Broker ids in Metadata: the brokers the cluster considers alive."""
     brokers = admin.describe_cluster().get("brokers", [])  # DescribeCluster, or Metadata on old brokers
     return {b["broker_id"] for b in brokers}
 
 
-def _describe(admin: Any, args: argparse.Namespace) -> int | None:
+def _describe(admin: KafkaAdminClient, args: argparse.Namespace) -> int | None:
     names = _names(admin, args)
     if args.topic and not names and not args.if_exists:
         raise ToolError(f"Topic '{args.topic}' does not exist as expected")
@@ -242,7 +243,7 @@ def _describe(admin: Any, args: argparse.Namespace) -> int | None:
     return 0
 
 
-def _alter(admin: Any, args: argparse.Namespace) -> int | None:
+def _alter(admin: KafkaAdminClient, args: argparse.Namespace) -> int | None:
     if not args.topic:
         raise ToolError("--alter requires --topic")
     if args.partitions is None and not args.config:
@@ -260,8 +261,6 @@ def _alter(admin: Any, args: argparse.Namespace) -> int | None:
             results.append({"topic": r.name, "partitions": args.partitions,
                             "error": error_name(r.error_code), "error_message": r.error_message})
     if args.config:
-        from kafka.admin import ConfigResource
-
         cfg = parse_properties(args.config)
         res = admin.alter_configs([ConfigResource("topic", n, dict(cfg)) for n in names],
                                   validate_only=args.validate_only, raise_on_unknown=False)
@@ -282,7 +281,7 @@ def _alter(admin: Any, args: argparse.Namespace) -> int | None:
     return 1 if failed else 0
 
 
-def _delete(admin: Any, args: argparse.Namespace) -> int | None:
+def _delete(admin: KafkaAdminClient, args: argparse.Namespace) -> int | None:
     if not args.topic:
         raise ToolError("--delete requires --topic")
     names = [n for n in _names(admin, args) if n not in INTERNAL_TOPICS or n == args.topic]

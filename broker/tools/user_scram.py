@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Any
 
+from kafka.admin import KafkaAdminClient
 from kafka.protocol.admin import AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest
 
 from broker.security.scram import DEFAULT_ITERATIONS, MECHANISM_IDS, MECHANISM_NAMES, salted_password
@@ -37,7 +37,7 @@ def _parse_scram_value(key: str, value: str) -> tuple[int, str]:
     return iterations, opts["password"]
 
 
-def alter(admin: Any, args: argparse.Namespace, name: str, adds: dict[str, str], deletes: list[str]) -> int:
+def alter(admin: KafkaAdminClient, args: argparse.Namespace, name: str, adds: dict[str, str], deletes: list[str]) -> int:
     for key in [*adds, *deletes]:
         if key not in MECHANISM_IDS:
             raise ToolError(f"Unsupported config for users: {key} (supported: {', '.join(MECHANISM_IDS)})")
@@ -61,7 +61,7 @@ def alter(admin: Any, args: argparse.Namespace, name: str, adds: dict[str, str],
     return 1 if any(r["error"] for r in results) else 0
 
 
-def describe(admin: Any, args: argparse.Namespace, name: str | None) -> int:
+def describe(admin: KafkaAdminClient, args: argparse.Namespace, name: str | None) -> int:
     req = DescribeUserScramCredentialsRequest(users=None if name is None else [(name,)])
     resp = send_request(admin, req)
     results = [{"user": r.user, "error": error_name(r.error_code), "error_message": r.error_message,
