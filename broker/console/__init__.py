@@ -18,7 +18,7 @@ the Kafka protocol through kafka-python clients run on the console's own worker 
 Kafka listener. A console port already in use is logged as an error at start and the broker
 carries on without the console.
 
-Layout: :mod:`.http` (the HTTP/1.1 server), :mod:`.api` (routes: pages, the JSON API,
+Layout: :mod:`.service` (the running console: server, view and sampler), :mod:`.http` (the HTTP/1.1 server), :mod:`.api` (routes: pages, the JSON API,
 static files), :mod:`.pages` (each page rendered as HTML on the console's worker thread),
 :mod:`.markup` (the escaping HTML builder, formats, tables and the SVG line chart),
 :mod:`.cluster` (the protocol view and the sampled history), :mod:`.messages` (bounded
@@ -26,15 +26,18 @@ record pages), ``static/`` (CSS, the favicon, and ``app.js``: in-place refresh o
 live regions and the write forms; no build step, no CDN).
 
 Imports: protocol/, broker/tools/ and kafka-python's clients; like the tools it reads the cluster
-over the Kafka protocol, never the broker's internals.
+over the Kafka protocol, never the broker's internals (broker/config.py only names the types of the
+broker's properties it is started with).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import Protocol
 from urllib.parse import urlparse
+
+from broker.config import BrokerConfig, Listener
 
 log = logging.getLogger("samsa.console")
 
@@ -47,54 +50,24 @@ def parse_listener(spec: str) -> tuple[str, int]:
     return u.hostname, u.port
 
 
-class Console:
-    """The running console: HTTP server, cluster view and sampler task."""
-
-    def __init__(self, host: str, port: int, bootstrap: list[str], allow_writes: bool,
-                 metrics_urls: list[str] | None = None, schema_registry_url: str = "") -> None:
-        from .api import ConsoleApp  # noqa: PLC0415
-        from .cluster import ClusterView  # noqa: PLC0415
-        from .http import HttpServer  # noqa: PLC0415
-
-        self.view = ClusterView(bootstrap, metrics_urls, schema_registry_url)
-        self.app = ConsoleApp(self.view, allow_writes)
-        self.server = HttpServer(host, port, self.app)
-        self._sampler: asyncio.Task[None] | None = None
-
-    async def start(self, ready: asyncio.Event | None = None) -> None:
-        await self.server.start()
-        self._sampler = asyncio.get_running_loop().create_task(self._sample_loop(ready))
-
-    async def _sample_loop(self, ready: asyncio.Event | None) -> None:
-        from .cluster import SAMPLE_INTERVAL_S  # noqa: PLC0415
-
-        if ready is not None:
-            await ready.wait()  # the Kafka listener is up: the clients can bootstrap
-        loop = asyncio.get_running_loop()
-        failures = 0
-        while True:
-            t0 = loop.time()
-            try:
-                await self.view.call(self.view.sample)
-                failures = 0
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:
-                failures += 1
-                if failures in (1, 10) or failures % 100 == 0:
-                    log.warning("Console: sampling the cluster failed (%d in a row): %s", failures, e)
-            elapsed = loop.time() - t0
-            # A slow sample (many partitions) backs off so the console never loads the cluster much.
-            await asyncio.sleep(max(SAMPLE_INTERVAL_S, min(3 * elapsed, 30.0)))
-
-    async def stop(self) -> None:
-        if self._sampler is not None:
-            self._sampler.cancel()
-        await self.server.stop()
-        await asyncio.get_running_loop().run_in_executor(None, self.view.close)
+class RunningConsole(Protocol):
+    async def stop(self) -> None: ...
 
 
-async def start(broker: Any) -> None:
+class ConsoleHost(Protocol):
+    """What the console reads from the broker that starts it: its configuration, its advertised
+    listener (the default cluster to show) and the event set once the Kafka listener serves.
+    ``console`` is the slot the running console is kept in between ``start`` and ``stop``."""
+
+    config: BrokerConfig
+    started: asyncio.Event
+    console: RunningConsole | None
+
+    @property
+    def advertised(self) -> Listener: ...
+
+
+async def start(broker: ConsoleHost) -> None:
     spec = str(broker.config.get("console.listener") or "").strip()
     if not spec:
         return
@@ -126,6 +99,12 @@ async def start(broker: Any) -> None:
     own_registry = str(broker.config.get("schema.registry.listeners") or "").strip().split(",")[0]
     if not registry_url and own_registry:
         registry_url = own_registry.replace("://0.0.0.0:", "://127.0.0.1:").replace("://[::]:", "://127.0.0.1:")
+    # Deferred to here, the one function-local import of the console: every broker imports this
+    # package (server.py's COMPONENTS), but only one with console.listener set needs the console's
+    # clients (kafka-python's admin client and consumer, broker/tools/): ~70-170 ms of imports
+    # measured with `python3 -X importtime` on top of broker.server.
+    from .service import Console  # noqa: PLC0415
+
     console = Console(host, port, bootstrap, allow_writes, metrics_urls, registry_url)
     try:
         await console.start(broker.started)
@@ -138,8 +117,8 @@ async def start(broker: Any) -> None:
              console.server.port, "writes allowed" if allow_writes else "read-only", ",".join(bootstrap))
 
 
-async def stop(broker: Any) -> None:
-    console = getattr(broker, "console", None)
+async def stop(broker: ConsoleHost) -> None:
+    console = broker.console
     if console is not None:
         broker.console = None
         await console.stop()

@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import re
 from importlib import resources
-from typing import Any
+
+from broker.tools._common import JSON
 
 from . import pages
 from .cluster import ClusterView, ConsoleError
@@ -61,7 +62,7 @@ def _int(req: Request, name: str, default: int | None = None, lo: int | None = N
     return v
 
 
-def _body_int(doc: dict[str, Any], name: str, default: int | None = None, required: bool = False) -> int | None:
+def _body_int(doc: dict[str, JSON], name: str, default: int | None = None, required: bool = False) -> int | None:
     v = doc.get(name, default)
     if v is None:
         if required:

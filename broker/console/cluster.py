@@ -36,15 +36,18 @@ import urllib.request
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
+from typing import TypeVar
 from urllib.parse import quote
 
+from kafka import KafkaConsumer
 from kafka.admin import (
     ACLFilter,
     ACLOperation,
     ACLPermissionType,
     ACLResourcePatternType,
+    KafkaAdminClient,
     OffsetSpec,
     OffsetTimestamp,
     ResourcePatternFilter,
@@ -53,6 +56,12 @@ from kafka.admin import (
 from kafka.errors import KafkaError
 from kafka.protocol.admin import DescribeClientQuotasRequest, IncrementalAlterConfigsRequest
 from kafka.structs import OffsetAndMetadata, TopicPartition
+from prometheus_client.parser import text_string_to_metric_families
+
+from broker.tools._common import JSON, error_name, send_request
+from broker.tools.configs import describe_configs
+from broker.tools.consumer_groups import describe_group, describe_groups_raw
+from protocol.kafka_uuid import to_string
 
 from . import messages
 
@@ -86,10 +95,19 @@ class ConsoleError(Exception):
         self.status = status
 
 
-def _error_name(code: int) -> str | None:
-    from broker.tools._common import error_name  # noqa: PLC0415
+T = TypeVar("T")
 
-    return error_name(code)
+
+@dataclass
+class Sample:
+    """One raw sample, kept until the next for the rates: offsets and sizes by (topic, partition)."""
+
+    t: float
+    ends: dict[tuple[str, int], int]
+    starts: dict[tuple[str, int], int]
+    sizes: dict[tuple[str, int], int]
+    committed: dict[str, dict[tuple[str, int], int]]  # group -> committed offsets
+    metrics: tuple[float, float] | None  # bytes in/out counters from /metrics, when scraped
 
 
 class ClusterView:
@@ -101,21 +119,21 @@ class ClusterView:
         self.metrics_urls = metrics_urls or []
         self.schema_registry_url = schema_registry_url.rstrip("/")
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="samsa-console")
-        self._admin: Any = None
-        self._consumer: Any = None
-        self.history: deque[dict[str, Any]] = deque(maxlen=HISTORY)
+        self._admin: KafkaAdminClient | None = None
+        self._consumer: KafkaConsumer | None = None
+        self.history: deque[dict[str, JSON]] = deque(maxlen=HISTORY)
         self.group_history: dict[str, deque[tuple[float, int]]] = {}
-        self._last: dict[str, Any] | None = None  # the previous raw sample, for rates
+        self._last: Sample | None = None  # the previous raw sample, for rates
         self.topic_rates: dict[str, float] = {}
 
     # --- threading ------------------------------------------------------------------------
 
-    async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+    async def call(self, fn: Callable[..., T], *args: object) -> T:
         """Run ``fn(*args)`` on the worker thread; the event loop only awaits it."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, self._guarded, fn, args)
 
-    def _guarded(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    def _guarded(self, fn: Callable[..., T], args: tuple[object, ...]) -> T:
         try:
             try:
                 return fn(*args)
@@ -153,10 +171,8 @@ class ClusterView:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     @property
-    def admin(self) -> Any:
+    def admin(self) -> KafkaAdminClient:
         if self._admin is None:
-            from kafka.admin import KafkaAdminClient  # noqa: PLC0415
-
             self._admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="samsa-console",
                                            request_timeout_ms=REQUEST_TIMEOUT_MS,
                                            bootstrap_timeout_ms=REQUEST_TIMEOUT_MS,
@@ -164,24 +180,24 @@ class ClusterView:
         return self._admin
 
     @property
-    def consumer(self) -> Any:
+    def consumer(self) -> KafkaConsumer:
         if self._consumer is None:
             self._consumer = messages.new_consumer(self.bootstrap, REQUEST_TIMEOUT_MS)
         return self._consumer
 
     # --- reads ----------------------------------------------------------------------------
 
-    def _topics(self, names: list[str] | None = None) -> list[dict[str, Any]]:
+    def _topics(self, names: list[str] | None = None) -> list[dict[str, JSON]]:
         out = []
         for t in self.admin.describe_topics(names):
             if t.get("error_code"):
                 if names is not None:
-                    raise ConsoleError(f"topic {t.get('name')!r}: {_error_name(t['error_code'])}", 404)
+                    raise ConsoleError(f"topic {t.get('name')!r}: {error_name(t['error_code'])}", 404)
                 continue
             out.append(t)
         return out
 
-    def _offsets(self, tps: list[Any], spec: Any) -> dict[Any, int]:
+    def _offsets(self, tps: list[TopicPartition], spec: OffsetSpec | OffsetTimestamp) -> dict[TopicPartition, int]:
         if not tps:
             return {}
         res = self.admin.list_partition_offsets({tp: spec for tp in tps})
@@ -204,7 +220,7 @@ class ClusterView:
                         out[key] = out.get(key, 0) + p["partition_size"]
         return out
 
-    def overview(self) -> dict[str, Any]:
+    def overview(self) -> dict[str, JSON]:
         cluster = self.admin.describe_cluster()
         topics = self._topics()
         parts = [p for t in topics for p in t["partitions"]]
@@ -226,7 +242,7 @@ class ClusterView:
             "rates": self.history[-1] if self.history else None,
         }
 
-    def topics(self) -> list[dict[str, Any]]:
+    def topics(self) -> list[dict[str, JSON]]:
         topics = self._topics()
         tps = [TopicPartition(t["name"], p["partition_index"]) for t in topics for p in t["partitions"]
                if p["leader_id"] >= 0]
@@ -248,9 +264,7 @@ class ClusterView:
             })
         return out
 
-    def topic(self, name: str) -> dict[str, Any]:
-        from broker.tools.configs import describe_configs  # noqa: PLC0415
-
+    def topic(self, name: str) -> dict[str, JSON]:
         t = self._topics([name])[0]
         tps = [TopicPartition(name, p["partition_index"]) for p in t["partitions"] if p["leader_id"] >= 0]
         starts, ends = self._offsets(tps, OffsetSpec.EARLIEST), self._offsets(tps, OffsetSpec.LATEST)
@@ -263,19 +277,17 @@ class ClusterView:
                           "isr": p["isr_nodes"], "offline_replicas": p.get("offline_replicas") or [],
                           "log_start_offset": starts.get(tp), "log_end_offset": ends.get(tp),
                           "size": sizes.get((name, p["partition_index"], p["leader_id"])),
-                          "error": _error_name(p.get("error_code") or 0)})
+                          "error": error_name(p.get("error_code") or 0)})
         cfg = describe_configs(self.admin, 2, [name])[0]
         configs = [{"name": c["name"], "value": None if c["sensitive"] else c["value"], "source": c["source"],
                     "read_only": c["read_only"], "sensitive": c["sensitive"], "type": c["type"]}
                    for c in sorted(cfg["configs"], key=lambda c: c["name"])]
-        from protocol.kafka_uuid import to_string  # noqa: PLC0415
-
         tid = t.get("topic_id")
         return {"name": name, "topic_id": to_string(tid) if tid else "", "internal": t["is_internal"],
                 "partitions": parts, "configs": configs, "messages_per_sec": self.topic_rates.get(name, 0.0)}
 
     def browse(self, topic: str, partition: int, offset: int | None, timestamp: int | None,
-               limit: int) -> dict[str, Any]:
+               limit: int) -> dict[str, JSON]:
         t = self._topics([topic])[0]
         if partition not in {p["partition_index"] for p in t["partitions"]}:
             raise ConsoleError(f"topic {topic!r} has no partition {partition}", 404)
@@ -296,7 +308,7 @@ class ClusterView:
         return {"topic": topic, "partition": partition, "log_start_offset": lo, "log_end_offset": hi,
                 "start_offset": start, "next_offset": nxt, "limit": limit, "messages": records}
 
-    def groups(self) -> list[dict[str, Any]]:
+    def groups(self) -> list[dict[str, JSON]]:
         out = []
         lags = (self.history[-1] or {}).get("group_lag", {}) if self.history else {}
         for g in sorted(self.admin.list_groups(), key=lambda g: g["group_id"]):
@@ -305,9 +317,7 @@ class ClusterView:
                         "lag": lags.get(g["group_id"])})
         return out
 
-    def group(self, group: str) -> dict[str, Any]:
-        from broker.tools.consumer_groups import describe_group  # noqa: PLC0415
-
+    def group(self, group: str) -> dict[str, JSON]:
         d = describe_group(self.admin, group)
         if d.get("error"):
             raise ConsoleError(f"group {group!r}: {d['error']}", 404 if "NOT" in str(d["error"]) else 400)
@@ -318,11 +328,11 @@ class ClusterView:
         d["lag_history"] = [{"t": t, "lag": lag} for t, lag in self.group_history.get(group, ())]
         return d
 
-    def transactions(self) -> dict[str, Any]:
+    def transactions(self) -> dict[str, JSON]:
         listed = [x for v in self.admin.list_transactions().values() for x in v]
         txns = []
         ids = [getattr(x, "transactional_id", None) for x in listed]
-        described: dict[str, Any] = {}
+        described: dict[str, JSON] = {}
         for tid in [i for i in ids if i][:200]:
             try:  # one at a time: a transaction that ended since the listing must not hide the others
                 described.update(self.admin.describe_transactions([tid]))
@@ -344,10 +354,10 @@ class ClusterView:
         return {"transactions": sorted(txns, key=lambda t: t["transactional_id"]),
                 "producers": self._producers()}
 
-    def _producers(self, max_partitions: int = 500) -> list[dict[str, Any]]:
+    def _producers(self, max_partitions: int = 500) -> list[dict[str, JSON]]:
         tps = [TopicPartition(t["name"], p["partition_index"]) for t in self._topics() if not t["is_internal"]
                for p in t["partitions"] if p["leader_id"] >= 0][:max_partitions]
-        out: list[dict[str, Any]] = []
+        out: list[dict[str, JSON]] = []
         if not tps:
             return out
         for tp, st in sorted(self.admin.describe_producers(tps).items()):
@@ -358,11 +368,9 @@ class ClusterView:
                             "current_transaction_start_offset": p.current_transaction_start_offset})
         return out
 
-    def security(self) -> dict[str, Any]:
+    def security(self) -> dict[str, JSON]:
         """ACLs (DescribeAcls, every binding) and client quotas (DescribeClientQuotas, every entity)."""
-        from broker.tools._common import send_request  # noqa: PLC0415
-
-        acls: list[dict[str, Any]] | None = None
+        acls: list[dict[str, JSON]] | None = None
         acl_note = None
         try:
             found, err = self.admin.describe_acls(ACLFilter(None, None, ACLOperation.ANY, ACLPermissionType.ANY,
@@ -379,10 +387,10 @@ class ClusterView:
                 raise
             acl_note = "No authorizer is configured (authorizer.class.name), so there are no ACLs to show."
         resp = send_request(self.admin, DescribeClientQuotasRequest(components=[], strict=False))
-        quotas: list[dict[str, Any]] | None = None
+        quotas: list[dict[str, JSON]] | None = None
         quota_note = None
         if resp.error_code:
-            quota_note = f"DescribeClientQuotas: {_error_name(resp.error_code)} {resp.error_message or ''}".strip()
+            quota_note = f"DescribeClientQuotas: {error_name(resp.error_code)} {resp.error_message or ''}".strip()
         else:
             quotas = []
             for entry in resp.entries or []:
@@ -395,7 +403,7 @@ class ClusterView:
 
     # --- schema registry (Confluent's REST API, not the Kafka protocol) ----------------------
 
-    def _registry_get(self, path: str) -> Any:
+    def _registry_get(self, path: str) -> JSON:
         req = urllib.request.Request(self.schema_registry_url + path,
                                      headers={"Accept": "application/vnd.schemaregistry.v1+json"})
         try:
@@ -411,7 +419,7 @@ class ClusterView:
         except (urllib.error.URLError, OSError) as e:
             raise ConsoleError(f"cannot reach the schema registry at {self.schema_registry_url}: {e}", 502) from None
 
-    def schemas(self, max_subjects: int = 500) -> dict[str, Any]:
+    def schemas(self, max_subjects: int = 500) -> dict[str, JSON]:
         """Subjects with their latest version, id, type and compatibility level; the global level and mode."""
         if not self.schema_registry_url:
             return {"url": None, "subjects": [], "note": "No schema registry: set schema.registry.listeners on "
@@ -430,7 +438,7 @@ class ClusterView:
                 "compatibility": self._registry_get("/config").get("compatibilityLevel"),
                 "mode": self._registry_get("/mode").get("mode"), "note": None}
 
-    def subject(self, name: str) -> dict[str, Any]:
+    def subject(self, name: str) -> dict[str, JSON]:
         """Every live version of a subject with its schema text and references."""
         if not self.schema_registry_url:
             raise ConsoleError("No schema registry is configured for the console", 404)
@@ -444,8 +452,6 @@ class ClusterView:
 
     def _scrape(self) -> tuple[float, float] | None:
         """All-topics bytes in/out counters summed over the brokers' /metrics, or None if any fails."""
-        from prometheus_client.parser import text_string_to_metric_families  # noqa: PLC0415
-
         if not self.metrics_urls:
             return None
         b_in = b_out = 0.0
@@ -491,34 +497,33 @@ class ClusterView:
         for g in list(self.group_history):
             if g not in group_lag:
                 del self.group_history[g]
-        raw: dict[str, Any] = {"t": now, "ends": ends, "starts": starts, "sizes": sizes, "committed": committed,
-               "metrics": metrics}
+        raw = Sample(t=now, ends=ends, starts=starts, sizes=sizes, committed=committed, metrics=metrics)
         prev, self._last = self._last, raw
-        point: dict[str, Any] = {"t": now, "bytes_in": 0.0, "bytes_out": 0.0, "messages_in": 0.0,
+        point: dict[str, JSON] = {"t": now, "bytes_in": 0.0, "bytes_out": 0.0, "messages_in": 0.0,
                                  "group_lag": group_lag}
-        if prev is not None and now > prev["t"]:
-            dt = now - prev["t"]
+        if prev is not None and now > prev.t:
+            dt = now - prev.t
             rates: dict[str, float] = {}
-            b_in = 0
+            b_in: float = 0
             for k, end in ends.items():
-                d_msgs = max(0, end - prev["ends"].get(k, end))
+                d_msgs = max(0, end - prev.ends.get(k, end))
                 rates[k[0]] = rates.get(k[0], 0.0) + d_msgs / dt
-                b_in += max(0, sizes.get(k, 0) - prev["sizes"].get(k, sizes.get(k, 0)))
+                b_in += max(0, sizes.get(k, 0) - prev.sizes.get(k, sizes.get(k, 0)))
             b_out = 0.0
             for g, c in committed.items():
                 for k, o in c.items():
-                    before = prev["committed"].get(g, {}).get(k)
+                    before = prev.committed.get(g, {}).get(k)
                     records = ends.get(k, 0) - starts.get(k, 0)
                     if before is None or o <= before or records <= 0:
                         continue
                     b_out += (o - before) * sizes.get(k, 0) / records  # records x mean record size
             self.topic_rates = {t: round(r, 2) for t, r in rates.items()}
             source = "protocol"
-            if raw["metrics"] is not None and prev["metrics"] is not None:
+            if raw.metrics is not None and prev.metrics is not None:
                 # exact counters from the brokers' metrics endpoints (a restart resets them: count 0)
                 source = "metrics"
-                b_in = max(0.0, raw["metrics"][0] - prev["metrics"][0])
-                b_out = max(0.0, raw["metrics"][1] - prev["metrics"][1])
+                b_in = max(0.0, raw.metrics[0] - prev.metrics[0])
+                b_out = max(0.0, raw.metrics[1] - prev.metrics[1])
             point.update(bytes_in=round(b_in / dt, 1), bytes_out=round(b_out / dt, 1),
                          messages_in=round(sum(rates.values()), 2), source=source)
             self.history.append(point)
@@ -526,36 +531,34 @@ class ClusterView:
     # --- writes ---------------------------------------------------------------------------
 
     def create_topic(self, name: str, partitions: int, replication_factor: int,
-                     configs: dict[str, str]) -> dict[str, Any]:
+                     configs: dict[str, str]) -> dict[str, JSON]:
         res = self.admin.create_topics({name: {"num_partitions": partitions, "replication_factor":
                                                replication_factor, "configs": configs}}, raise_errors=False)
         t = res["topics"][0]
         if t["error_code"]:
-            raise ConsoleError(f"{_error_name(t['error_code'])}: {t.get('error_message') or ''}".strip(": "))
+            raise ConsoleError(f"{error_name(t['error_code'])}: {t.get('error_message') or ''}".strip(": "))
         return {"topic": name, "partitions": t.get("num_partitions"), "replication_factor":
                 t.get("replication_factor")}
 
-    def add_partitions(self, name: str, count: int) -> dict[str, Any]:
+    def add_partitions(self, name: str, count: int) -> dict[str, JSON]:
         self._topics([name])
         res = self.admin.create_partitions({name: count}, raise_errors=False)
         r = res.results[0]
         if r.error_code:
-            raise ConsoleError(f"{_error_name(r.error_code)}: {r.error_message or ''}".strip(": "))
+            raise ConsoleError(f"{error_name(r.error_code)}: {r.error_message or ''}".strip(": "))
         return {"topic": name, "partitions": count}
 
-    def alter_configs(self, name: str, set_: dict[str, str], delete: list[str]) -> dict[str, Any]:
-        from broker.tools._common import send_request  # noqa: PLC0415
-
+    def alter_configs(self, name: str, set_: dict[str, str], delete: list[str]) -> dict[str, JSON]:
         self._topics([name])
         entries = [(k, 0, str(v)) for k, v in set_.items()] + [(k, 1, None) for k in delete]
         resp = send_request(self.admin, IncrementalAlterConfigsRequest(resources=[(2, name, entries)],
                                                                        validate_only=False))
         r = resp.responses[0]
         if r.error_code:
-            raise ConsoleError(f"{_error_name(r.error_code)}: {r.error_message or ''}".strip(": "))
+            raise ConsoleError(f"{error_name(r.error_code)}: {r.error_message or ''}".strip(": "))
         return {"topic": name, "set": set_, "deleted": delete}
 
-    def delete_records(self, name: str, partition: int, before: int) -> dict[str, Any]:
+    def delete_records(self, name: str, partition: int, before: int) -> dict[str, JSON]:
         tp = TopicPartition(name, partition)
         res = self.admin.delete_records({tp: before})
         r = res.get(tp) or {}
@@ -563,10 +566,8 @@ class ClusterView:
         return {"topic": name, "partition": partition, "log_start_offset": low}
 
     def reset_offsets(self, group: str, topic: str, partitions: list[int] | None, to: str, value: int | None,
-                      execute: bool) -> dict[str, Any]:
+                      execute: bool) -> dict[str, JSON]:
         """Plan (and with ``execute`` apply) new committed offsets, as kafka-consumer-groups.sh does."""
-        from broker.tools.consumer_groups import describe_groups_raw  # noqa: PLC0415
-
         if to not in ("earliest", "latest", "offset", "timestamp", "shift"):
             raise ConsoleError(f"unknown reset target {to!r}: earliest, latest, offset, timestamp or shift")
         if to in ("offset", "timestamp", "shift") and value is None:
@@ -586,7 +587,7 @@ class ClusterView:
         current = {tp: o.offset for tp, o in self.admin.list_group_offsets({group: None}).get(group, {}).items()}
         lo, hi = self._offsets(keys, OffsetSpec.EARLIEST), self._offsets(keys, OffsetSpec.LATEST)
         by_time = self._offsets(keys, OffsetTimestamp(value)) if to == "timestamp" and value is not None else {}
-        plan: dict[Any, int] = {}
+        plan: dict[TopicPartition, int] = {}
         rows = []
         for k in keys:
             cur = current.get(k)

@@ -21,8 +21,9 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
+
+from broker.tools._common import JSON
 
 log = logging.getLogger("samsa.console")
 
@@ -61,7 +62,7 @@ class Request:
     body: bytes = b""
     segments: list[str] = field(default_factory=list)
 
-    def json(self) -> dict[str, Any]:
+    def json(self) -> dict[str, JSON]:
         if not self.headers.get("content-type", "").lower().startswith("application/json"):
             raise HttpError(415, "send the request body as application/json")
         try:
@@ -83,7 +84,7 @@ class Response:
 Handler = Callable[[Request], Awaitable[Response]]
 
 
-def json_response(doc: Any, status: int = 200) -> Response:
+def json_response(doc: JSON, status: int = 200) -> Response:
     return Response(status, json.dumps(doc, default=str).encode())
 
 
@@ -134,7 +135,7 @@ class HttpServer:
     def __init__(self, host: str, port: int, handler: Handler) -> None:
         self.host, self.port, self.handler = host, port, handler
         self.server: asyncio.base_events.Server | None = None
-        self._conns: set[asyncio.Task[Any]] = set()
+        self._conns: set[asyncio.Task[object]] = set()  # the _serve task of each open connection
 
     async def start(self) -> None:
         self.server = await asyncio.start_server(self._serve, self.host, self.port, limit=MAX_HEAD,

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import html
 import time
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 VOID = frozenset({"input", "meta", "link", "br", "img"})
 
@@ -29,21 +28,21 @@ class Markup(str):
     __slots__ = ()
 
 
-def esc(value: Any) -> Markup:
+def esc(value: object) -> Markup:
     return value if isinstance(value, Markup) else Markup(html.escape(str(value), quote=True))
 
 
-def _children(children: Iterable[Any]) -> Iterable[str]:
+def _children(children: Iterable[object]) -> Iterable[str]:
     for c in children:
         if c is None or c is False or c == "":
             continue
-        if isinstance(c, (list, tuple)) or (not isinstance(c, str) and hasattr(c, "__iter__")):
+        if isinstance(c, (list, tuple)) or (not isinstance(c, str) and isinstance(c, Iterable)):
             yield from _children(c)
         else:
             yield esc(c)
 
 
-def h(tag: str, attrs: dict[str, Any] | None = None, *children: Any) -> Markup:
+def h(tag: str, attrs: Mapping[str, object] | None = None, *children: object) -> Markup:
     """``<tag attrs>children</tag>``; attribute ``None``/``False`` is left out, ``True`` is bare."""
     parts = [f"<{tag}"]
     for k, v in (attrs or {}).items():
@@ -58,19 +57,19 @@ def h(tag: str, attrs: dict[str, Any] | None = None, *children: Any) -> Markup:
     return Markup("".join(parts))
 
 
-def join(items: Iterable[Any], sep: str = "") -> Markup:
+def join(items: Iterable[object], sep: str = "") -> Markup:
     return Markup(esc(sep).join(_children(items)))
 
 
 # --- formats (the same on every page) ----------------------------------------------------------
 
-def fmt_num(n: Any) -> str:
+def fmt_num(n: float | None) -> str:
     if n is None:
         return "–"
     return f"{n:,}" if isinstance(n, int) else f"{float(n):,.0f}"
 
 
-def fmt_bytes(n: Any) -> str:
+def fmt_bytes(n: float | None) -> str:
     if n is None:
         return "–"
     x = float(n)
@@ -82,13 +81,13 @@ def fmt_bytes(n: Any) -> str:
     return f"{x:.0f} {units[i]}" if i == 0 else f"{x:.1f} {units[i]}"
 
 
-def fmt_rate(n: Any, unit: str = "msg") -> str:
+def fmt_rate(n: float | None, unit: str = "msg") -> str:
     if unit == "B":
         return fmt_bytes(n) + "/s"
     return f"{float(n or 0):.1f} msg/s"
 
 
-def fmt_time(ms: Any) -> str:
+def fmt_time(ms: float | None) -> str:
     if ms is None or ms < 0:
         return "–"
     t = time.gmtime(ms / 1000)
@@ -106,8 +105,8 @@ class Col:
         self.label, self.num = label, num
 
 
-def table(cols: Sequence[Col], rows: Iterable[Sequence[Any]], empty: str = "Nothing to show.",
-          attrs: dict[str, Any] | None = None) -> Markup:
+def table(cols: Sequence[Col], rows: Iterable[Sequence[object]], empty: str = "Nothing to show.",
+          attrs: Mapping[str, object] | None = None) -> Markup:
     body = [h("tr", None, *(h("td", {"class": "num" if c.num else None}, cell) for c, cell in zip(cols, r, strict=True)))
             for r in rows]
     if not body:
@@ -116,12 +115,12 @@ def table(cols: Sequence[Col], rows: Iterable[Sequence[Any]], empty: str = "Noth
     return h("div", {"class": "table-wrap", **(attrs or {})}, h("table", None, head, h("tbody", None, *body)))
 
 
-def card(label: str, value: Any, cls: str = "", key: str | None = None) -> Markup:
+def card(label: str, value: object, cls: str = "", key: str | None = None) -> Markup:
     return h("div", {"class": f"card {cls}".strip(), "data-card": key or label},
              h("div", {"class": "label"}, label), h("div", {"class": "value"}, value))
 
 
-def badge(text: Any, cls: str = "") -> Markup:
+def badge(text: object, cls: str = "") -> Markup:
     return h("span", {"class": f"badge {cls}".strip()}, text)
 
 
@@ -139,7 +138,7 @@ class Series:
 
     __slots__ = ("name", "cls", "color", "fmt", "points")
 
-    def __init__(self, name: str, cls: str, color: str, fmt: Any, points: list[tuple[float, float]]) -> None:
+    def __init__(self, name: str, cls: str, color: str, fmt: Callable[[float], str], points: list[tuple[float, float]]) -> None:
         self.name, self.cls, self.color, self.fmt, self.points = name, cls, color, fmt, points
 
 

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import TypedDict
 
 from kafka import KafkaConsumer
+from kafka.consumer.fetcher import ConsumerRecord
 from kafka.structs import TopicPartition
 
 MAX_FIELD_BYTES = 16 * 1024
@@ -26,7 +27,28 @@ MAX_PAGE = 200
 FETCH_BYTES = 1024 * 1024
 
 
-def render_bytes(data: bytes | None) -> dict[str, Any]:
+class RenderedBytes(TypedDict):
+    format: str  # "null", "hex", "json" or "text"
+    text: str
+    size: int
+    truncated: bool
+
+
+class RenderedHeader(TypedDict):
+    key: str
+    value: RenderedBytes
+
+
+class RenderedRecord(TypedDict):
+    offset: int
+    timestamp: int
+    timestamp_type: str
+    key: RenderedBytes
+    value: RenderedBytes
+    headers: list[RenderedHeader]
+
+
+def render_bytes(data: bytes | None) -> RenderedBytes:
     """Bytes as JSON (pretty-printed), UTF-8 text, or hex, cut to MAX_FIELD_BYTES."""
     if data is None:
         return {"format": "null", "text": "", "size": 0, "truncated": False}
@@ -52,7 +74,7 @@ def render_bytes(data: bytes | None) -> dict[str, Any]:
     return {"format": "text", "text": text, "size": size, "truncated": truncated}
 
 
-def render_record(rec: Any) -> dict[str, Any]:
+def render_record(rec: ConsumerRecord) -> RenderedRecord:
     return {
         "offset": rec.offset,
         "timestamp": rec.timestamp,
@@ -63,7 +85,7 @@ def render_record(rec: Any) -> dict[str, Any]:
     }
 
 
-def new_consumer(bootstrap: list[str], request_timeout_ms: int) -> Any:
+def new_consumer(bootstrap: list[str], request_timeout_ms: int) -> KafkaConsumer:
     return KafkaConsumer(bootstrap_servers=bootstrap, client_id="samsa-console", group_id=None,
                          enable_auto_commit=False, max_poll_records=MAX_PAGE,
                          max_partition_fetch_bytes=FETCH_BYTES, fetch_max_bytes=FETCH_BYTES,
@@ -71,11 +93,11 @@ def new_consumer(bootstrap: list[str], request_timeout_ms: int) -> Any:
                          isolation_level="read_uncommitted", metadata_max_age_ms=10000)
 
 
-def browse(consumer: Any, topic: str, partition: int, start: int, end: int, limit: int,
-           deadline_s: float = 5.0) -> list[dict[str, Any]]:
+def browse(consumer: KafkaConsumer, topic: str, partition: int, start: int, end: int, limit: int,
+           deadline_s: float = 5.0) -> list[RenderedRecord]:
     """Records ``start`` .. at most ``limit`` of them, stopping at ``end`` (exclusive) or the deadline."""
     tp = TopicPartition(topic, partition)
-    out: list[dict[str, Any]] = []
+    out: list[RenderedRecord] = []
     if start >= end or limit <= 0:
         return out
     consumer.assign([tp])

@@ -22,7 +22,6 @@ import calendar
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
 from urllib.parse import quote, urlencode
 
 from .cluster import ClusterView, ConsoleError
@@ -42,7 +41,7 @@ from .markup import (
     state_badge,
     table,
 )
-from .messages import MAX_PAGE
+from .messages import MAX_PAGE, RenderedBytes
 
 Page = tuple[int, bytes]
 
@@ -52,15 +51,15 @@ NAV = (("overview", "/", "Overview"), ("topics", "/topics", "Topics"), ("groups"
 WRITES_NEED_JS = "Write actions need JavaScript: they are sent as JSON, which other web sites cannot forge."
 
 
-def url(*parts: Any) -> str:
+def url(*parts: object) -> str:
     return "/" + "/".join(quote(str(p), safe="") for p in parts)
 
 
-def link(href: str, text: Any) -> Markup:
+def link(href: str, text: object) -> Markup:
     return h("a", {"href": href}, text)
 
 
-def layout(title: str, section: str, allow_writes: bool, *content: Any, refresh_ms: int | None = None,
+def layout(title: str, section: str, allow_writes: bool, *content: object, refresh_ms: int | None = None,
            status: int = 200) -> Page:
     nav = h("nav", {"id": "nav"}, *(h("a", {"href": href, "data-nav": key, "class": "active" if key == section else None},
                                       label) for key, href, label in NAV))
@@ -78,7 +77,7 @@ def layout(title: str, section: str, allow_writes: bool, *content: Any, refresh_
     return status, ("<!doctype html>\n" + h("html", {"lang": "en"}, head, body) + "\n").encode()
 
 
-def live(key: str, *content: Any) -> Markup:
+def live(key: str, *content: object) -> Markup:
     """A region the page's refresh replaces (by id)."""
     return h("div", {"id": key, "data-live": True}, *content)
 
@@ -239,7 +238,7 @@ def topic_write_forms(name: str, partitions: int) -> Markup:
 
 # --- messages ---------------------------------------------------------------------------------
 
-def _field(label: str, f: dict[str, Any]) -> Markup:
+def _field(label: str, f: RenderedBytes) -> Markup:
     info = f["format"] + (f" · {fmt_bytes(f['size'])}" if f["size"] else "") + (" · truncated" if f["truncated"] else "")
     return h("div", {"class": "field", "data-field": label}, h("div", {"class": "name"}, label + " ", badge(info)),
              h("pre", {"class": "muted"}, "null") if f["format"] == "null" else h("pre", None, f["text"]))
@@ -258,7 +257,7 @@ def messages(v: ClusterView, allow_writes: bool, query: dict[str, str], name: st
     page = v.browse(name, partition, offset, timestamp, limit)
     base = url("topics", name, "messages")
 
-    def href(**extra: Any) -> str:
+    def href(**extra: object) -> str:
         return base + "?" + urlencode({"partition": page["partition"], "limit": page["limit"], **extra})
 
     from_ts = timestamp is not None
@@ -413,7 +412,7 @@ def schemas(v: ClusterView, allow_writes: bool, query: dict[str, str]) -> Page:
 
 def subject(v: ClusterView, allow_writes: bool, query: dict[str, str], name: str) -> Page:
     doc = v.subject(name)
-    parts: list[Any] = [h("p", None, f"Compatibility: {doc['compatibility']}")]
+    parts: list[Markup | str] = [h("p", None, f"Compatibility: {doc['compatibility']}")]
     for ver in reversed(doc["versions"]):
         text = ver["schema"]
         try:

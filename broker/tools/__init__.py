@@ -20,33 +20,24 @@ broker/security/scram.py and broker/cluster/zk/server.py; never the broker's run
 from __future__ import annotations
 
 import argparse
+import importlib
 from collections.abc import Sequence
 
-from . import (
-    acls,
-    cluster,
-    configs,
-    console_consumer,
-    console_producer,
-    consumer_groups,
-    dump_log,
-    get_offsets,
-    leader_election,
-    reassign_partitions,
-    schemas,
-    share_groups,
-    topics,
-)
 from ._common import Subparsers
 
-COMMANDS = (topics, configs, consumer_groups, share_groups, console_producer, console_consumer, dump_log, get_offsets,
-            reassign_partitions, leader_election, cluster, acls, schemas)
+# The commands' modules (under broker.tools), in the order ``samsa --help`` lists them. They are
+# imported by name when the parser is built (importlib.import_module, in ``register`` below: the
+# one dynamic import of the tools), not when this package is: the console and other commands
+# import broker.tools._common and friends without loading every command (cluster.py, say, imports
+# the console package, which imports these helpers).
+COMMANDS = ("topics", "configs", "consumer_groups", "share_groups", "console_producer", "console_consumer",
+            "dump_log", "get_offsets", "reassign_partitions", "leader_election", "cluster", "acls", "schemas")
 
 
 def register(subparsers: Subparsers) -> None:
     """Add every operator command to ``subparsers`` (from ``parser.add_subparsers()``)."""
-    for module in COMMANDS:
-        module.register(subparsers)
+    for name in COMMANDS:
+        importlib.import_module(f"{__name__}.{name}").register(subparsers)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
