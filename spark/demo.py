@@ -32,11 +32,39 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from kafka import KafkaConsumer, TopicPartition
 
+from broker.tools._common import Subparsers
+
 from . import generate, pipeline
+from .brokers import EmbeddedBroker
+
+if TYPE_CHECKING:  # pyspark is optional: `samsa demo produce` runs without it (see spark/pipeline.py)
+    from pyspark.sql import SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+
+class TopPath(TypedDict):
+    path: str
+    count: int
+
+
+class WindowStats(TypedDict):
+    """One closed window as the pipeline writes it to the output topic (JSON)."""
+
+    window_start: str
+    window_end: str
+    requests: int
+    status_2xx: int
+    status_3xx: int
+    status_4xx: int
+    status_5xx: int
+    bytes: int
+    latency_p50: float
+    latency_p95: float
+    top_paths: list[TopPath]
 
 
 def _default_source() -> str:
@@ -51,7 +79,7 @@ def _default_source() -> str:
     return pipeline.FALLBACK_SOURCE
 
 
-def _render(windows: dict[str, dict[str, Any]], produced: int, source: str, bootstrap: str, last: int = 10,
+def _render(windows: dict[str, WindowStats], produced: int, source: str, bootstrap: str, last: int = 10,
             read: int | None = None) -> str:
     read_note = "" if read is None else f", read by Spark: {read:,}"
     lines = [f"Samsa demo — broker {bootstrap}, source {source}, events produced: {produced:,}{read_note}", ""]
@@ -70,7 +98,7 @@ def _render(windows: dict[str, dict[str, Any]], produced: int, source: str, boot
     return "\n".join(lines)
 
 
-def _rows_read(queries: list[Any], seen: dict[int, int]) -> int:
+def _rows_read(queries: list[StreamingQuery], seen: dict[int, int]) -> int:
     """Input rows the first query (both read the same topic) has processed so far; ``seen``
     keeps each batch's count, since Spark only remembers the recent batches' progress."""
     for p in (queries[0].recentProgress or []) if queries else []:
@@ -85,7 +113,7 @@ class _ResultReader:
         self.topic = topic
         self.consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
                                       auto_offset_reset="earliest")
-        self.windows: dict[str, dict[str, Any]] = {}
+        self.windows: dict[str, WindowStats] = {}
         self.assigned = False
 
     def poll(self) -> None:
@@ -103,7 +131,7 @@ class _ResultReader:
         self.consumer.close()
 
 
-def _closing_note(windows: dict[str, dict[str, Any]], args: argparse.Namespace, elapsed: float) -> str:
+def _closing_note(windows: dict[str, WindowStats], args: argparse.Namespace, elapsed: float) -> str:
     """What the user should know when the demo stops: how long it ran, and the open windows."""
     note = f"stopped after {elapsed:.0f} s (--duration {args.duration:g})."
     if not windows:
@@ -117,8 +145,6 @@ def _closing_note(windows: dict[str, dict[str, Any]], args: argparse.Namespace, 
 def run_demo(args: argparse.Namespace) -> int:
     """Run for ``--duration`` seconds from the moment the command starts (Spark's start-up
     included), then stop everything it started and remove what it wrote unless ``--keep``."""
-    from .brokers import EmbeddedBroker
-
     t0 = time.monotonic()
     deadline = t0 + args.duration
     source = args.source or _default_source()
@@ -128,10 +154,10 @@ def run_demo(args: argparse.Namespace) -> int:
     produced = [0]
     producer_error: list[BaseException] = []
     thread: threading.Thread | None = None
-    spark = None
-    queries: list[Any] = []
+    spark: SparkSession | None = None
+    queries: list[StreamingQuery] = []
     reader = None
-    windows: dict[str, dict[str, Any]] = {}
+    windows: dict[str, WindowStats] = {}
     batches: dict[int, int] = {}
     status = 0
     try:
@@ -240,7 +266,7 @@ def _add_demo_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--watermark", default="5 seconds")
 
 
-def add_demo_subcommands(subparsers: Any) -> argparse.ArgumentParser:
+def add_demo_subcommands(subparsers: Subparsers) -> argparse.ArgumentParser:
     """Register ``demo`` (with ``produce`` and ``pipeline`` under it) on an argparse subparsers.
 
     Each parser sets ``func`` to a callable taking the parsed namespace and returning an exit

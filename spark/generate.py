@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TextIO, TypedDict, TypeVar
 
 from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
@@ -58,7 +58,24 @@ USER_AGENTS = [
 ]
 
 
-def _weighted(rng: random.Random, table: Sequence[tuple[Any, int]]) -> Any:
+T = TypeVar("T")
+
+
+class AccessLogEvent(TypedDict):
+    """One nginx-style access-log event, the JSON value of a record (EVENT_SCHEMA in spark/pipeline_config.py)."""
+
+    timestamp: str
+    host: str
+    remote_addr: str
+    method: str
+    path: str
+    status: int
+    bytes: int
+    latency: float
+    user_agent: str
+
+
+def _weighted(rng: random.Random, table: Sequence[tuple[T, int]]) -> T:
     return rng.choices([v for v, _ in table], weights=[w for _, w in table])[0]
 
 
@@ -95,7 +112,7 @@ class EventGenerator:
             for _ in range(200)
         ]
 
-    def next_event(self) -> dict[str, Any]:
+    def next_event(self) -> AccessLogEvent:
         rng = self.rng
         if self.start_ms is None:
             ts = int(time.time() * 1000) - rng.randint(0, self.jitter_ms)
@@ -120,12 +137,12 @@ class EventGenerator:
             "user_agent": rng.choice(USER_AGENTS),
         }
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
+    def __iter__(self) -> Iterator[AccessLogEvent]:
         while True:
             yield self.next_event()
 
 
-def encode(event: dict[str, Any]) -> tuple[bytes, bytes]:
+def encode(event: AccessLogEvent) -> tuple[bytes, bytes]:
     """(key, value) bytes for one event: key = client address, value = compact JSON."""
     return event["remote_addr"].encode(), json.dumps(event, separators=(",", ":")).encode()
 
@@ -160,9 +177,9 @@ def produce(
     duration: float | None = None,
     generator: EventGenerator | None = None,
     progress: bool = True,
-    on_event: Callable[[dict[str, Any]], None] | None = None,
+    on_event: Callable[[AccessLogEvent], None] | None = None,
     stop: Callable[[], bool] | None = None,
-    out: Any = None,
+    out: TextIO | None = None,
 ) -> ProduceStats:
     """Produce events until `count` events, `duration` seconds or `stop()` says so.
 

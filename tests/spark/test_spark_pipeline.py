@@ -42,7 +42,7 @@ def test_windowed_stats_batch_semantics(spark: Any) -> None:
     from spark_expected import closed_windows, compare
 
     from spark.generate import EventGenerator, encode
-    from spark.pipeline import parse_events, windowed_stats
+    from spark.streaming import parse_events, windowed_stats
 
     gen = EventGenerator(seed=3, start_ms=1_763_000_040_000, events_per_second=10, jitter_ms=500)
     events = [gen.next_event() for _ in range(1500)]
