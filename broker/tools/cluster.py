@@ -44,8 +44,8 @@ from pathlib import Path
 from kazoo.client import KazooClient
 
 import broker
-from broker.console import parse_listener
 from broker.cluster.zk.server import ZooKeeperNotFound, ZooKeeperServer, ZooKeeperStartError, is_serving
+from broker.console import parse_listener
 
 from ._common import JSON, Subparsers, ToolError, print_json, print_table, run
 
