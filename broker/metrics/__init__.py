@@ -30,7 +30,7 @@ import gc
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Protocol
 
 from prometheus_client import GCCollector, PlatformCollector, ProcessCollector, generate_latest
 from prometheus_client.metrics_core import Metric
@@ -38,45 +38,21 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from ..config.properties import parse_listener
 from . import collectors
+from .host import MetricsHost
 from .http import MetricsHttpServer
-from .stats import BrokerTopicStats, Histogram, RequestStats, RequestTimer
+from .stats import BrokerTopicStats, EventLoopLag, RequestStats, RequestTimer
 
-__all__ = ["BrokerMetrics", "RequestTimer", "enable", "parse_listener", "start", "stop"]
+__all__ = ["BrokerMetrics", "MetricsHost", "MetricsOwner", "RequestTimer", "enable", "parse_listener", "start", "stop"]
 
 log = logging.getLogger("samsa.metrics")
 
-LAG_PROBE_INTERVAL = 0.5  # seconds between event-loop lag probes
 RENDER_SLICE = 0.002  # a scrape holds the loop at most about this long at a time (plus one chunk)
-
-
-class EventLoopLag:
-    """Sleeps ``interval`` again and again and records how late each wake-up is."""
-
-    def __init__(self, interval: float = LAG_PROBE_INTERVAL) -> None:
-        self.interval = interval
-        self.last = 0.0
-        self.max = 0.0
-        self.histogram = Histogram()
-
-    def take_max(self) -> float:
-        m, self.max = self.max, self.last
-        return m
-
-    async def run(self) -> None:
-        clock = time.monotonic
-        while True:
-            t0 = clock()
-            await asyncio.sleep(self.interval)
-            lag = max(clock() - t0 - self.interval, 0.0)
-            self.last = lag
-            self.max = max(self.max, lag)
-            self.histogram.observe(lag * 1000.0)
 
 
 class BrokerMetrics:
     """The broker's registry and the counters its collectors read."""
 
-    def __init__(self, broker: Any) -> None:
+    def __init__(self, broker: MetricsHost) -> None:
         self.broker = broker
         self.topic_stats = BrokerTopicStats()
         self.request_stats = RequestStats()
@@ -175,6 +151,12 @@ class BrokerMetrics:
             self._lag_task = None
 
 
+class MetricsOwner(MetricsHost, Protocol):
+    """The broker that starts the metrics: a :class:`MetricsHost` with the slot :func:`enable` fills."""
+
+    metrics: BrokerMetrics | None
+
+
 class _One:
     """A registry stand-in holding one family, for ``generate_latest``."""
 
@@ -185,16 +167,16 @@ class _One:
         yield self.fam
 
 
-def enable(broker: Any) -> BrokerMetrics:
+def enable(broker: MetricsOwner) -> BrokerMetrics:
     """Turn counting on (idempotent) and return ``broker.metrics``; no endpoint is opened."""
-    m = getattr(broker, "metrics", None)
+    m = broker.metrics
     if m is None:
         m = broker.metrics = BrokerMetrics(broker)
         m.start_probe()
     return m
 
 
-async def start(broker: Any) -> None:
+async def start(broker: MetricsOwner) -> None:
     """Component hook: open ``metrics.listener`` if configured."""
     where = parse_listener(str(broker.config.get("metrics.listener") or ""))
     if where is None:
@@ -212,7 +194,7 @@ async def start(broker: Any) -> None:
     log.info("Metrics endpoint listening on http://%s:%d/metrics", host, server.port)
 
 
-async def stop(broker: Any) -> None:
-    m = getattr(broker, "metrics", None)
+async def stop(broker: MetricsOwner) -> None:
+    m = broker.metrics
     if m is not None:
         await m.close()

@@ -25,16 +25,21 @@ kafka-exporter's names. Metrics Kafka has no MBean for are prefixed ``samsa_``.
 
 from __future__ import annotations
 
-import operator
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator
-from typing import Any
+from typing import cast
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from .stats import FETCH_CONSUMER, FETCH_FOLLOWER, BrokerTopicStats, Histogram, RequestStats
+from broker.replica.replica_manager import TopicPartition
+from log.cleaner_manager import dirty_ratio
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+from .host import MetricsHost
+from .stats import FETCH_CONSUMER, FETCH_FOLLOWER, BrokerTopicStats, EventLoopLag, Histogram, RequestStats
 
 # TopicStats field -> (BrokerTopicMetrics meter, help)
 TOPIC_METERS = (
@@ -62,8 +67,6 @@ REQUEST_TIMES = (
 
 
 def _api_name(key: int) -> str:
-    from protocol.api_keys import ApiKey  # noqa: PLC0415
-
     if key == FETCH_CONSUMER:
         return "FetchConsumer"
     if key == FETCH_FOLLOWER:
@@ -76,8 +79,6 @@ def _api_name(key: int) -> str:
 
 
 def _error_name(code: int) -> str:
-    from protocol.errors import ErrorCode  # noqa: PLC0415
-
     try:
         return ErrorCode(code).name
     except ValueError:
@@ -99,20 +100,29 @@ def _drive(prep: Generator[None, None, Callable[[], Iterator[Metric]]]) -> Calla
             return done.value
 
 
-def _gauge_chunks(name: str, doc: str, labels: list[str], rows: list[Any],
-                  value: Callable[[Any], float] | None = None) -> Iterator[GaugeMetricFamily]:
-    """One gauge family as consecutive chunks of at most CHUNK samples (at least one chunk).
+# A partition's row in ReplicaManagerCollector: topic, partition, size, segments, log start offset,
+# log end offset, high watermark.
+PartitionRow = tuple[str, int, int, int, int, int, int]
 
-    A row is ``(label values, value)``, or with ``value`` given, ``(topic, partition, ...)``
-    whose value ``value(row)`` picks; the samples are made one chunk at a time."""
+
+def _gauge_chunks(name: str, doc: str, labels: list[str], rows: list[tuple[list[str], float]],
+                  ) -> Iterator[GaugeMetricFamily]:
+    """One gauge family of ``(label values, value)`` rows as consecutive chunks of at most CHUNK
+    samples (at least one chunk); the samples are made one chunk at a time."""
     for i in range(0, max(len(rows), 1), CHUNK):
         fam = GaugeMetricFamily(name, doc, labels=labels)
-        if value is None:
-            for lv, v in rows[i:i + CHUNK]:
-                fam.add_metric(lv, v)
-        else:
-            for row in rows[i:i + CHUNK]:
-                fam.add_metric([row[0], str(row[1])], value(row))
+        for lv, v in rows[i:i + CHUNK]:
+            fam.add_metric(lv, v)
+        yield fam
+
+
+def _partition_gauge_chunks(name: str, doc: str, rows: list[PartitionRow], col: int) -> Iterator[GaugeMetricFamily]:
+    """A per-partition gauge family (labels topic, partition) of column ``col`` of the rows, in chunks
+    as :func:`_gauge_chunks`."""
+    for i in range(0, max(len(rows), 1), CHUNK):
+        fam = GaugeMetricFamily(name, doc, labels=["topic", "partition"])
+        for row in rows[i:i + CHUNK]:
+            fam.add_metric([row[0], str(row[1])], cast(int, row[col]))  # columns 2-6 are counts
         yield fam
 
 
@@ -137,7 +147,7 @@ def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
 class BrokerTopicMetricsCollector(Collector):
     """``kafka.server:type=BrokerTopicMetrics``: per-topic and all-topics counters."""
 
-    def __init__(self, broker: Any, stats: BrokerTopicStats) -> None:
+    def __init__(self, broker: MetricsHost, stats: BrokerTopicStats) -> None:
         self.broker = broker
         self.stats = stats
 
@@ -189,14 +199,14 @@ class RequestMetricsCollector(Collector):
             yield fam
 
 
-def _listener_names(broker: Any) -> dict[int, str]:
+def _listener_names(broker: MetricsHost) -> dict[int, str]:
     return {lst.port: lst.name for lst in broker.config.listeners}
 
 
 class SocketServerCollector(Collector):
     """``kafka.server:type=socket-server-metrics``: open connections per listener."""
 
-    def __init__(self, broker: Any) -> None:
+    def __init__(self, broker: MetricsHost) -> None:
         self.broker = broker
 
     def collect(self) -> Iterator[Metric]:
@@ -251,7 +261,7 @@ class SocketServerCollector(Collector):
 class ReplicaManagerCollector(Collector):
     """ReplicaManager, KafkaController and per-partition Log gauges."""
 
-    def __init__(self, broker: Any) -> None:
+    def __init__(self, broker: MetricsHost) -> None:
         self.broker = broker
 
     def collect(self) -> Iterator[Metric]:
@@ -287,7 +297,7 @@ class ReplicaManagerCollector(Collector):
         return lambda: self._families(rows, counts)
 
     @staticmethod
-    def _families(rows: list[tuple[str, int, int, int, int, int, int]],
+    def _families(rows: list[PartitionRow],
                   counts: tuple[int, ...]) -> Iterator[Metric]:
         parts, leaders, under, under_min, at_min, active, offline, shrinks, expands = counts
         prefix = "kafka_server_replicamanager_"
@@ -315,7 +325,7 @@ class ReplicaManagerCollector(Collector):
                                (3, "kafka_log_log_numlogsegments", "Segments in the partition's log."),
                                (6, "samsa_partition_high_watermark",
                                 "The partition's high watermark (what consumers can read up to).")):
-            yield from _gauge_chunks(name, doc, ["topic", "partition"], rows, operator.itemgetter(col))
+            yield from _partition_gauge_chunks(name, doc, rows, col)
 
 
 class GroupCoordinatorCollector(Collector):
@@ -323,7 +333,7 @@ class GroupCoordinatorCollector(Collector):
 
     STATES = ("Stable", "PreparingRebalance", "CompletingRebalance", "Empty", "Dead")
 
-    def __init__(self, broker: Any) -> None:
+    def __init__(self, broker: MetricsHost) -> None:
         self.broker = broker
 
     def collect(self) -> Iterator[Metric]:
@@ -331,8 +341,6 @@ class GroupCoordinatorCollector(Collector):
 
     def prepare(self) -> Generator[None, None, Callable[[], Iterator[Metric]]]:
         """Read groups, committed offsets and high watermarks, pausing every READ_CHUNK offsets."""
-        from broker.replica.replica_manager import TopicPartition  # noqa: PLC0415
-
         coord = getattr(self.broker, "group_coordinator", None)
         rm_parts = self.broker.replica_manager.partitions
         groups = []  # (group id, state, generation or group epoch, members, protocol)
@@ -414,7 +422,7 @@ class GroupCoordinatorCollector(Collector):
 class TransactionCoordinatorCollector(Collector):
     """Transactional ids by state and the age of the oldest open transaction (a hanging one)."""
 
-    def __init__(self, broker: Any) -> None:
+    def __init__(self, broker: MetricsHost) -> None:
         self.broker = broker
 
     def collect(self) -> Iterator[Metric]:
@@ -443,7 +451,7 @@ class TransactionCoordinatorCollector(Collector):
 class LogCleanerCollector(Collector):
     """``kafka.log:type=LogCleaner`` / ``LogCleanerManager``: what compaction has done."""
 
-    def __init__(self, broker: Any) -> None:
+    def __init__(self, broker: MetricsHost) -> None:
         self.broker = broker
 
     def collect(self) -> Iterator[Metric]:
@@ -470,8 +478,6 @@ class LogCleanerCollector(Collector):
                      max(0.0, time.time() * 1000 - last_run) if last_run is not None else 0.0)
         max_dirty = 0.0
         if cleaner is not None:
-            from log.cleaner_manager import dirty_ratio  # noqa: PLC0415
-
             for lg in cleaner.compacted_logs():
                 max_dirty = max(max_dirty, dirty_ratio(lg, cleaner.first_dirty(lg)))
         yield _gauge("kafka_log_logcleanermanager_max_dirty_percent",
@@ -490,7 +496,7 @@ class LogCleanerCollector(Collector):
 class EventLoopCollector(Collector):
     """How late the event loop wakes up: the latency every request on this broker shares."""
 
-    def __init__(self, lag: Any) -> None:
+    def __init__(self, lag: EventLoopLag) -> None:
         self.lag = lag
 
     def collect(self) -> Iterator[Metric]:

@@ -37,14 +37,21 @@ structs per request, never per record.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from bisect import bisect_left
 from collections.abc import Awaitable, Coroutine, Generator, Mapping
 from contextvars import ContextVar
-from typing import Any
+from typing import Generic, TypeVar
 
+from kafka.protocol.api_message import ApiMessage
+from kafka.protocol.data_container import DataContainer
+
+from broker.replica.replica_manager import FetchPartitionData
 from protocol.errors import ErrorCode as E
 from protocol.kafka_python_internals import SchemaField
+
+T = TypeVar("T")
 
 # Histogram upper bounds in milliseconds (a Python broker answers many requests well under 1 ms).
 BUCKETS_MS: tuple[float, ...] = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0,
@@ -120,7 +127,7 @@ class BrokerTopicStats:
         s = self.topics.get(topic) or self.topic(topic)
         s.replication_bytes_in += nbytes
 
-    def fetched(self, rows_by_topic: list[tuple[str | None, list[tuple[Any, ...]]]], *,
+    def fetched(self, rows_by_topic: list[tuple[str | None, list[FetchPartitionData]]], *,
                 follower: bool = False) -> None:
         """One Fetch response: ``(topic, [(partition, code, hw, lso, start, aborted, data), ...])``.
 
@@ -225,14 +232,14 @@ def note_errors(errors: dict[int, int]) -> None:
         timer.errors = errors
 
 
-def response_error_counts(response: Any) -> dict[int, int]:
+def response_error_counts(response: ApiMessage) -> dict[int, int]:
     """Every ``error_code`` in a kafka-python response object, counted by code (NONE too).
 
     As Kafka's ``AbstractResponse.errorCounts()``: the top-level code and each topic's or
     partition's. The walk visits the response's structs (one per topic, partition, group...),
     never record bytes, so it costs per partition, not per record."""
     counts: dict[int, int] = {}
-    stack = [response]
+    stack: list[DataContainer] = [response]
     while stack:
         obj = stack.pop()
         for kind, name in _plan(type(obj)):
@@ -289,12 +296,12 @@ class RequestTimer:
         self.follower = False
         self.errors: dict[int, int] | None = None  # set by note_errors once the response exists
 
-    def run(self, coro: Coroutine[Any, Any, Any]) -> Awaitable[Any]:
+    def run(self, coro: Coroutine[object, object, T]) -> Awaitable[T]:
         """Await ``coro``, splitting its wall time into running (local) and suspended (remote)."""
         return _Stepped(self, coro)
 
 
-class _Stepped:
+class _Stepped(Generic[T]):
     """An awaitable that drives a coroutine step by step, timing each step.
 
     It forwards every value the coroutine yields (asyncio futures) to the task and every
@@ -303,15 +310,15 @@ class _Stepped:
 
     __slots__ = ("timer", "coro")
 
-    def __init__(self, timer: RequestTimer, coro: Coroutine[Any, Any, Any]) -> None:
+    def __init__(self, timer: RequestTimer, coro: Coroutine[object, object, T]) -> None:
         self.timer = timer
         self.coro = coro
 
-    def __await__(self) -> Generator[Any, Any, Any]:
+    def __await__(self) -> Generator[object, object, T]:
         timer, coro = self.timer, self.coro
         CURRENT_REQUEST.set(timer)  # in the serving task's context, until its next request
         clock = time.perf_counter
-        value: Any = None
+        value: object = None
         exc: BaseException | None = None
         while True:
             t0 = clock()
@@ -371,3 +378,30 @@ class RequestStats:
         s.throttle.observe(throttle_ms)
         s.send.observe((sent - handled) * 1000.0)
         s.total.observe((sent - timer.received) * 1000.0)
+
+
+LAG_PROBE_INTERVAL = 0.5  # seconds between event-loop lag probes
+
+
+class EventLoopLag:
+    """Sleeps ``interval`` again and again and records how late each wake-up is."""
+
+    def __init__(self, interval: float = LAG_PROBE_INTERVAL) -> None:
+        self.interval = interval
+        self.last = 0.0
+        self.max = 0.0
+        self.histogram = Histogram()
+
+    def take_max(self) -> float:
+        m, self.max = self.max, self.last
+        return m
+
+    async def run(self) -> None:
+        clock = time.monotonic
+        while True:
+            t0 = clock()
+            await asyncio.sleep(self.interval)
+            lag = max(clock() - t0 - self.interval, 0.0)
+            self.last = lag
+            self.max = max(self.max, lag)
+            self.histogram.observe(lag * 1000.0)

@@ -1,0 +1,64 @@
+"""What the metrics read from the broker that starts them.
+
+The composition root (broker/server.py, a layer above this package) hands itself to
+:func:`broker.metrics.start`; the collectors see it only through :class:`MetricsHost`, whose
+members are the broker's typed services. Read-only members are properties, so a broker may hold
+a narrower type (a coordinator that is always there) and still be a host.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Collection
+from typing import Protocol
+
+from broker.cluster.controller.controller import KafkaController
+from broker.cluster.metadata import TopicRegistry
+from broker.config import BrokerConfig
+from broker.network.connection_quotas import ConnectionQuotas
+from broker.replica.replica_manager import ReplicaManager
+from groupcoord.coordinator import GroupCoordinator
+from protocol.framing import FrameDecoder
+from txn.coordinator import TransactionCoordinator
+
+
+class MetricsConnection(Protocol):
+    """A client connection as the socket-server metrics count it."""
+
+    @property
+    def transport(self) -> asyncio.Transport | None: ...
+
+    @property
+    def decoder(self) -> FrameDecoder: ...
+
+
+class MetricsHost(Protocol):
+    """The broker as its collectors see it. The log cleaner (``log_cleaner``, set by
+    log/cleaner.py's component) is looked up by name, since the broker does not declare it."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def broker_id(self) -> int: ...
+
+    @property
+    def topics(self) -> TopicRegistry: ...
+
+    @property
+    def connections(self) -> Collection[MetricsConnection]: ...
+
+    @property
+    def connection_quotas(self) -> ConnectionQuotas: ...
+
+    @property
+    def replica_manager(self) -> ReplicaManager: ...
+
+    @property
+    def controller(self) -> KafkaController | None: ...
+
+    @property
+    def group_coordinator(self) -> GroupCoordinator | None: ...
+
+    @property
+    def txn_coordinator(self) -> TransactionCoordinator | None: ...
