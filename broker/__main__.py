@@ -3,8 +3,9 @@
 import argparse
 import sys
 
-from .cli import add_broker_arguments, run_broker
+from .cli import add_broker_arguments
+from .cli.run_broker import run
 
 parser = argparse.ArgumentParser(prog="python -m broker", description="Start a Samsa broker")
 add_broker_arguments(parser)
-sys.exit(run_broker(parser.parse_args()))
+sys.exit(run(parser.parse_args()))

@@ -1,0 +1,46 @@
+"""``samsa broker`` (and ``python -m broker``): load the configuration and serve until stopped."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from types import ModuleType
+
+from protocol.errors import KafkaError
+
+from .. import malloc_tuning
+from ..cluster.zk.client import BrokerIdInUse, ZooKeeperUnavailable
+from ..config.properties import BrokerConfig
+from ..security import SecurityConfigError
+from ..server import Broker
+
+uvloop: ModuleType | None
+try:  # optional: the faster event loop, unless --no-uvloop
+    import uvloop
+except ImportError:
+    uvloop = None
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        config = BrokerConfig.load(args.config_opt or args.config, dict(args.override))
+    except KafkaError as e:
+        print(f"samsa: invalid configuration: {e}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=str(config["log.level"]).upper(),
+                        format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
+    if not args.no_uvloop and uvloop is not None:
+        uvloop.install()
+    malloc_tuning.tune(bool(config["malloc.tuning.enable"]))  # before the first large buffers
+    broker = Broker(config)
+    try:
+        asyncio.run(broker.serve_forever())
+    except (OSError, BrokerIdInUse, ZooKeeperUnavailable) as e:
+        logging.getLogger("samsa.server").error("Fatal error during startup: %s", e)
+        return 1
+    except SecurityConfigError as e:  # a bad certificate, keystore or SASL setting: no traceback
+        logging.getLogger("samsa.server").error("Invalid security configuration: %s", e)
+        return 1
+    return 0
