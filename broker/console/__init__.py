@@ -51,6 +51,8 @@ def parse_listener(spec: str) -> tuple[str, int]:
 
 
 class RunningConsole(Protocol):
+    """The console ``start`` leaves in the broker's ``console`` slot (:class:`.service.Console`)."""
+
     async def stop(self) -> None: ...
 
 
@@ -59,9 +61,13 @@ class ConsoleHost(Protocol):
     listener (the default cluster to show) and the event set once the Kafka listener serves.
     ``console`` is the slot the running console is kept in between ``start`` and ``stop``."""
 
-    config: BrokerConfig
-    started: asyncio.Event
     console: RunningConsole | None
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def started(self) -> asyncio.Event: ...
 
     @property
     def advertised(self) -> Listener: ...
