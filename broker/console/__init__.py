@@ -26,7 +26,7 @@ record pages), ``static/`` (CSS, the favicon, and ``app.js``: in-place refresh o
 live regions and the write forms; no build step, no CDN).
 
 Imports: protocol/, broker/tools/ and kafka-python's clients; like the tools it reads the cluster
-over the Kafka protocol, never the broker's internals (broker/config.py only names the types of the
+over the Kafka protocol, never the broker's internals (broker/config/properties.py only names the types of the
 broker's properties it is started with).
 """
 
@@ -37,7 +37,7 @@ import logging
 from typing import Protocol
 from urllib.parse import urlparse
 
-from broker.config import BrokerConfig, Listener
+from broker.config.properties import BrokerConfig, Listener
 
 log = logging.getLogger("samsa.console")
 

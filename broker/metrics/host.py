@@ -14,7 +14,7 @@ from typing import Protocol
 
 from broker.cluster.controller.controller import KafkaController
 from broker.cluster.metadata import TopicRegistry
-from broker.config import BrokerConfig
+from broker.config.properties import BrokerConfig
 from broker.network.connection_quotas import ConnectionQuotas
 from broker.replica.replica_manager import ReplicaManager
 from groupcoord.coordinator import GroupCoordinator
