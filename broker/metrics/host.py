@@ -12,8 +12,8 @@ import asyncio
 from collections.abc import Collection
 from typing import Protocol
 
-from broker.cluster.controller.controller import KafkaController
 from broker.cluster.metadata import TopicRegistry
+from broker.cluster.support import MetadataSupport
 from broker.config.properties import BrokerConfig
 from broker.network.connection_quotas import ConnectionQuotas
 from broker.replica.replica_manager import ReplicaManager
@@ -55,7 +55,7 @@ class MetricsHost(Protocol):
     def replica_manager(self) -> ReplicaManager: ...
 
     @property
-    def controller(self) -> KafkaController | None: ...
+    def metadata_support(self) -> MetadataSupport: ...
 
     @property
     def group_coordinator(self) -> GroupCoordinator | None: ...
