@@ -37,18 +37,55 @@ cryptography are reached in :mod:`.openssl` only (tests/security/test_openssl_in
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Protocol
 
-from .authorizer import configure_authorizer
+from ..config.properties import BrokerConfig
+from .authorizer import AclAuthorizer, configure_authorizer
 from .errors import SecurityConfigError
-from .quotas import configure_quotas
+from .manager import BrokerSecurity
+from .quotas import ClientQuotaManager, IpConfigs, configure_quotas
+from .zk_access import EntityChangeListener, SecurityZk
 
 __all__ = ["SecurityConfigError", "configure"]
 
 
-# Any: the Broker of server.py, which is becoming the typed composition root in a change of its own;
-# that change constructs the authorizer and quotas itself, and this function goes with it.
-def configure(broker: Any) -> None:
+class _EntityTopics(Protocol):
+    @property
+    def entity_config_listeners(self) -> list[EntityChangeListener]: ...
+
+
+class _Cluster(Protocol):
+    @property
+    def zk(self) -> SecurityZk: ...
+
+    @property
+    def topics(self) -> _EntityTopics: ...
+
+
+class _IpQuotas(Protocol):
+    def update_ip_quotas(self, configs: IpConfigs) -> None: ...
+
+
+class SecuredBroker(Protocol):
+    """What :func:`configure` reads and sets on the broker (server.py's Broker)."""
+
+    authorizer: AclAuthorizer | None
+    quotas: ClientQuotaManager
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def cluster(self) -> _Cluster | None: ...
+
+    @property
+    def connection_quotas(self) -> _IpQuotas: ...
+
+    @property
+    def security(self) -> BrokerSecurity | None: ...
+
+
+def configure(broker: SecuredBroker) -> None:
     """Set ``broker.authorizer`` and ``broker.quotas`` from the config (called once at start)."""
     support = broker.metadata_support
     zk = support.zookeeper
