@@ -28,26 +28,17 @@ from protocol.messages import ApiMessage
 from .errors import SecurityConfigError
 from .jaas import parse_jaas
 from .listeners import ListenerConfig, inter_broker_listener
-from .tls import load_keystore, load_truststore
 
 if TYPE_CHECKING:
     from broker.config.properties import BrokerConfig
 
 
 class InterBrokerSecurity:
-    def __init__(self, lc: ListenerConfig, config: BrokerConfig) -> None:
+    def __init__(self, lc: ListenerConfig, config: BrokerConfig, ssl_context: ssl.SSLContext | None) -> None:
         self.listener = lc.name
-        self.ssl_context: ssl.SSLContext | None = None
+        self.ssl_context = ssl_context  # tls.client_context's, on an SSL or SASL_SSL listener
         self.mechanism: str | None = None
         self.username = self.password = ""
-        if lc.security_protocol.uses_ssl:
-            ctx = ssl.create_default_context()
-            if not load_truststore(ctx, lc):
-                ctx.load_default_certs()
-            ctx.check_hostname = (lc.get("ssl.endpoint.identification.algorithm", "https") or "") != ""
-            if (lc.get("ssl.client.auth", "none") or "none").lower() != "none":
-                load_keystore(ctx, lc)
-            self.ssl_context = ctx
         if lc.security_protocol.uses_sasl:
             mech = str(config.get("sasl.mechanism.inter.broker.protocol") or lc.enabled_mechanisms()[0]).upper()
             jaas = lc.jaas_config(mech)
@@ -88,8 +79,11 @@ class InterBrokerSecurity:
             scram.process_server_final_message(r.auth_bytes)
 
 
-def inter_broker_security(config: BrokerConfig) -> InterBrokerSecurity | None:
+def inter_broker_security(config: BrokerConfig, client_context: Callable[[ListenerConfig], ssl.SSLContext],
+                          ) -> InterBrokerSecurity | None:
+    """How this broker reaches the others (None: PLAINTEXT); ``client_context`` builds the TLS context
+    of an SSL or SASL_SSL inter-broker listener (tls.client_context)."""
     lc = inter_broker_listener(config)
     if lc.security_protocol.value == "PLAINTEXT":
         return None
-    return InterBrokerSecurity(lc, config)
+    return InterBrokerSecurity(lc, config, client_context(lc) if lc.security_protocol.uses_ssl else None)

@@ -33,14 +33,20 @@ from .client import inter_broker_security
 from .credentials import CredentialStore
 from .errors import SecurityConfigError
 from .listeners import ListenerConfig, listener_configs
-from .tls import build_server_context, load_keystore, load_truststore, parse_mapping_rules, peer_principal
+from .principal import parse_mapping_rules
 
 if TYPE_CHECKING:
     from OpenSSL import SSL
 
-    from broker.config.properties import BrokerConfig
-
 log = logging.getLogger("samsa.security")
+
+
+def _tls() -> ModuleType:
+    """broker/security/tls.py, loaded by the first TLS listener for the reason _openssl gives: it
+    imports cryptography's x509 and PKCS12 and, through openssl.py, pyOpenSSL."""
+    from . import tls  # noqa: PLC0415
+
+    return tls
 
 
 def _openssl() -> ModuleType:
@@ -67,7 +73,7 @@ class ListenerSecurity:
         self.reauth_ms = int(lc.get("connections.max.reauth.ms", "0") or 0)
         self.read_loop = "c"  # ssl.read.loop as this process can serve it (TLS listeners)
         if lc.security_protocol.uses_ssl:
-            self.ssl_context = build_server_context(lc)
+            self.ssl_context = _tls().build_server_context(lc)
             self._fingerprint = self.fingerprint()
             transport = lc.get("ssl.transport", "openssl") or "openssl"
             openssl_transport = _openssl()
@@ -111,7 +117,7 @@ class BrokerSecurity:
         self.listeners: dict[str, ListenerSecurity] = {}
         for lc in listener_configs(config):
             self.listeners[lc.name] = ListenerSecurity(lc, self.credentials)
-        BrokerClient.security = inter_broker_security(config)  # how this broker reaches the others
+        BrokerClient.security = inter_broker_security(config, lambda lc: _tls().client_context(lc))
 
     def on_connection(self, conn: SecuredConnection, listener: ListenerSecurity) -> bool:
         """Set up a new connection; False if it must be closed (no principal for its cert)."""
@@ -119,7 +125,7 @@ class BrokerSecurity:
         conn.security_protocol = listener.protocol
         if listener.ssl_context is not None and listener.factory is None and conn.transport is not None:
             try:
-                conn.principal = peer_principal(conn.transport.get_extra_info("ssl_object"), listener.rules)
+                conn.principal = _tls().peer_principal(conn.transport.get_extra_info("ssl_object"), listener.rules)
             except SecurityConfigError as e:
                 conn.close(str(e))
                 return False
@@ -135,7 +141,7 @@ class BrokerSecurity:
         for lc in listener_configs(candidate):
             if lc.security_protocol.uses_ssl:
                 try:
-                    ctx = build_server_context(lc)
+                    ctx = _tls().build_server_context(lc)
                     if _openssl().enabled(lc.get("ssl.transport", "openssl") or "openssl"):
                         _openssl().build_context(lc, ctx)
                 except SecurityConfigError as e:
@@ -149,11 +155,11 @@ class BrokerSecurity:
             fp = ls.fingerprint()
             if fp == ls._fingerprint:
                 continue
-            fresh = build_server_context(ls.config)  # validates everything before touching the live one
+            fresh = _tls().build_server_context(ls.config)  # validates everything before touching the live one
             if ls.openssl_context is not None:  # new handshakes use the new one; open connections keep theirs
                 ls.openssl_context = _openssl().build_context(ls.config, fresh)
             del fresh
-            load_keystore(ls.ssl_context, ls.config)
-            load_truststore(ls.ssl_context, ls.config)
+            _tls().load_keystore(ls.ssl_context, ls.config)
+            _tls().load_truststore(ls.ssl_context, ls.config)
             ls._fingerprint = fp
             log.info("Reloaded TLS keystore and truststore of listener %s", ls.name)

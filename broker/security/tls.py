@@ -35,7 +35,6 @@ import ssl
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from cryptography import x509
@@ -44,6 +43,7 @@ from cryptography.hazmat.primitives.serialization import pkcs12
 
 from .errors import SecurityConfigError
 from .openssl import set_tls13_ciphersuites
+from .principal import MappingRule
 
 if TYPE_CHECKING:
     from .listeners import ListenerConfig
@@ -227,44 +227,18 @@ def build_server_context(lc: ListenerConfig) -> ssl.SSLContext:
     return ctx
 
 
-# --- principals from certificates ------------------------------------------------------------
-
-@dataclass(frozen=True)
-class MappingRule:
-    pattern: re.Pattern[str] | None  # None: DEFAULT
-    replacement: str = ""
-    case: str = ""
-
-    def apply(self, dn: str) -> str | None:
-        if self.pattern is None:
-            return dn
-        if not self.pattern.fullmatch(dn):
-            return None
-        out = self.pattern.sub(self.replacement, dn, count=1)
-        return out.lower() if self.case == "L" else out.upper() if self.case == "U" else out
+def client_context(lc: ListenerConfig) -> ssl.SSLContext:
+    """The context this broker connects to other brokers with on the inter-broker listener ``lc``."""
+    ctx = ssl.create_default_context()
+    if not load_truststore(ctx, lc):
+        ctx.load_default_certs()
+    ctx.check_hostname = (lc.get("ssl.endpoint.identification.algorithm", "https") or "") != ""
+    if (lc.get("ssl.client.auth", "none") or "none").lower() != "none":
+        load_keystore(ctx, lc)
+    return ctx
 
 
-_RULE = re.compile(r"\s*(?:(DEFAULT)|RULE:((?:\\/|[^/])*)/((?:\\/|[^/])*)/([LU]?))\s*(?:,|$)")
-
-
-def parse_mapping_rules(text: str) -> list[MappingRule]:
-    rules: list[MappingRule] = []
-    pos, text = 0, text.strip()
-    while pos < len(text):
-        m = _RULE.match(text, pos)
-        if m is None:
-            raise SecurityConfigError(f"Invalid ssl.principal.mapping.rules near {text[pos:pos + 30]!r}")
-        pos = m.end()
-        if m.group(1):
-            rules.append(MappingRule(None))
-        else:
-            pattern = m.group(2).replace("\\/", "/")
-            repl = re.sub(r"\$(\d)", r"\\\1", m.group(3).replace("\\/", "/"))
-            try:
-                rules.append(MappingRule(re.compile(pattern), repl, m.group(4)))
-            except re.error as e:
-                raise SecurityConfigError(f"Invalid pattern in ssl.principal.mapping.rules: {e}") from None
-    return rules or [MappingRule(None)]
+# --- principals from certificates (the mapping rules are in principal.py) --------------------------
 
 
 def peer_principal(ssl_object: ssl.SSLObject | ssl.SSLSocket | None, rules: list[MappingRule]) -> str:

@@ -27,7 +27,8 @@ import uvloop
 from broker.config.properties import BrokerConfig
 from broker.security import openssl_transport as ot
 from broker.security.listeners import listener_configs
-from broker.security.tls import build_server_context, parse_mapping_rules, peer_principal
+from broker.security.principal import parse_mapping_rules
+from broker.security.tls import build_server_context, peer_principal
 from tests.support.security import make_pki, secure_overrides
 
 ROOT = Path(__file__).resolve().parents[2]

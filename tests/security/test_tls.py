@@ -17,7 +17,8 @@ from kafka.admin import KafkaAdminClient
 from broker.config.properties import BrokerConfig
 from broker.security import SecurityConfigError
 from broker.security.listeners import inter_broker_client_config, listener_configs
-from broker.security.tls import build_server_context, parse_mapping_rules, peer_principal
+from broker.security.principal import parse_mapping_rules
+from broker.security.tls import build_server_context, peer_principal
 from broker.tools._common import send_request
 from tests.support.net import api_versions_v0, free_port, port_accepts, recv_frame
 from tests.support.security import P12_PASSWORD, make_pki, start_secure_broker
