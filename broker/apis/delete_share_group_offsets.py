@@ -15,6 +15,8 @@ import uuid
 
 from kafka.protocol.api_message import ApiMessage
 
+from broker.share.manager import SharePartitionManager
+from groupcoord.coordinator import GroupCoordinator
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 from protocol.kip932 import DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse
@@ -29,8 +31,8 @@ from . import RequestContext, api
 async def handle_delete_share_group_offsets(ctx: RequestContext, req: DeleteShareGroupOffsetsRequest) -> DeleteShareGroupOffsetsResponse:
     R = ctx.response_class
     T = R.DeleteShareGroupOffsetsResponseTopic
-    coord = ctx.broker.group_coordinator
-    manager = ctx.broker.share_partition_manager
+    coord: GroupCoordinator | None = ctx.broker.group_coordinator
+    manager: SharePartitionManager | None = ctx.broker.share_partition_manager
 
     def top(code: ErrorCode, message: str | None) -> ApiMessage:
         return R(throttle_time_ms=0, error_code=int(code), error_message=message, responses=[])

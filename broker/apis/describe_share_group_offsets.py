@@ -12,8 +12,9 @@ out). An unknown topic is UNKNOWN_TOPIC_OR_PARTITION.
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
+from broker.share.manager import SharePartitionManager
+from groupcoord.coordinator import GroupCoordinator
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.kip932 import DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse
@@ -30,8 +31,8 @@ async def handle_describe_share_group_offsets(ctx: RequestContext, req: Describe
     G = R.DescribeShareGroupOffsetsResponseGroup
     T = G.DescribeShareGroupOffsetsResponseTopic
     P = T.DescribeShareGroupOffsetsResponsePartition
-    coord = ctx.broker.group_coordinator
-    manager = ctx.broker.share_partition_manager
+    coord: GroupCoordinator | None = ctx.broker.group_coordinator
+    manager: SharePartitionManager | None = ctx.broker.share_partition_manager
     topics = ctx.broker.topics
     groups = []
     for g in req.groups or []:
@@ -52,7 +53,7 @@ async def handle_describe_share_group_offsets(ctx: RequestContext, req: Describe
         if g.topics is None:
             # Every partition the group has state for: those known here, and in a cluster those of
             # its members' topics whose state another broker coordinates.
-            by_id: dict[Any, set[int]] = {}
+            by_id: dict[uuid.UUID, set[int]] = {}
             for _g, tid, p in manager.keys_of(gid):
                 by_id.setdefault(tid, set()).add(p)
             for name in {t for m in d.members for t in m.subscribed_topic_names}:
@@ -77,16 +78,16 @@ async def handle_describe_share_group_offsets(ctx: RequestContext, req: Describe
                 code = TOPIC_DENIED
             elif info is None:
                 code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            tid = info.topic_id if info is not None else None
+            topic_id = info.topic_id if info is not None else None
             ps = []
             for p in parts or []:
-                found = await manager.read_start_offset((gid, tid, p)) \
-                    if code == ErrorCode.NONE and tid is not None else None
+                found = await manager.read_start_offset((gid, topic_id, p)) \
+                    if code == ErrorCode.NONE and topic_id is not None else None
                 pcode = code if code != ErrorCode.NONE else (
                     ErrorCode.NONE if info is not None and 0 <= p < info.num_partitions
                     else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 ps.append(P(partition_index=p, start_offset=found[0] if found else -1,
                             leader_epoch=found[1] if found else -1, error_code=int(pcode), error_message=None))
-            out.append(T(topic_name=name, topic_id=tid or uuid.UUID(int=0), partitions=ps))
+            out.append(T(topic_name=name, topic_id=topic_id or uuid.UUID(int=0), partitions=ps))
         groups.append(G(group_id=gid, topics=out, error_code=0, error_message=None))
     return R(throttle_time_ms=0, groups=groups)

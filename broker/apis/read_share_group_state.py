@@ -1,6 +1,6 @@
 """ReadShareGroupState (key 84), version 0, inter-broker: a partition leader reads the persisted
 state of its share-partitions from the share coordinator that owns them (KIP-932; see
-:mod:`broker.share.persister`).
+:mod:`broker.share.persister`, :mod:`broker.apis.share_state_requests`).
 
 For each (group, topic id, partition): the start offset, state epoch and state batches the
 coordinator holds (:mod:`groupcoord.share.state`), StartOffset -1 when there is none.
@@ -11,14 +11,15 @@ inter-broker APIs.
 
 from __future__ import annotations
 
-from typing import Any
+from kafka.protocol.data_container import DataContainer
 
-from broker.share.persister import serve_state_request
+from groupcoord.share.state import ShareCoordinator, SharePartitionKey
 from protocol.api_keys import ApiKey
 from protocol.kip932 import ReadShareGroupStateRequest, ReadShareGroupStateResponse
 
 from ..security.acl import CLUSTER, CLUSTER_ACTION, CLUSTER_DENIED, Requires
 from . import RequestContext, api
+from .share_state_requests import serve_state_request
 
 
 @api(ApiKey.READ_SHARE_GROUP_STATE, versions=(0, 0), authz=(
@@ -28,7 +29,7 @@ async def handle_read_share_group_state(ctx: RequestContext, req: ReadShareGroup
     T = R.ReadStateResult
     Batch = T.PartitionResult.StateBatch
 
-    async def read(coord: Any, key: Any, p: Any) -> dict[str, object]:
+    async def read(coord: ShareCoordinator, key: SharePartitionKey, p: DataContainer) -> dict[str, object]:
         state = coord.read_state(key)
         if state is None:
             return {}

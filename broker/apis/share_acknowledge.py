@@ -21,6 +21,7 @@ import uuid
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.data_container import DataContainer
 
+from broker.share.manager import SharePartitionManager
 from broker.share.session import FINAL_EPOCH, INITIAL_EPOCH
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -36,7 +37,7 @@ from .share_fetch import PartitionOutcome, TopicIdPartition, ack_batches, apply_
     Requires(READ, TOPIC, TOPIC_DENIED, "each topic")))
 async def handle_share_acknowledge(ctx: RequestContext, req: ShareAcknowledgeRequest) -> ShareAcknowledgeResponse:
     R = ctx.response_class
-    manager = ctx.broker.share_partition_manager
+    manager: SharePartitionManager | None = ctx.broker.share_partition_manager
 
     def top(code: ErrorCode, message: str | None) -> ApiMessage:
         return R(throttle_time_ms=0, error_code=int(code), error_message=message, responses=[],
@@ -61,7 +62,7 @@ async def handle_share_acknowledge(ctx: RequestContext, req: ShareAcknowledgeReq
             acks.setdefault((t.topic_id, p.partition_index), []).extend(ack_batches(p))
     outcomes: dict[TopicIdPartition, PartitionOutcome] = {}
     names = resolve(ctx, list(acks), outcomes)
-    await apply_acks(ctx, group_id, member_id, acks, names, outcomes)
+    await apply_acks(ctx, manager, group_id, member_id, acks, names, outcomes)
     if epoch == FINAL_EPOCH:
         manager.sessions.close(group_id, member_id)
         await manager.release(group_id, member_id, {(group_id, t, p) for t, p in session.partitions})

@@ -30,13 +30,12 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
 
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.data_container import DataContainer
 
-from broker.share.manager import ShareFetchResult
-from broker.share.session import FINAL_EPOCH, INITIAL_EPOCH
+from broker.share.manager import ShareFetchResult, SharePartitionManager
+from broker.share.session import FINAL_EPOCH, INITIAL_EPOCH, ShareSession
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
 from protocol.kip932 import ShareFetchRequest, ShareFetchResponse
@@ -78,16 +77,17 @@ def resolve(ctx: RequestContext, tips: list[TopicIdPartition],
     return names
 
 
-def ack_batches(partition: Any) -> list[tuple[int, int, list[int]]]:
+def ack_batches(partition: DataContainer) -> list[tuple[int, int, list[int]]]:
+    """(first offset, last offset, acknowledge types) of a ShareFetch or ShareAcknowledge
+    partition entry's AcknowledgementBatches."""
     return [(b.first_offset, b.last_offset, list(b.acknowledge_types or []))
             for b in partition.acknowledgement_batches or []]
 
 
-async def apply_acks(ctx: RequestContext, group_id: str, member_id: str,
+async def apply_acks(ctx: RequestContext, manager: SharePartitionManager, group_id: str, member_id: str,
                      acks: dict[TopicIdPartition, list[tuple[int, int, list[int]]]],
                      names: dict[TopicIdPartition, str],
                      outcomes: dict[TopicIdPartition, PartitionOutcome]) -> None:
-    manager = ctx.broker.share_partition_manager
     for tip, batches in acks.items():
         out = outcomes[tip]
         if tip not in names:
@@ -109,7 +109,7 @@ def leader_of(ctx: RequestContext, topic: str, partition: int) -> tuple[int, int
     Requires(READ, TOPIC, TOPIC_DENIED, "each topic")))
 async def handle_share_fetch(ctx: RequestContext, req: ShareFetchRequest) -> ShareFetchResponse:
     R = ctx.response_class
-    manager = ctx.broker.share_partition_manager
+    manager: SharePartitionManager | None = ctx.broker.share_partition_manager
     lock_ms = manager.config.record_lock_duration_for(req.group_id or "") if manager is not None else 0
 
     def top(code: ErrorCode, message: str | None) -> ApiMessage:
@@ -133,6 +133,7 @@ async def handle_share_fetch(ctx: RequestContext, req: ShareFetchRequest) -> Sha
                 acks.setdefault(tip, []).extend(ack_batches(p))
     forgotten = [(t.topic_id, p) for t in req.forgotten_topics_data or [] for p in t.partitions or []]
     sessions = manager.sessions
+    session: ShareSession | None
     if epoch == INITIAL_EPOCH:
         if acks:
             return top(ErrorCode.INVALID_REQUEST,
@@ -151,14 +152,14 @@ async def handle_share_fetch(ctx: RequestContext, req: ShareFetchRequest) -> Sha
 
     outcomes: dict[TopicIdPartition, PartitionOutcome] = {}
     names = resolve(ctx, list(dict.fromkeys(list(session.partitions) + requested)), outcomes)
-    await apply_acks(ctx, group_id, member_id, acks, names, outcomes)
+    await apply_acks(ctx, manager, group_id, member_id, acks, names, outcomes)
 
     if epoch == FINAL_EPOCH:
         sessions.close(group_id, member_id)
         await manager.release(group_id, member_id,
                               {(group_id, t, p) for t, p in session.partitions})
     elif req.max_records > 0:
-        await _acquire(ctx, req, group_id, member_id, session, names, outcomes)
+        await _acquire(ctx, manager, req, group_id, member_id, session, names, outcomes)
 
     by_topic: dict[uuid.UUID, list[DataContainer]] = {}
     P = R.ShareFetchableTopicResponse.PartitionData
@@ -184,11 +185,10 @@ async def handle_share_fetch(ctx: RequestContext, req: ShareFetchRequest) -> Sha
              node_endpoints=[])
 
 
-async def _acquire(ctx: RequestContext, req: ShareFetchRequest, group_id: str, member_id: str, session: Any,
-                   names: dict[TopicIdPartition, str],
+async def _acquire(ctx: RequestContext, manager: SharePartitionManager, req: ShareFetchRequest, group_id: str,
+                   member_id: str, session: ShareSession, names: dict[TopicIdPartition, str],
                    outcomes: dict[TopicIdPartition, PartitionOutcome]) -> None:
     """Acquire across the session's partitions, parking up to MaxWaitMs while there is nothing."""
-    manager = ctx.broker.share_partition_manager
     deadline = time.monotonic() + max(req.max_wait_ms, 0) / 1000
     sps = []
     for tip in session.partitions:

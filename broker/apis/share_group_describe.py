@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from kafka.protocol.api_message import ApiMessage
 
+from groupcoord.coordinator import GroupCoordinator
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.kip932 import ShareGroupDescribeRequest, ShareGroupDescribeResponse
@@ -23,7 +24,7 @@ from .consumer_group_describe import GROUP_OPERATIONS, OPERATIONS_OMITTED
 async def handle_share_group_describe(ctx: RequestContext, req: ShareGroupDescribeRequest) -> ShareGroupDescribeResponse:
     R = ctx.response_class
     G = R.DescribedGroup
-    coord = ctx.broker.group_coordinator
+    coord: GroupCoordinator | None = ctx.broker.group_coordinator
     ops = GROUP_OPERATIONS if req.include_authorized_operations else OPERATIONS_OMITTED
 
     def failed(g: str, code: ErrorCode, message: str | None) -> ApiMessage:

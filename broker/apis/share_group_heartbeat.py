@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from kafka.protocol.api_message import ApiMessage
 
+from groupcoord.coordinator import GroupCoordinator
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.kip932 import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
@@ -40,7 +41,7 @@ async def handle_share_group_heartbeat(ctx: RequestContext, req: ShareGroupHeart
         return R(throttle_time_ms=0, error_code=int(code), error_message=message, member_id=None,
                  member_epoch=-1, heartbeat_interval_ms=0, assignment=None)
 
-    coord = ctx.broker.group_coordinator
+    coord: GroupCoordinator | None = ctx.broker.group_coordinator
     if not ctx.authorize(READ, GROUP, req.group_id):
         return error(GROUP_DENIED, "Group authorization failed.")
     denied = [t for t in req.subscribed_topic_names or [] if not ctx.authorize(DESCRIBE, TOPIC, t)]

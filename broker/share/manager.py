@@ -35,11 +35,13 @@ import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Protocol
 
 from groupcoord.share.state import SHARE_STATE_TOPIC, ShareCoordinator, SharePartitionKey
 from protocol.errors import ErrorCode, KafkaError
 
+from ..cluster.support import MetadataSupport
+from ..replica.replica_manager import ReplicaManager
 from .partition import Acquired, SharePartition
 from .persister import SharePersister
 from .session import ShareSessionCache
@@ -56,6 +58,12 @@ class ShareFetchResult:
     records: list[bytes] = field(default_factory=list)
     leader_id: int = -1
     leader_epoch: int = -1
+
+
+class Properties(Protocol):
+    """Where :meth:`ShareConfig.from_broker` reads: the broker's ``BrokerConfig``, or a dict."""
+
+    def get(self, key: str, /) -> object: ...
 
 
 @dataclass(slots=True)
@@ -79,12 +87,12 @@ class ShareConfig:
         return self.group_overrides.get(group_id, {}).get("share.auto.offset.reset") or self.auto_offset_reset
 
     @classmethod
-    def from_broker(cls, config: Any) -> ShareConfig:
+    def from_broker(cls, config: Properties) -> ShareConfig:
         """From the broker's properties, with Kafka's bounds (``group.share.min/max.*``);
         ValueError names the offending property."""
         def get(name: str, default: int) -> int:
             raw = config.get(name)
-            return default if raw is None else int(raw)
+            return default if raw is None else int(str(raw))
 
         def between(name: str, value: int, lo_name: str, lo: int, hi_name: str, hi: int) -> int:
             if not get(lo_name, lo) <= value <= get(hi_name, hi):
@@ -107,12 +115,13 @@ class ShareConfig:
 
 
 class SharePartitionManager:
-    def __init__(self, broker: Any, coordinator: ShareCoordinator,
+    def __init__(self, replicas: ReplicaManager, metadata: MetadataSupport, coordinator: ShareCoordinator,
                  config: ShareConfig | None = None) -> None:
-        self.broker = broker
+        self.replicas = replicas
+        self.metadata = metadata
         self.coordinator = coordinator
         self.config = config or ShareConfig()
-        self.persister = SharePersister(broker, coordinator)
+        self.persister = SharePersister(metadata, replicas, coordinator)
         self.partitions: dict[SharePartitionKey, SharePartition] = {}
         self.sessions = ShareSessionCache(self.config.max_share_sessions)
         self._init_locks: dict[SharePartitionKey, asyncio.Lock] = {}
@@ -142,7 +151,7 @@ class SharePartitionManager:
         sp = self.partitions.get(key)
         if sp is not None:
             return sp
-        part = self.broker.replica_manager.get_partition(topic, partition)
+        part = self.replicas.get_partition(topic, partition)
         part.check_leader()
         async with self._init_locks.setdefault(key, asyncio.Lock()):
             sp = self.partitions.get(key)
@@ -166,7 +175,7 @@ class SharePartitionManager:
 
     def acquire(self, sp: SharePartition, member_id: str, max_records: int) -> ShareFetchResult:
         try:
-            part = self.broker.replica_manager.get_partition(sp.topic, sp.partition)
+            part = self.replicas.get_partition(sp.topic, sp.partition)
             part.check_leader()
         except KafkaError as e:
             return ShareFetchResult(e.code)
@@ -185,7 +194,7 @@ class SharePartitionManager:
 
     def has_available(self, sp: SharePartition) -> bool:
         try:
-            part = self.broker.replica_manager.get_partition(sp.topic, sp.partition)
+            part = self.replicas.get_partition(sp.topic, sp.partition)
         except KafkaError:
             return True  # an error is something to answer
         return sp.has_available(part.high_watermark)
@@ -272,8 +281,8 @@ class SharePartitionManager:
         """:meth:`start_offset`, asking the share coordinator that owns the key when it is another
         broker (in a cluster); None if the group never read the partition or it cannot be asked."""
         found = self.start_offset(key)
-        if found is not None or not self.broker.metadata_support.clustered or \
-                self.broker.topics.get(SHARE_STATE_TOPIC) is None:
+        if found is not None or not self.metadata.clustered or \
+                self.metadata.topics.get(SHARE_STATE_TOPIC) is None:
             return found
         try:
             state = await self.persister.read(key)
@@ -324,7 +333,7 @@ class SharePartitionManager:
         parts = []
         for sp in sps:
             try:
-                parts.append(self.broker.replica_manager.get_partition(sp.topic, sp.partition))
+                parts.append(self.replicas.get_partition(sp.topic, sp.partition))
             except KafkaError:
                 continue
         for p in parts:

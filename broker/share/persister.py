@@ -6,14 +6,17 @@ the leader of the ``__share_group_state`` partition its key hashes to
 (:meth:`groupcoord.share.state.ShareCoordinator.partition_for`). When that is this broker (always
 on a single broker) the persister calls the coordinator directly; otherwise it sends the
 inter-broker InitializeShareGroupState / ReadShareGroupState / WriteShareGroupState requests
-/ DeleteShareGroupState (keys 83-86) to the coordinator's broker. Failures are KafkaErrors (NOT_COORDINATOR,
+/ DeleteShareGroupState (keys 83-86) to the coordinator's broker, whose handlers answer them
+(:mod:`broker.apis.share_state_requests`). Failures are KafkaErrors (NOT_COORDINATOR,
 COORDINATOR_NOT_AVAILABLE) for the caller to answer; nothing is retried here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TypeAlias
+
+from kafka.protocol.api_message import ApiMessage
+from kafka.protocol.data_container import DataContainer
 
 from groupcoord.share.state import (
     SHARE_STATE_TOPIC,
@@ -25,60 +28,41 @@ from groupcoord.share.state import (
 from protocol import kip932
 from protocol.errors import ErrorCode, KafkaError
 
+from ..cluster.support import MetadataSupport
+from ..replica.replica_manager import ReplicaManager
 
-def owns(broker: Any, coordinator: ShareCoordinator, key: SharePartitionKey) -> bool:
+# The inter-broker requests the persister sends to a share coordinator on another broker.
+StateRequest: TypeAlias = ("kip932.InitializeShareGroupStateRequest | kip932.ReadShareGroupStateRequest"
+                           " | kip932.WriteShareGroupStateRequest | kip932.DeleteShareGroupStateRequest")
+
+
+def owns(metadata: MetadataSupport, replicas: ReplicaManager, coordinator: ShareCoordinator,
+         key: SharePartitionKey) -> bool:
     """Does this broker coordinate ``key``'s state (lead its ``__share_group_state`` partition)?"""
-    if not broker.metadata_support.clustered:
-        return True
+    if not metadata.clustered:
+        return True  # a single broker leads every partition
     try:
-        part = broker.replica_manager.get_partition(SHARE_STATE_TOPIC, coordinator.partition_for(key),
-                                                    require_leader=False)
+        part = replicas.get_partition(SHARE_STATE_TOPIC, coordinator.partition_for(key), require_leader=False)
     except KafkaError:
         return False
-    return bool(part.is_leader)
-
-
-async def serve_state_request(ctx: Any, req: Any, result_cls: Any,
-                              op: Callable[[ShareCoordinator, SharePartitionKey, Any], Awaitable[dict[str, Any]]],
-                              defaults: dict[str, Any] | None = None) -> list[Any]:
-    """The coordinator side of keys 83-86: for each requested partition, CLUSTER_ACTION or
-    CLUSTER_AUTHORIZATION_FAILED, NOT_COORDINATOR unless this broker owns the key's state, else
-    load it and run ``op(coordinator, key, partition)``, whose dict fills the partition result
-    (``defaults`` when it fails). Returns the per-topic results of ``result_cls``."""
-    from ..security.acl import CLUSTER, CLUSTER_ACTION, CLUSTER_DENIED, CLUSTER_NAME  # noqa: PLC0415
-
-    P = result_cls.PartitionResult
-    allowed = ctx.authorize(CLUSTER_ACTION, CLUSTER, CLUSTER_NAME)
-    coord = ctx.broker.share_coordinator
-    out = []
-    for t in req.topics or []:
-        ps = []
-        for p in t.partitions or []:
-            key = (req.group_id, t.topic_id, p.partition)
-            code, fields = ErrorCode.NONE, dict(defaults or {})
-            if not allowed:
-                code = CLUSTER_DENIED
-            elif coord is None or not owns(ctx.broker, coord, key):
-                code = ErrorCode.NOT_COORDINATOR
-            else:
-                try:
-                    await coord.ensure_loaded(key)
-                    fields.update(await op(coord, key, p))
-                except KafkaError as e:
-                    code, fields = e.code, dict(defaults or {})
-            ps.append(P(partition=p.partition, error_code=int(code), error_message=None, **fields))
-        out.append(result_cls(topic_id=t.topic_id, partitions=ps))
-    return out
+    return part.is_leader
 
 
 class SharePersister:
-    def __init__(self, broker: Any, coordinator: ShareCoordinator) -> None:
-        self.broker = broker
+    """A partition leader's way to its share-partitions' state, wherever the coordinator is."""
+
+    def __init__(self, metadata: MetadataSupport, replicas: ReplicaManager,
+                 coordinator: ShareCoordinator) -> None:
+        self.metadata = metadata
+        self.replicas = replicas
         self.coordinator = coordinator
+
+    def owns(self, key: SharePartitionKey) -> bool:
+        return owns(self.metadata, self.replicas, self.coordinator, key)
 
     async def read(self, key: SharePartitionKey, leader_epoch: int = -1) -> ShareState | None:
         await self.coordinator.storage.ensure()
-        if owns(self.broker, self.coordinator, key):
+        if self.owns(key):
             await self.coordinator.ensure_loaded(key)
             return self.coordinator.read_state(key)
         R = kip932.ReadShareGroupStateRequest
@@ -92,7 +76,7 @@ class SharePersister:
                                            for b in r.state_batches or []], r.state_epoch)
 
     async def initialize(self, key: SharePartitionKey, start_offset: int, leader_epoch: int) -> None:
-        if owns(self.broker, self.coordinator, key):
+        if self.owns(key):
             await self.coordinator.ensure_loaded(key)
             await self.coordinator.initialize(key, start_offset, leader_epoch)
             return
@@ -103,7 +87,7 @@ class SharePersister:
 
     async def write(self, key: SharePartitionKey, start_offset: int, batches: list[StateBatch],
                     leader_epoch: int = -1) -> None:
-        if owns(self.broker, self.coordinator, key):
+        if self.owns(key):
             await self.coordinator.ensure_loaded(key)
             await self.coordinator.write(key, start_offset, batches, leader_epoch)
             return
@@ -117,7 +101,7 @@ class SharePersister:
 
     async def delete(self, keys: list[SharePartitionKey]) -> None:
         """Forget the state of ``keys`` wherever it is kept (Kafka's DeleteShareGroupState)."""
-        local = [k for k in keys if owns(self.broker, self.coordinator, k)]
+        local = [k for k in keys if self.owns(k)]
         if local:
             await self.coordinator.delete(local)
         R = kip932.DeleteShareGroupStateRequest
@@ -128,18 +112,18 @@ class SharePersister:
             self._result(await self._send(key, R(group_id=key[0], topics=[T(topic_id=key[1], partitions=[
                 T.PartitionData(partition=key[2])])])))
 
-    async def _send(self, key: SharePartitionKey, request: Any) -> Any:
-        cluster = self.broker.metadata_support
-        leader = cluster.leader_of(SHARE_STATE_TOPIC, self.coordinator.partition_for(key))
+    async def _send(self, key: SharePartitionKey, request: StateRequest) -> ApiMessage:
+        leader = self.metadata.leader_of(SHARE_STATE_TOPIC, self.coordinator.partition_for(key))
         if leader < 0:
             raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the share coordinator is not available")
         try:
-            return await cluster.send_to_broker(leader, request, 0, timeout=15.0)
+            return await self.metadata.send_to_broker(leader, request, 0, timeout=15.0)
         except (ConnectionError, OSError, TimeoutError) as e:
             raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"share coordinator {leader}: {e}") from e
 
     @staticmethod
-    def _result(resp: Any) -> Any:
+    def _result(resp: ApiMessage) -> DataContainer:
+        """The one partition result of a keys 83-86 response, or its error raised."""
         r = resp.results[0].partitions[0]
         if r.error_code:
             raise KafkaError(ErrorCode(r.error_code), r.error_message or "")

@@ -17,44 +17,80 @@ rebuilds from the persisted state.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Protocol
 
+from groupcoord.coordinator import GroupCoordinator
 from groupcoord.records import Record
 from groupcoord.share.state import SHARE_STATE_TOPIC, ShareCoordinator
 from groupcoord.storage import build_batch, iter_batch_records
 from log.coordinator_runtime import OnAppended
-from protocol.errors import KafkaError
+from protocol.errors import ErrorCode, KafkaError
 from protocol.records import validate_batches
 
+from ..auto_topic_creation import ensure_internal_topic
+from ..cluster.metadata import TopicInfo, TopicRegistry
+from ..cluster.support import MetadataSupport
+from ..config.properties import BrokerConfig
+from ..group_configs import GroupConfigStore
+from ..replica.replica_manager import ReplicaManager
 from .manager import ShareConfig, SharePartitionManager
 
 log = logging.getLogger("samsa.share")
 
 
-class BrokerShareStateStorage:
-    """``__share_group_state`` on the broker's replica manager."""
+class ShareBroker(Protocol):
+    """What share groups' broker side needs of the broker that starts it (``broker.server.Broker``,
+    which this layer cannot import; tests/txn/test_broker_protocols.py checks that it conforms).
+    The two share attributes are this module's to fill in."""
 
-    def __init__(self, broker: Any) -> None:
-        self.broker = broker
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def topics(self) -> TopicRegistry: ...
+
+    @property
+    def replica_manager(self) -> ReplicaManager: ...
+
+    @property
+    def metadata_support(self) -> MetadataSupport: ...
+
+    @property
+    def group_coordinator(self) -> GroupCoordinator | None: ...
+
+    @property
+    def group_configs(self) -> GroupConfigStore | None: ...
+
+    share_coordinator: ShareCoordinator | None
+    share_partition_manager: SharePartitionManager | None
+
+
+class BrokerShareStateStorage:
+    """``__share_group_state`` on the broker's replica manager; ``ensure_topic`` creates the
+    topic on first need (:func:`broker.auto_topic_creation.ensure_internal_topic`)."""
+
+    def __init__(self, replicas: ReplicaManager,
+                 ensure_topic: Callable[[str], Awaitable[TopicInfo | None]]) -> None:
+        self.replicas = replicas
+        self.ensure_topic = ensure_topic
 
     async def ensure(self) -> None:
-        from ..auto_topic_creation import ensure_internal_topic  # noqa: PLC0415
-
-        if await ensure_internal_topic(self.broker, SHARE_STATE_TOPIC) is None:
-            raise KafkaError(_coordinator_not_available(), f"{SHARE_STATE_TOPIC} is not available")
+        if await self.ensure_topic(SHARE_STATE_TOPIC) is None:
+            raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{SHARE_STATE_TOPIC} is not available")
 
     async def append(self, partition: int, records: list[Record], *,
                      on_appended: OnAppended | None = None) -> int:
         batch = build_batch(records)
-        info = await self.broker.replica_manager.append_internal(
+        info = await self.replicas.append_internal(
             SHARE_STATE_TOPIC, partition, validate_batches(batch), on_appended=on_appended)
-        return int(getattr(info, "first_offset", -1))
+        return info.first_offset
 
     def read_all(self, partition: int) -> Iterator[Record]:
         try:
-            part = self.broker.replica_manager.get_partition(SHARE_STATE_TOPIC, partition)
+            part = self.replicas.get_partition(SHARE_STATE_TOPIC, partition)
         except KafkaError:
             return
         for raw in part.log.read_batch_bytes(part.log_start_offset):
@@ -63,34 +99,30 @@ class BrokerShareStateStorage:
                     yield item
 
 
-def _coordinator_not_available() -> Any:
-    from protocol.errors import ErrorCode  # noqa: PLC0415
-
-    return ErrorCode.COORDINATOR_NOT_AVAILABLE
-
-
-async def start(broker: Any) -> None:
+async def start(broker: ShareBroker) -> None:
     existing = broker.topics.get(SHARE_STATE_TOPIC)
     n = existing.num_partitions if existing is not None else \
-        int(broker.config.get("share.coordinator.state.topic.num.partitions") or 50)
-    per_snapshot = int(broker.config.get("share.coordinator.snapshot.update.records.per.snapshot") or 500)
-    coord = ShareCoordinator(BrokerShareStateStorage(broker), n, per_snapshot)
+        int(str(broker.config.get("share.coordinator.state.topic.num.partitions") or 50))
+    per_snapshot = int(str(broker.config.get("share.coordinator.snapshot.update.records.per.snapshot") or 500))
+    storage = BrokerShareStateStorage(broker.replica_manager, functools.partial(ensure_internal_topic, broker))
+    coord = ShareCoordinator(storage, n, per_snapshot)
     broker.share_coordinator = coord
-    if existing is not None and not broker.metadata_support.clustered:
+    metadata = broker.metadata_support
+    if existing is not None and not metadata.clustered:
         for p in range(n):
             await coord.on_election(p)
         log.info("share coordinator loaded the state of %d share-partitions", len(coord.states))
     share_config = ShareConfig.from_broker(broker.config)
-    store = getattr(broker, "group_configs", None)  # broker/group_configs.py: dynamic group configs
+    store = broker.group_configs
     if store is not None:
         share_config.group_overrides = store.overrides
-    manager = SharePartitionManager(broker, coord, share_config)
+    manager = SharePartitionManager(broker.replica_manager, metadata, coord, share_config)
     manager.start()
     broker.share_partition_manager = manager
-    if broker.metadata_support.clustered:
+    if metadata.clustered:
         broker.replica_manager.leadership_listeners.append(
             lambda tp, is_leader, _epoch: _on_leadership(coord, manager, tp.topic, tp.partition, is_leader))
-    gc = getattr(broker, "group_coordinator", None)
+    gc = broker.group_coordinator
     if gc is not None:
         gc.share_member_removed.append(manager.on_member_removed)
         gc.share_group_deleted.append(manager.on_group_deleted)
@@ -112,7 +144,7 @@ def _on_leadership(coord: ShareCoordinator, manager: SharePartitionManager, topi
 _tasks: set[asyncio.Task[None]] = set()
 
 
-async def stop(broker: Any) -> None:
-    manager = getattr(broker, "share_partition_manager", None)
+async def stop(broker: ShareBroker) -> None:
+    manager = broker.share_partition_manager
     if manager is not None:
         await manager.stop()

@@ -1,7 +1,9 @@
-"""The Protocols through which txn/, groupcoord/ and log/ see the broker match the real broker.
+"""The Protocols through which txn/, groupcoord/, log/ and broker/share see the broker match the
+real broker.
 
-Those layers sit below broker/ and cannot import its classes, so each states what it needs of
-the broker as a typing.Protocol (txn.plugin.TxnBroker, groupcoord.plugin.ReplicaManager, ...).
+Those layers sit below the composition root (broker/server.py) and cannot import its classes,
+so each states what it needs of the broker as a typing.Protocol (txn.plugin.TxnBroker,
+groupcoord.plugin.ReplicaManager, broker.share.plugin.ShareBroker, ...).
 mypy checks here that broker.server.Broker, the replica manager, its partitions, the topic
 registry and the broker properties satisfy them, so a Protocol cannot drift from what it
 describes.
@@ -25,10 +27,14 @@ from broker.replica.replica_manager import ReplicaManager
 from broker.server import Broker
 import groupcoord.plugin as gp
 import log.alter_log_dirs as ald
+import broker.share.plugin as sp
 import log.cleaner as lc
 import txn.plugin as tp
 
 def broker_for_txn(b: Broker) -> tp.TxnBroker:
+    return b
+
+def broker_for_share(b: Broker) -> sp.ShareBroker:
     return b
 
 def partition_for_txn(p: Partition) -> tp.HostedPartition:
@@ -61,5 +67,5 @@ def test_the_broker_satisfies_the_protocols_of_the_layers_below(tmp_path: Path) 
     env = dict(os.environ, MYPYPATH=str(ROOT))
     proc = subprocess.run([sys.executable, "-m", "mypy", "--no-error-summary", str(snippet)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, ("a Protocol of txn/, groupcoord/ or log/ no longer matches the "
-                                  "broker class it describes:\n" + proc.stdout + proc.stderr)
+    assert proc.returncode == 0, ("a Protocol of txn/, groupcoord/, log/ or broker/share no longer "
+                                  "matches the broker class it describes:\n" + proc.stdout + proc.stderr)
