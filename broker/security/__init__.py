@@ -49,17 +49,13 @@ from .zk_access import EntityChangeListener, SecurityZk
 __all__ = ["SecurityConfigError", "configure"]
 
 
-class _EntityTopics(Protocol):
-    @property
-    def entity_config_listeners(self) -> list[EntityChangeListener]: ...
+class _MetadataSupport(Protocol):
+    """The broker's metadata seam (broker/cluster/support.py's MetadataSupport), as security sees it."""
 
-
-class _Cluster(Protocol):
-    @property
-    def zk(self) -> SecurityZk: ...
+    entity_config_listeners: list[EntityChangeListener]
 
     @property
-    def topics(self) -> _EntityTopics: ...
+    def zookeeper(self) -> SecurityZk | None: ...
 
 
 class _IpQuotas(Protocol):
@@ -76,7 +72,7 @@ class SecuredBroker(Protocol):
     def config(self) -> BrokerConfig: ...
 
     @property
-    def cluster(self) -> _Cluster | None: ...
+    def metadata_support(self) -> _MetadataSupport: ...
 
     @property
     def connection_quotas(self) -> _IpQuotas: ...
