@@ -90,8 +90,8 @@ class ZkFinalizedFeatures(FinalizedFeatures):
         super().__init__()
         self.zk = zk
         self.version: int | None = None  # of the znode; None while it does not exist
-        # Once, on first use (the watch keeps it current). Raises while ZooKeeper is unreachable:
-        # the caller then answers with the defaults and tries again next time.
+        # Once, on a ZooKeeper request thread (see load()); the watch keeps it current. Raises
+        # while ZooKeeper is unreachable: the broker answers with the defaults meanwhile.
         self._apply(zk.get_features())
         zk.watch_data(FEATURE_ZNODE, lambda _data: asyncio.ensure_future(self._refresh()))
 
@@ -111,7 +111,7 @@ class ZkFinalizedFeatures(FinalizedFeatures):
         """The controller's write, conditional on the znode version it last saw (an error if another
         write came in between: the request fails and may be retried)."""
         new = self.merged(levels)
-        version = await asyncio.to_thread(self.zk.set_features, new, self.version)
+        version = await self.zk.call(self.zk.set_features, new, self.version)
         self._apply((new, version))
         log.info("Finalized features are now %s (epoch %d)", new, self.epoch)
 
@@ -119,19 +119,44 @@ class ZkFinalizedFeatures(FinalizedFeatures):
 _BY_BROKER: weakref.WeakKeyDictionary[ClusterBroker, FinalizedFeatures] = weakref.WeakKeyDictionary()
 
 
+_LOADING: weakref.WeakKeyDictionary[ClusterBroker, asyncio.Task[None]] = weakref.WeakKeyDictionary()
+
+
 def finalized(broker: ClusterBroker) -> FinalizedFeatures:
-    """The broker's finalized features: from ZooKeeper in a cluster, else from its first log
-    directory; read on first use."""
+    """The broker's finalized features: from ZooKeeper in a cluster (read at start-up by
+    :func:`load`, off the event loop), else from its first log directory (read on first use).
+    A cluster broker whose read has not succeeded yet answers with the defaults and reads again
+    in the background: ApiVersions never waits for ZooKeeper."""
     f = _BY_BROKER.get(broker)
     if f is None:
-        zk = broker.metadata_support.zookeeper
-        if zk is None:
-            f = FileFinalizedFeatures(Path(broker.config.log_dirs[0]) / "features.json")
-        else:
-            try:
-                f = ZkFinalizedFeatures(zk)
-            except Exception as e:  # ZooKeeper unreachable: never fail ApiVersions for it
-                log.warning("Could not read /feature (%s): answering with the default features for now", e)
-                return FinalizedFeatures()
+        if broker.metadata_support.zookeeper is not None:
+            _loading(broker)
+            return FinalizedFeatures()
+        f = FileFinalizedFeatures(Path(broker.config.log_dirs[0]) / "features.json")
         _BY_BROKER[broker] = f
     return f
+
+
+async def load(broker: ClusterBroker) -> None:
+    """A cluster broker's copy of ``/feature``, read on a ZooKeeper request thread (once)."""
+    if broker.metadata_support.zookeeper is not None and broker not in _BY_BROKER:
+        await _loading(broker)
+
+
+def _loading(broker: ClusterBroker) -> asyncio.Task[None]:
+    task = _LOADING.get(broker)
+    if task is None:
+        task = asyncio.get_running_loop().create_task(_load(broker))
+        _LOADING[broker] = task
+        task.add_done_callback(lambda _t: _LOADING.pop(broker, None))
+    return task
+
+
+async def _load(broker: ClusterBroker) -> None:
+    zk = broker.metadata_support.zookeeper
+    if zk is None:
+        return
+    try:
+        _BY_BROKER[broker] = await zk.call(ZkFinalizedFeatures, zk)
+    except Exception as e:  # ZooKeeper unreachable: never fail ApiVersions for it
+        log.warning("Could not read /feature (%s): answering with the default features for now", e)

@@ -39,6 +39,7 @@ from protocol.inter_broker import (
 from txn.producer_ids import MAX_PRODUCER_ID, PRODUCER_ID_BLOCK_SIZE, ProducerIdManager
 
 from ...replica.replica_manager import Partition
+from .. import features
 from .. import zk_data as zd
 from ..controller.controller import KafkaController
 from ..interbroker import BrokerClient
@@ -317,6 +318,7 @@ class ZkMetadataSupport(MetadataSupport):
         self.controller = KafkaController(self.broker, self.zk)
         self.controller.startup()
         self._producer_ids._prefetch()  # the first block, before the first InitProducerId asks
+        await features.load(self.broker)  # the finalized features ApiVersions answers with
         loop = asyncio.get_running_loop()
         self._tasks.append(loop.create_task(self._isr_shrink_loop()))
 
