@@ -50,11 +50,11 @@ import ipaddress
 import logging
 import socket
 import time
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
 
 from protocol.errors import InvalidConfigError
 
+from ..config.properties import BrokerConfig
 from ..repeated_warnings import RepeatedWarnings
 from ..security.quotas import CONNECTION_CREATION_RATE, DEFAULT, IpConfigs, Rate
 
@@ -108,7 +108,7 @@ class ListenerQuota:
 class ConnectionQuotas:
     """Counters and limits for every listener of one broker (see the module docstring)."""
 
-    def __init__(self, config: Any, listener_names: Iterable[str], inter_broker_listener: str | None) -> None:
+    def __init__(self, config: BrokerConfig, listener_names: Iterable[str], inter_broker_listener: str | None) -> None:
         self.listeners = {name: ListenerQuota(name) for name in listener_names}
         self.inter_broker_listener = inter_broker_listener
         self.counts: dict[str, int] = {}  # client address -> open connections, over every listener
@@ -122,7 +122,7 @@ class ConnectionQuotas:
         self.ip_sensors: dict[str, Rate] = {}
         self.reconfigure(config)
 
-    def reconfigure(self, config: Any) -> None:
+    def reconfigure(self, config: BrokerConfig) -> None:
         """(Re)read every limit from the broker config; an invalid value raises InvalidConfigError."""
         props = config.props
         window_num = self.window_num = max(int(config.int("quota.window.num")), 1)
@@ -320,7 +320,7 @@ def _addresses(name: str) -> list[str]:
         return []
 
 
-def _int(props: Any, key: str) -> int:
+def _int(props: Mapping[str, object], key: str) -> int:
     raw = props.get(key)
     if raw is None or str(raw).strip() == "":
         return UNLIMITED

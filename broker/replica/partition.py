@@ -14,14 +14,13 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from log.log import AppendInfo, Log
 from log.segment import ReadInfo
 from protocol.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from protocol.records import ValidatedRecords
 
-from .purgatory import DelayedProduce, PartitionProduceResult
+from .purgatory import DelayedProduce, PartitionProduceResult, ProduceStatus
 
 log = logging.getLogger("samsa.replica")
 
@@ -64,7 +63,7 @@ class Partition:
         # leader side: follower id -> (log end offset, last caught-up time, LEO of ours at its last
         # fetch, time of its last fetch); delayed produces: (required offset, future)
         self.followers: dict[int, FollowerState] = {}
-        self._produce_waiters: list[tuple[int, DelayedProduce, Any]] = []
+        self._produce_waiters: list[tuple[int, DelayedProduce, ProduceStatus]] = []
         self.isr_writer: IsrWriter | None = None
         self.pending_isr: list[int] | None = None  # an ISR change being written to ZooKeeper
         self.replica_lag_time_max_ms = 30000
@@ -118,7 +117,7 @@ class Partition:
         self.maybe_increment_high_watermark()  # on a single replica: consumers too
         return info
 
-    def watch_produce(self, required_offset: int, op: DelayedProduce, status: Any) -> None:
+    def watch_produce(self, required_offset: int, op: DelayedProduce, status: ProduceStatus) -> None:
         """acks=all: finish ``status`` of ``op`` once the high watermark reaches ``required_offset``
         (at once if it already has); checked whenever the high watermark moves."""
         if self.high_watermark >= required_offset:
@@ -126,7 +125,7 @@ class Partition:
         else:
             self._produce_waiters.append((required_offset, op, status))
 
-    def _finish_produce(self, op: DelayedProduce, status: Any) -> None:
+    def _finish_produce(self, op: DelayedProduce, status: ProduceStatus) -> None:
         if len(self.isr) < self.min_insync_replicas:
             op.partition_done(status, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
                               f"The size of the current ISR {self.isr} is insufficient to satisfy the min.isr "

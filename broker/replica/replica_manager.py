@@ -48,17 +48,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple, Protocol
 
+from log.alter_log_dirs import LogDirMove
 from log.config import LogConfig
 from log.log import AppendInfo, Log
 from log.manager import LogManager
+from log.segment import ReadInfo
 from log.validator import RecordValidationError, validate_client_batches
 from protocol.errors import DuplicateSequenceError, ErrorCode, KafkaError
 from protocol.recompress import recompress_to
-from protocol.records import COMPRESSION_CODES, ValidatedRecords, validate_batches
+from protocol.records import COMPRESSION_CODES, BatchHeader, ValidatedRecords, validate_batches
 
 from ..cluster.metadata import INTERNAL_TOPICS, TopicRegistry, topic_id_base64
 from ..config.properties import BrokerConfig
@@ -75,7 +78,7 @@ __all__ = ["FetchPartitionData", "FollowerState", "IsrChangeCounts", "Partition"
 
 class FetchPartitionData(NamedTuple):
     """One partition's answer of :meth:`ReplicaManager.fetch_messages`; ``records`` is ``b""``, a
-    :class:`log.segment.ReadInfo` (file regions) or None."""
+    :class:`log.segment.ReadInfo` (file regions)."""
 
     partition: int
     error: ErrorCode
@@ -83,11 +86,45 @@ class FetchPartitionData(NamedTuple):
     last_stable_offset: int
     log_start_offset: int
     aborted: list[tuple[int, int]] | None
-    records: Any
+    records: ReadInfo | bytes
 
 
 # KIP-890: (topic, partition, batch headers) -> the transaction coordinator's verdict
-TransactionVerifier = Callable[[str, int, list[Any]], Awaitable[ErrorCode]]
+TransactionVerifier = Callable[[str, int, list[BatchHeader]], Awaitable[ErrorCode]]
+
+
+class FetchPartition(Protocol):
+    """One partition a Fetch asks for: a request's FetchPartition or a fetch session's CachedPartition
+    (``current_leader_epoch``, v9+, is read where present)."""
+
+    @property
+    def partition(self) -> int: ...
+
+    @property
+    def fetch_offset(self) -> int: ...
+
+    @property
+    def partition_max_bytes(self) -> int: ...
+
+
+# (topic name, or None for an unknown topic id; topic id (v13+) or None; its partitions)
+FetchWanted = list[tuple[str | None, uuid.UUID | None, Sequence[FetchPartition]]]
+
+
+class ProduceStats(Protocol):
+    """BrokerTopicMetrics' produce counters (broker.metrics.stats.BrokerTopicStats)."""
+
+    def produced(self, topic: str, messages: int, nbytes: int) -> None: ...
+
+    def produce_failed(self, topic: str, code: int) -> None: ...
+
+
+class FollowerFetchers(Protocol):
+    """The replica fetchers of a cluster broker (broker.cluster.replication.ReplicaFetcherManager)."""
+
+    def add_partition(self, part: Partition, leader_id: int) -> None: ...
+
+    def remove_partition(self, tp: TopicPartition) -> None: ...
 
 
 class ReplicaManager:
@@ -104,13 +141,13 @@ class ReplicaManager:
         # coordinators' leadership hooks.
         self.cluster_mode = bool(str(config.get("zookeeper.connect") or "").strip())
         self.controller_epoch = 0
-        self.fetcher_manager: Any = None
+        self.fetcher_manager: FollowerFetchers | None = None
         self.isr_writer: IsrWriter | None = None
         self.isr_changes = IsrChangeCounts()
         self.leadership_listeners: list[Callable[[TopicPartition, bool, int], None]] = []
         # JBOD (broker/replica/log_dirs.py): partitions whose log dir is offline, and moves in progress
         self.offline_partitions: set[TopicPartition] = set()
-        self.log_dir_moves: dict[TopicPartition, Any] = {}
+        self.log_dir_moves: dict[TopicPartition, LogDirMove] = {}
 
     def _log_config(self, overrides: dict[str, str]) -> LogConfig:
         return LogConfig.from_properties(effective_topic_config(self.config, overrides))
@@ -309,10 +346,10 @@ class ReplicaManager:
         await DelayedFetch(asyncio.get_running_loop(), partitions, timeout, follower).wait()
 
     # --- appendRecords / fetchMessages ---------------------------------------------------------------
-    async def append_records(self, entries: list[tuple[str, int, Any]], *, required_acks: int, timeout_ms: int,
+    async def append_records(self, entries: list[tuple[str, int, bytes | memoryview | None]], *, required_acks: int, timeout_ms: int,
                              api_version: int, verify_transaction: TransactionVerifier | None = None,
                              record_validator: Callable[[str, ValidatedRecords, LogConfig], None] | None = None,
-                             stats: Any = None, client_id: str | None = None
+                             stats: ProduceStats | None = None, client_id: str | None = None
                              ) -> tuple[list[PartitionProduceResult], DelayedProduce | None]:
         """Kafka's ``appendRecords``: validate and append each ``(topic, partition, records)`` on
         its leader, one result per entry in order. With acks=all, the partitions whose records are
@@ -380,7 +417,7 @@ class ReplicaManager:
             part.watch_produce(res.last_offset + 1, op, res)
         return results, op
 
-    async def fetch_messages(self, wanted: list[tuple[str | None, Any, list[Any]]], *, replica_id: int,
+    async def fetch_messages(self, wanted: FetchWanted, *, replica_id: int,
                              isolation_level: int, max_bytes: int, min_bytes: int, max_wait_ms: int,
                              denied: frozenset[str] | set[str] = frozenset()
                              ) -> tuple[list[list[FetchPartitionData]], int]:
@@ -405,7 +442,7 @@ class ReplicaManager:
                                                          False)
                 return result, total
 
-    def _read_local(self, wanted: list[tuple[str | None, Any, list[Any]]], isolation: int, max_bytes: int,
+    def _read_local(self, wanted: FetchWanted, isolation: int, max_bytes: int,
                     replica_id: int, denied: frozenset[str] | set[str], record_progress: bool
                     ) -> tuple[list[list[FetchPartitionData]], int, bool, list[Partition]]:
         total = 0
@@ -442,13 +479,13 @@ class ReplicaManager:
                         part.update_follower_fetch(replica_id, fp.fetch_offset, now_ms)
                     except KafkaError as e:
                         rows.append(E(fp.partition, e.code, part.high_watermark, part.last_stable_offset,
-                                      part.log_start_offset, None, None))
+                                      part.log_start_offset, None, b""))
                         has_error = True
                         continue
                 hw, lso = part.high_watermark, part.last_stable_offset
                 try:
                     limit = min(fp.partition_max_bytes, max_bytes - total)
-                    data: Any = b""
+                    data: ReadInfo | bytes = b""
                     aborted = None
                     if limit > 0 or total == 0:
                         info = part.read(fp.fetch_offset, max(limit, 0), isolation_level=isolation,
