@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from protocol.api_keys import ApiKey
 from protocol.messages import REQUEST_CLASSES, RequestHeader, response_class
 
-from ..security.acl import AclOperation, Requires, ResourceType
+from ..security.acl import SUPPORTED_OPERATIONS, AclOperation, Requires, ResourceType
 from .responses import DelayedResponse, EncodedResponse
 
 if TYPE_CHECKING:
@@ -102,8 +102,6 @@ class RequestContext:
     def authorized_operations(self, resource_type: ResourceType, name: str) -> set[int]:
         """KIP-430's bit set (as bit positions): the operations the principal may do on the
         resource, among those its type supports; all of them without an authorizer."""
-        from ..security.acl import SUPPORTED_OPERATIONS  # noqa: PLC0415
-
         ops = SUPPORTED_OPERATIONS.get(resource_type, frozenset())
         authorizer = self.broker.authorizer
         if authorizer is None:

@@ -16,6 +16,7 @@ from protocol.errors import ErrorCode
 
 from ..security.acl import CLUSTER, CLUSTER_NAME, NO_AUTHZ
 from . import RequestContext, api
+from .metadata import cluster_brokers
 
 
 @api(ApiKey.DESCRIBE_CLUSTER, versions=(0, 2), authz=NO_AUTHZ)  # KIP-430 operations only
@@ -26,8 +27,6 @@ async def handle_describe_cluster(ctx: RequestContext, req: DescribeClusterReque
         return R(throttle_time_ms=0, error_code=ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
                  error_message="The broker only serves broker endpoints", endpoint_type=req.endpoint_type,
                  cluster_id=broker.cluster_id, controller_id=-1, brokers=[], authorized_operations=None)
-    from .metadata import cluster_brokers  # noqa: PLC0415
-
     brokers, controller_id = cluster_brokers(ctx)
     return R(throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=1, cluster_id=broker.cluster_id,
              controller_id=controller_id,

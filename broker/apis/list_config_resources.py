@@ -21,6 +21,7 @@ from protocol.errors import ErrorCode
 
 from ..security.acl import CLUSTER, CLUSTER_DENIED, CLUSTER_NAME, DESCRIBE_CONFIGS, Requires
 from . import RequestContext, api
+from .metadata import cluster_brokers
 
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 SUPPORTED = (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP)
@@ -31,8 +32,6 @@ def _names(ctx: RequestContext, resource_type: int) -> list[str]:
     if resource_type == TOPIC:
         return broker.topics.names()
     if resource_type in (BROKER, BROKER_LOGGER):
-        from .metadata import cluster_brokers  # noqa: PLC0415
-
         return [str(b) for b, _h, _p, _r in cluster_brokers(ctx)[0]]
     if resource_type == GROUP:
         names: set[str] = set(broker.group_configs.groups()) if broker.group_configs is not None else set()

@@ -18,11 +18,9 @@ partition.
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-from typing import Any
-
 from kafka.protocol.consumer import OffsetFetchRequest, OffsetFetchResponse
 
+from groupcoord.offsets import PartitionOffset
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -32,18 +30,14 @@ from . import RequestContext, api
 TopicPartition = tuple[str, int]
 
 
-def _fetch(ctx: RequestContext, group_id: str, topics: Any, require_stable: bool,
+def _fetch(ctx: RequestContext, group_id: str, wanted: list[TopicPartition] | None, require_stable: bool,
            member_id: str | None = None, member_epoch: int = -1,
-           ) -> tuple[ErrorCode, list[tuple[str, list[tuple[int, Any]]]]]:
-    """(group error, [(topic, [(partition, PartitionOffset)])]) in request order."""
-    from groupcoord.coordinator import PartitionOffset  # noqa: PLC0415
-
+           ) -> tuple[ErrorCode, list[tuple[str, list[tuple[int, PartitionOffset]]]]]:
+    """(group error, [(topic, [(partition, PartitionOffset)])]) in request order; ``wanted``
+    None: every partition the group has offsets for."""
     coord = ctx.broker.group_coordinator
-    wanted: list[TopicPartition] | None = None
-    if topics is not None:
-        wanted = [(t.name, p) for t in topics for p in t.partition_indexes]
     if not ctx.authorize(DESCRIBE, GROUP, group_id):
-        refused: dict[str, list[tuple[int, Any]]] = {}
+        refused: dict[str, list[tuple[int, PartitionOffset]]] = {}
         for topic, p in wanted or ():
             refused.setdefault(topic, []).append((p, PartitionOffset(error=GROUP_DENIED)))
         return GROUP_DENIED, list(refused.items())
@@ -62,7 +56,7 @@ def _fetch(ctx: RequestContext, group_id: str, topics: Any, require_stable: bool
         for tp in wanted:
             if tp[0] in denied:
                 offsets[tp] = PartitionOffset(error=TOPIC_DENIED)
-    by_topic: dict[str, list[tuple[int, Any]]] = {}
+    by_topic: dict[str, list[tuple[int, PartitionOffset]]] = {}
     for tp in wanted:
         by_topic.setdefault(tp[0], []).append((tp[1], offsets.get(tp, PartitionOffset())))
     return code, list(by_topic.items())
@@ -80,18 +74,22 @@ async def handle_offset_fetch(ctx: RequestContext, req: OffsetFetchRequest) -> O
         P = T.OffsetFetchResponsePartitions
         groups = []
         for g in req.groups:
-            topics_in, unknown = g.topics, []
-            if v >= 10 and g.topics is not None:
-                topics_in = []
+            wanted: list[TopicPartition] | None = None
+            unknown = []
+            if g.topics is not None:
+                wanted = []
                 for t in g.topics:
+                    if v < 10:  # v10 names topics by id (KIP-848)
+                        wanted += [(t.name, p) for p in t.partition_indexes]
+                        continue
                     info = ctx.broker.topics.by_id(t.topic_id)
                     if info is None:
                         unknown.append(T(topic_id=t.topic_id, partitions=[
                             P(partition_index=p, committed_offset=-1, committed_leader_epoch=-1, metadata=None,
                               error_code=int(ErrorCode.UNKNOWN_TOPIC_ID)) for p in t.partition_indexes]))
                     else:
-                        topics_in.append(SimpleNamespace(name=info.name, partition_indexes=t.partition_indexes))
-            code, topics = _fetch(ctx, g.group_id, topics_in, req.require_stable,
+                        wanted += [(info.name, p) for p in t.partition_indexes]
+            code, topics = _fetch(ctx, g.group_id, wanted, req.require_stable,
                                   g.member_id if v >= 9 else None,
                                   g.member_epoch if v >= 9 else -1)
             out = []
@@ -106,7 +104,8 @@ async def handle_offset_fetch(ctx: RequestContext, req: OffsetFetchRequest) -> O
         return R(throttle_time_ms=0, groups=groups)
     T = R.OffsetFetchResponseTopic
     P = T.OffsetFetchResponsePartition
-    code, topics = _fetch(ctx, req.group_id, req.topics, v >= 7 and req.require_stable)
+    requested = None if req.topics is None else [(t.name, p) for t in req.topics for p in t.partition_indexes]
+    code, topics = _fetch(ctx, req.group_id, requested, v >= 7 and req.require_stable)
     # v1 has no top-level error: the group's error goes on each partition.
     part_code = (lambda o: int(o.error or code)) if v < 2 else (lambda o: int(o.error))
     return R(throttle_time_ms=0, error_code=int(code), topics=[

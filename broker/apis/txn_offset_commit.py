@@ -25,13 +25,13 @@ survive a broker crash between EndTxn and the markers, as in Kafka.
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafka.protocol.data_container import DataContainer
 from kafka.protocol.producer import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 
+from groupcoord.group import OffsetAndMetadata
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
+from txn.plugin import add_partition_locally, verify_remotely
 
 from ..security.acl import (
     GROUP,
@@ -74,8 +74,6 @@ async def handle_txn_offset_commit(ctx: RequestContext, req: TxnOffsetCommitRequ
     elif not req.group_id:
         code = ErrorCode.INVALID_GROUP_ID
     else:
-        from txn.plugin import add_partition_locally, verify_remotely  # noqa: PLC0415
-
         # in a cluster the transaction's coordinator may be another broker: ask it (KIP-890)
         offsets_topic, offsets_partition = coord.offsets_partition(req.group_id)
         remote = await verify_remotely(broker, req.transactional_id, req.producer_id, req.producer_epoch,
@@ -98,9 +96,7 @@ async def handle_txn_offset_commit(ctx: RequestContext, req: TxnOffsetCommitRequ
     if code is not ErrorCode.NONE:
         results = dict.fromkeys(requested, code)
     else:
-        from groupcoord.group import OffsetAndMetadata  # noqa: PLC0415
-
-        offsets: dict[tuple[str, int], Any] = {}
+        offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
         for t in req.topics:
             topic_ok = ctx.authorize(READ, TOPIC, t.name)
             for p in t.partitions:
