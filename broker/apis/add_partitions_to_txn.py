@@ -18,8 +18,6 @@ so that EndTxn knows where to write markers.
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafka.protocol.data_container import DataContainer
 from kafka.protocol.producer import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 
@@ -45,7 +43,7 @@ def _fenced(code: ErrorCode, version: int) -> ErrorCode:
     return ErrorCode.INVALID_PRODUCER_EPOCH if code is ErrorCode.PRODUCER_FENCED and version < 2 else code
 
 
-async def _add(ctx: RequestContext, tid: str, pid: int, epoch: int, topics: Any,
+async def _add(ctx: RequestContext, tid: str, pid: int, epoch: int, topics: list[DataContainer],
                verify_only: bool, transaction_version: int = 0) -> dict[tuple[str, int], ErrorCode]:
     parts = [(t.name, p) for t in topics for p in t.partitions]
     if ctx.broker.authorizer is not None:

@@ -13,7 +13,9 @@ DESCRIBE), as in DescribeGroups.
 
 from __future__ import annotations
 
-from typing import Any
+import uuid
+
+from kafka.protocol.data_container import DataContainer
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -41,7 +43,7 @@ async def handle_consumer_group_describe(ctx: RequestContext, req: ConsumerGroup
 
     A = G.Member.Assignment
 
-    def assignment(items: list[tuple[Any, str, list[int]]]) -> Any:
+    def assignment(items: list[tuple[uuid.UUID, str, list[int]]]) -> DataContainer:
         return A(topic_partitions=[
             A.TopicPartitions(topic_id=t, topic_name=name, partitions=ps) for t, name, ps in items])
 

@@ -9,9 +9,8 @@ answer groups entries by resource pattern.
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafka.protocol.admin import DescribeAclsRequest, DescribeAclsResponse
+from kafka.protocol.data_container import DataContainer
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -34,8 +33,9 @@ from ..security.acl import (
 from . import RequestContext, api
 
 
-def filter_from_wire(f: Any, version: int) -> AclBindingFilter:
-    """An AclBindingFilter from DescribeAcls' or DeleteAcls' filter fields (validated)."""
+def filter_from_wire(f: DataContainer, version: int) -> AclBindingFilter:
+    """An AclBindingFilter from DescribeAcls' or DeleteAcls' filter fields (validated): ``f`` is a
+    DescribeAclsRequest or one of DeleteAclsRequest's DeleteAclsFilter entries."""
     try:
         flt = AclBindingFilter(ResourceType(f.resource_type_filter), f.resource_name_filter,
                                PatternType(f.pattern_type_filter if version >= 1 else PatternType.LITERAL),

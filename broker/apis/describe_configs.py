@@ -162,7 +162,7 @@ def _listener_overrides(broker: Any, keys: list[str] | None, default_entity: boo
 
 
 def _entry(Entry: type[DataContainer], Synonym: type[DataContainer], v: int, d: ConfigDef, r: Resolved, *, read_only: bool,
-           synonyms: bool, docs: bool) -> Any:
+           synonyms: bool, docs: bool) -> DataContainer:
     value = None if d.sensitive else r.value
     fields: dict[str, object] = {"name": d.name, "value": value, "read_only": read_only,
                               "is_sensitive": d.sensitive}
