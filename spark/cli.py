@@ -1,4 +1,4 @@
-"""Entry point the `samsa` CLI (broker/cli.py) imports: ``samsa demo [produce|pipeline]``.
+"""Entry point the `samsa` CLI (broker/cli/) imports: ``samsa demo [produce|pipeline]``.
 
 Kept tiny and free of pyspark imports so `samsa --help` stays fast and works without the
 `spark` extra; pyspark is imported only when a demo or pipeline command actually runs.

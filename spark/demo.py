@@ -16,7 +16,7 @@ What it does, in order:
 Windows are emitted once the watermark passes their end, so the events of the last window
 and watermark are still open when the demo stops; it says so.
 
-Subcommands for the lead's ``samsa`` CLI (broker/cli.py) — call
+Subcommands for the lead's ``samsa`` CLI (broker/cli/) — call
 ``spark.demo.add_demo_subcommands(subparsers)`` to get ``samsa demo``,
 ``samsa demo produce`` and ``samsa demo pipeline`` — or run ``python -m spark.demo``.
 """

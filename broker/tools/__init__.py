@@ -3,7 +3,7 @@
 ``register(subparsers)`` adds ``topics``, ``configs``, ``consumer-groups``, ``share-groups``,
 ``console-producer``, ``console-consumer``, ``dump-log``, ``get-offsets``,
 ``reassign-partitions``, ``leader-election``, ``cluster``, ``acls`` and ``schemas`` to an
-argparse sub-parser set (``broker/cli.py`` adds them beside ``samsa broker``). Each
+argparse sub-parser set (``broker/cli/`` adds them beside ``samsa broker``). Each
 sub-parser sets ``func``: a callable taking the parsed namespace and returning the exit
 status. All commands but ``dump-log`` and ``schemas`` (Confluent's Schema Registry REST API)
 talk to a broker over the Kafka wire protocol only,
