@@ -22,7 +22,7 @@ controller instead; callers must not assume the partitions exist when it returns
 After an internal topic is created, the coordinator that owns it is told which of its partitions
 this broker now leads (``on_election``, Kafka's ``GroupCoordinator.onElection``), so it loads
 them and starts answering for their keys. An internal topic that already exists at start-up is
-loaded by the coordinators themselves (``groupcoord/plugin.py``, ``txn/plugin.py``): groups and
+loaded by the coordinators themselves (``broker/coordinators/``): groups and
 transactions recovered from existing logs do not wait for a FindCoordinator.
 
 Invariant: an internal topic is created at most once; concurrent FindCoordinators for the same

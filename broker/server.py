@@ -17,39 +17,77 @@ import logging
 import signal
 import time
 import uuid
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol
 
-from . import apis, security
+from groupcoord.coordinator import GroupCoordinator
+from groupcoord.share.state import SHARE_STATE_TOPIC, ShareCoordinator
+from log.cleaner import BrokerLogCleaner
+from txn.coordinator import TransactionCoordinator
+from txn.producer_ids import ProducerIdManager
+
+from . import apis
 from .apis import RequestContext
+from .auto_topic_creation import ensure_internal_topic
 from .cluster.metadata import TopicRegistry
 from .cluster.support import LocalMetadataSupport, MetadataSupport
 from .cluster.zk.cluster import ZkMetadataSupport
 from .config.dynamic import DynamicBrokerConfigs
 from .config.properties import BrokerConfig, Listener
+from .coordinators.groups import start_group_coordinator
+from .coordinators.share import ShareLeadership, start_share_coordinator
+from .coordinators.transactions import (
+    TransactionMarkerWriter,
+    TransactionVerifier,
+    start_transaction_coordinator,
+)
 from .group_configs import GroupConfigStore
 from .hooks import RequestHook
+from .metrics import BrokerMetrics, start_metrics
 from .network.acceptor import Acceptor
 from .network.connection import KafkaConnection
 from .network.connection_quotas import ConnectionQuotas
 from .network.request_channel import RequestChannel
 from .replica.fetch_session import FetchSessionCache
 from .replica.replica_manager import ReplicaManager
+from .schema_registry import SchemaRegistry, start_schema_registry
+from .schema_registry.validation import stop_schema_view
+from .security.authorizer import AclAuthorizer, configure_authorizer
+from .security.manager import BrokerSecurity
+from .security.quotas import ClientQuotaManager, configure_quotas
+from .share.manager import ShareConfig, SharePartitionManager
 
 log = logging.getLogger("samsa.server")
 
-# Modules with ``async start(broker)`` / ``async stop(broker)`` that run beside the partitions,
-# started in this order after the logs are loaded and stopped in reverse before they close.
-COMPONENTS = ("broker.metrics", "groupcoord.plugin", "broker.share.plugin", "txn.plugin", "log.cleaner", "broker.console",
-              "broker.schema_registry")
+
+class Sidecar(Protocol):
+    """A service that shares the broker's lifetime but reads it only over the Kafka protocol (the
+    web console, ``broker/console/``): handed in by whoever runs the broker."""
+
+    async def start(self, kafka_ready: asyncio.Event) -> None: ...
+
+    async def stop(self) -> None: ...
 
 
 class Broker:
-    """Owns the broker's state: config, topic registry, partitions, coordinators, listeners."""
+    """The composition root (Kafka's ``BrokerServer``): builds the broker's services from its
+    config, starts them in order and stops them in reverse.
 
-    def __init__(self, config: BrokerConfig, request_hook: RequestHook | None = None) -> None:
+    Built here, before anything runs: the topic registry (ZooKeeper's in a cluster), the replica
+    manager, the fetch sessions, the connection quotas and security (listeners' TLS and SASL).
+    Built by :meth:`start`, in this order: the logs, dynamic configs, authorizer and client quotas,
+    group configs, producer ids, metrics, the group coordinator, the share coordinator and its
+    partition manager, the transaction coordinator (with its marker writer and KIP-890
+    verifier), the log cleaner, the sidecars, the schema registry, then the listeners. A part
+    that is off by configuration (metrics, authorizer, schema registry, the cluster) is None.
+    """
+
+    def __init__(self, config: BrokerConfig, request_hook: RequestHook | None = None,
+                 sidecars: Sequence[Sidecar] = ()) -> None:
         self.config = config
         # Tests and fault switches reach into the request dispatch here (broker/hooks.py)
         self.request_hook = request_hook
+        self.sidecars = list(sidecars)
         self.broker_id = config.broker_id
         self.registry = apis.load_all()
         # Frames to responses for every connection; handlers see this broker in their RequestContext.
@@ -73,19 +111,28 @@ class Broker:
         self.acceptors: list[Acceptor] = []
         self.connection_quotas = ConnectionQuotas(config, [lst.name for lst in config.listeners],
                                                   self.inter_broker_listener)
-        self.group_coordinator: Any = None
-        self.share_coordinator: Any = None  # broker/share/plugin.py
-        self.share_partition_manager: Any = None
-        self.group_configs: Any = None  # broker/group_configs.py GroupConfigStore
-        self.txn_coordinator: Any = None
         self.fetch_sessions = FetchSessionCache(config.int("max.incremental.fetch.session.cache.slots"))
-        self.producer_ids: Any = None
-        self.metrics: Any = None  # broker.metrics.BrokerMetrics when metrics.listener is set
-        self.console: Any = None  # broker/console/, when console.listener is set
-        self.schema_registry: Any = None  # broker/schema_registry/, when schema.registry.listeners is set
-        self.security: Any = None  # broker.security.manager.BrokerSecurity, built first in start()
-        self.authorizer: Any = None  # broker.security: None = no authorizer configured
-        self.quotas: Any = None  # broker.security.quotas: None = no client quotas defined
+        # the listeners' TLS and SASL: a bad certificate or SASL setting stops us here
+        self.security = BrokerSecurity(config)
+        # Built by start(), in this order, once the logs are loaded (as Kafka's BrokerServer
+        # assigns its services in startup()); requests arrive only after, the listeners open last.
+        # Optional by configuration: None when off.
+        self.authorizer: AclAuthorizer | None = None  # authorizer.class.name
+        self.metrics: BrokerMetrics | None = None  # metrics.listener; None: nothing is counted
+        self.schema_registry: SchemaRegistry | None = None  # schema.registry.listeners
+        # Always there once started.
+        self.quotas: ClientQuotaManager
+        self.group_configs: GroupConfigStore
+        self.producer_ids: ProducerIdManager
+        self.group_coordinator: GroupCoordinator
+        self.share_coordinator: ShareCoordinator
+        self.share_partition_manager: SharePartitionManager
+        self.txn_markers: TransactionMarkerWriter
+        self.txn_coordinator: TransactionCoordinator
+        self.txn_verifier: TransactionVerifier
+        self.log_cleaner: BrokerLogCleaner
+        # what stop() undoes, in reverse: (what, how), pushed as each service starts
+        self._running: list[tuple[str, Callable[[], Awaitable[None]]]] = []
         self.started = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = asyncio.Event()
@@ -93,7 +140,6 @@ class Broker:
     @property
     def cluster_id(self) -> str:
         return self.topics.cluster_id
-
 
     @property
     def advertised(self) -> Listener:
@@ -103,10 +149,9 @@ class Broker:
 
     async def start(self) -> None:
         t0 = time.monotonic()
-        from .security.manager import BrokerSecurity  # noqa: PLC0415
-
-        self.security = BrokerSecurity(self.config)  # a bad certificate or SASL setting stops us here
-        for d in self.config.log_dirs:
+        config = self.config
+        security = self.security
+        for d in config.log_dirs:
             try:
                 d.mkdir(parents=True, exist_ok=True)
             except OSError:
@@ -116,25 +161,84 @@ class Broker:
         self._init_meta_properties()
         self.replica_manager.startup()
         DynamicBrokerConfigs.attach(self)  # KIP-226 dynamic broker configs survive restarts
-        self.connection_quotas.reconfigure(self.config)  # with the dynamic max.connections* applied
-        self.security.reconfigure()  # TLS listeners whose keystores were set dynamically (KIP-226)
-        security.configure(self)  # authorizer and client quotas
-        GroupConfigStore.attach(self)  # dynamic group configs, read by the coordinators started next
+        self.connection_quotas.reconfigure(config)  # with the dynamic max.connections* applied
+        security.reconfigure()  # TLS listeners whose keystores were set dynamically (KIP-226)
+        self._start_authorizer_and_quotas(security)
+        self.group_configs = GroupConfigStore.attach(self)  # read by the coordinators started next
         self.producer_ids = self.metadata_support.producer_id_manager()
-        await self._start_components()
+        await self._start_services()
         loop = asyncio.get_running_loop()
-        for lst in self.config.listeners:
-            sec = self.security.listeners[lst.name]
-            acceptor = Acceptor(self, self.request_channel, lst.name, sec)
+        for lst in config.listeners:
+            acceptor = Acceptor(self, self.request_channel, lst.name, security.listeners[lst.name])
             await acceptor.bind(lst.host, lst.port)
             self.acceptors.append(acceptor)
         self._tasks.append(loop.create_task(self._retention_loop()))
         await self.metadata_support.start()
         self.started.set()
-        addrs = ", ".join(f"{lst.host}:{lst.port}" for lst in self.config.listeners)
+        addrs = ", ".join(f"{lst.host}:{lst.port}" for lst in config.listeners)
         log.info("Samsa broker %d started, listening on %s (cluster id %s, log dirs %s) in %.0f ms",
                  self.broker_id, addrs, self.cluster_id,
-                 ",".join(str(d) for d in self.config.log_dirs), (time.monotonic() - t0) * 1000)
+                 ",".join(str(d) for d in config.log_dirs), (time.monotonic() - t0) * 1000)
+
+    def _start_authorizer_and_quotas(self, security: BrokerSecurity) -> None:
+        support = self.metadata_support
+        zk = support.zookeeper  # ACLs, quotas and SCRAM credentials live in ZooKeeper in a cluster
+        self.authorizer = configure_authorizer(self.config, zk)
+        self.quotas = quotas = configure_quotas(self.config, zk, support.entity_config_listeners)
+        # IP quotas (KIP-612) are enforced where connections are accepted
+        quotas.ip_listeners.append(self.connection_quotas.update_ip_quotas)
+        self.connection_quotas.update_ip_quotas(quotas.ip_configs)
+        if zk is not None:
+            security.credentials.use_zookeeper(zk, support.entity_config_listeners)
+
+    async def _start_services(self) -> None:
+        """The services beside the partitions, in dependency order (stopped in reverse by
+        :meth:`_stop_services`)."""
+        config, rm, topics = self.config, self.replica_manager, self.topics
+        clustered = self.metadata_support.clustered
+        running = self._running
+        self.metrics = metrics = await start_metrics(self)
+        if metrics is not None:
+            running.append(("the metrics", metrics.close))
+        self.group_coordinator = groups = await start_group_coordinator(
+            config, rm, topics, self.group_configs.overrides, clustered)
+        running.append(("the group coordinator", groups.shutdown))
+        self.share_coordinator = share = await start_share_coordinator(
+            config, rm, topics, lambda: ensure_internal_topic(self, SHARE_STATE_TOPIC), clustered)
+        share_config = ShareConfig.from_broker(config)
+        share_config.group_overrides = self.group_configs.overrides
+        self.share_partition_manager = manager = SharePartitionManager(rm, self.metadata_support, share, share_config)
+        manager.start()
+        running.append(("the share partition manager", manager.stop))
+        if clustered:
+            rm.leadership_listeners.append(ShareLeadership(share, manager))
+        groups.share_member_removed.append(manager.on_member_removed)
+        groups.share_group_deleted.append(manager.on_group_deleted)
+        self.txn_markers = markers = TransactionMarkerWriter(rm, self.broker_id, self.metadata_support, groups)
+        self.txn_coordinator = txn = await start_transaction_coordinator(
+            config, rm, topics, self.producer_ids, markers, groups.config.offsets_topic_num_partitions, clustered)
+        running.append(("the transaction coordinator", txn.stop))
+        self.txn_verifier = TransactionVerifier(txn, self.broker_id, self.metadata_support)
+        self.log_cleaner = cleaner = BrokerLogCleaner(
+            config, lambda: [(p.tp.topic, p.tp.partition, p.log) for p in rm.partitions.values()])
+        cleaner.start()
+        running.append(("the log cleaner", cleaner.stop))
+        for sidecar in self.sidecars:
+            await sidecar.start(self.started)
+            running.append((type(sidecar).__name__, sidecar.stop))
+        # Produce's schema id checks read _schemas through a view when no registry runs here
+        running.append(("the schema validation view", lambda: stop_schema_view(self)))
+        self.schema_registry = await start_schema_registry(self)
+
+    async def _stop_services(self) -> None:
+        """:meth:`_start_services`' services, in reverse (the schema registry is stopped first,
+        by :meth:`stop`, while the listeners still answer its clients)."""
+        while self._running:
+            what, stop = self._running.pop()
+            try:
+                await stop()
+            except Exception:
+                log.exception("Error stopping %s", what)
 
     def _init_meta_properties(self) -> None:
         if not self.topics.cluster_id:
@@ -148,19 +252,6 @@ class Broker:
                     mp.write_text(f"version=1\ncluster.id={self.cluster_id}\nnode.id={self.broker_id}\n")
             except OSError as e:
                 log.error("Cannot write %s: %s", mp, e)
-
-    async def _start_components(self) -> None:
-        """Coordinators that live beside the partitions (groups, transactions)."""
-        for name in COMPONENTS:
-            try:
-                mod = __import__(name, fromlist=["start"])
-            except ModuleNotFoundError as e:
-                if e.name != name:
-                    raise
-                continue
-            start = getattr(mod, "start", None)
-            if start is not None:
-                await start(self)
 
     async def _retention_loop(self) -> None:
         interval = self.config.int("log.retention.check.interval.ms") / 1000
@@ -176,26 +267,15 @@ class Broker:
         await self.metadata_support.controlled_shutdown()
         if self.schema_registry is not None:
             # its Kafka clients talk to this broker: they leave the group while it still answers
-            from .schema_registry import stop as stop_schema_registry  # noqa: PLC0415
-
-            await stop_schema_registry(self)
+            registry, self.schema_registry = self.schema_registry, None
+            await registry.stop()
         for a in self.acceptors:
             a.close()
         for conn in list(self.connections):
             conn.close("broker shutting down")
         for t in self._tasks:
             t.cancel()
-        for name in reversed(COMPONENTS):
-            try:
-                mod = __import__(name, fromlist=["stop"])
-            except ModuleNotFoundError:
-                continue
-            try:
-                stop = getattr(mod, "stop", None)
-                if stop is not None:
-                    await stop(self)
-            except Exception:
-                log.exception("Error stopping %s", name)
+        await self._stop_services()
         await self.metadata_support.stop()
         self.replica_manager.shutdown()
         log.info("Samsa broker %d shut down completed", self.broker_id)

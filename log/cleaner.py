@@ -49,7 +49,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import crc32c as _crc32c
 
@@ -680,25 +680,6 @@ class BrokerLogCleaner:
                 pass
             self._task = None
 
-
-# The plugin hooks: broker/server.py calls them by module name (COMPONENTS) with the broker
-# itself, which this layer cannot import (it is above log/): a dynamic boundary, hence Any.
-async def start(broker: Any) -> None:
-    """Broker plugin hook: start the background cleaner (``broker.log_cleaner``)."""
-    replica_manager = broker.replica_manager
-
-    def hosted_logs() -> list[tuple[str, int, Log]]:
-        return [(p.tp.topic, p.tp.partition, p.log) for p in replica_manager.partitions.values()]
-
-    cleaner = BrokerLogCleaner(broker.config, hosted_logs)
-    broker.log_cleaner = cleaner
-    cleaner.start()
-
-
-async def stop(broker: object) -> None:
-    cleaner = getattr(broker, "log_cleaner", None)
-    if cleaner is not None:
-        await cleaner.stop()
 
 
 # --- one log, synchronously (tests, benchmarks, tools) ----------------------------------------

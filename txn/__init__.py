@@ -9,7 +9,7 @@ Map of the package:
 * :mod:`txn.coordinator` -- ``TransactionCoordinator``: InitProducerId, AddPartitionsToTxn,
   AddOffsetsToTxn, EndTxn, timeouts, expiration; applies each record as it is written (log.coordinator_runtime).
 * :mod:`txn.storage` -- the small storage interface the coordinator needs, plus an in-memory one.
-* :mod:`txn.plugin` -- that interface on the broker's partitions, started by the broker.
+* ``broker/coordinators/transactions.py`` (not here) -- that interface on the broker's partitions.
 * :mod:`txn.markers` -- EndTransactionMarker control batches and small v2 batches; pure.
 * :mod:`txn.producer_ids` -- durable, never-repeating producer id blocks.
 

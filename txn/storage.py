@@ -16,7 +16,7 @@ The coordinator owns no files. It needs exactly three things from the broker:
   Kafka error code (NONE on success).
 
 :class:`MemoryTransactionStorage` implements it for the pure state-machine tests; the broker
-binding lives in ``txn/plugin.py``.
+binding lives in ``broker/coordinators/transactions.py``.
 """
 
 from __future__ import annotations

@@ -23,8 +23,10 @@ from __future__ import annotations
 
 from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
 
+from groupcoord.coordinator import GroupCoordinator
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from txn.coordinator import TransactionCoordinator
 
 from ..auto_topic_creation import (
     GROUP_METADATA_TOPIC_NAME,
@@ -42,6 +44,7 @@ async def _lookup(ctx: RequestContext, key_type: int, key: str) -> tuple[ErrorCo
         return GROUP_DENIED, "Group authorization failed."
     if key_type == TRANSACTION_KEY and not ctx.authorize(DESCRIBE, TRANSACTIONAL_ID, key):
         return TXN_DENIED, "Transactional Id authorization failed."
+    coord: GroupCoordinator | TransactionCoordinator
     if key_type == GROUP_KEY:
         coord, topic = ctx.broker.group_coordinator, GROUP_METADATA_TOPIC_NAME
     elif key_type == TRANSACTION_KEY:

@@ -21,7 +21,8 @@ unless the topic's ``compression.type`` asks for a codec the producer did not us
   a partition not in the producer's ongoing transaction is refused, so no late or zombie write
   can open a transaction that no marker will close. From v12 (transactions v2, KIP-890 part 2)
   the producer no longer sends AddPartitionsToTxn: the coordinator adds the partition on the
-  leader's request instead (``txn/plugin.py``), the same check with the add folded in.
+  leader's request instead (``broker/coordinators/transactions.py``), the same check with the
+  add folded in.
 * Authorization: WRITE on the transactional id when the request carries one (else every
   partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED), WRITE on each topic (else
   TOPIC_AUTHORIZATION_FAILED, decided before the topic's existence so nothing leaks).
@@ -51,7 +52,6 @@ from kafka.protocol.producer import ProduceRequest, ProduceResponse
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.records import BatchHeader
-from txn.plugin import verify_transactional_produce_in_cluster
 
 from ..replica.purgatory import DelayedProduce
 from ..replica.replica_manager import PartitionProduceResult
@@ -91,8 +91,10 @@ async def handle_produce(ctx: RequestContext, req: ProduceRequest) -> ProduceRes
 
     async def verify(topic: str, partition: int, batches: list[BatchHeader]) -> ErrorCode:
         # KIP-890: v12+ adds the partition to the transaction on the leader's request
-        return await verify_transactional_produce_in_cluster(broker, req.transactional_id, topic, partition,
-                                                             batches, add=ctx.version >= 12)
+        verifier = broker.txn_verifier
+        if verifier is None:
+            return ErrorCode.NONE
+        return await verifier.verify_produce(req.transactional_id, topic, partition, batches, add=ctx.version >= 12)
 
     def validate_schemas(topic: str, records: Any, cfg: Any) -> None:  # confluent.value.schema.validation & co
         validate_schema_ids(broker, topic, records, cfg)

@@ -140,10 +140,11 @@ async def handle_share_fetch(ctx: RequestContext, req: ShareFetchRequest) -> Sha
                        "Acknowledge data present on initial share fetch request.")
         session, _old = sessions.open(group_id, member_id, requested, (ctx.client_host, ctx.client_port))
     else:
-        err, session = sessions.use(group_id, member_id, epoch)
+        err, used = sessions.use(group_id, member_id, epoch)
         if err:
             return top(err, None)
-        assert session is not None
+        assert used is not None
+        session = used
         if epoch != FINAL_EPOCH:
             for tip in requested:
                 session.partitions.setdefault(tip, None)

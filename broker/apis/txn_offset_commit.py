@@ -19,7 +19,7 @@ becomes visible: consume-transform-produce is exactly once.
 
 The group coordinator (``groupcoord``) writes the offsets at once as one transactional batch
 (producer id and epoch) to the group's ``__consumer_offsets`` partition and holds them pending;
-the transaction's marker there publishes or drops them (``txn/plugin.py`` tells it), so they
+the transaction's marker there publishes or drops them (``broker/coordinators/transactions.py`` tells it), so they
 survive a broker crash between EndTxn and the markers, as in Kafka.
 """
 
@@ -31,7 +31,6 @@ from kafka.protocol.producer import TxnOffsetCommitRequest, TxnOffsetCommitRespo
 from groupcoord.group import OffsetAndMetadata
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaError
-from txn.plugin import add_partition_locally, verify_remotely
 
 from ..security.acl import (
     GROUP,
@@ -57,6 +56,7 @@ async def handle_txn_offset_commit(ctx: RequestContext, req: TxnOffsetCommitRequ
     broker = ctx.broker
     coord = broker.txn_coordinator
     gc = broker.group_coordinator
+    verifier = broker.txn_verifier
     v = ctx.version
     member_id = req.member_id if v >= 3 else ""
     generation_id = req.generation_id if v >= 3 else -1
@@ -69,18 +69,18 @@ async def handle_txn_offset_commit(ctx: RequestContext, req: TxnOffsetCommitRequ
         code = TXN_DENIED
     elif not ctx.authorize(READ, GROUP, req.group_id):
         code = GROUP_DENIED
-    elif coord is None or gc is None:
+    elif coord is None or gc is None or verifier is None:
         code = ErrorCode.COORDINATOR_NOT_AVAILABLE
     elif not req.group_id:
         code = ErrorCode.INVALID_GROUP_ID
     else:
         # in a cluster the transaction's coordinator may be another broker: ask it (KIP-890)
         offsets_topic, offsets_partition = coord.offsets_partition(req.group_id)
-        remote = await verify_remotely(broker, req.transactional_id, req.producer_id, req.producer_epoch,
-                                       offsets_topic, offsets_partition, add=v >= 5)
+        remote = await verifier.verify_remotely(req.transactional_id, req.producer_id, req.producer_epoch,
+                                                offsets_topic, offsets_partition, add=v >= 5)
         if remote is None and v >= 5:
-            remote = await add_partition_locally(broker, req.transactional_id, req.producer_id, req.producer_epoch,
-                                                 offsets_topic, offsets_partition)
+            remote = await verifier.add_locally(req.transactional_id, req.producer_id, req.producer_epoch,
+                                                offsets_topic, offsets_partition)
             if remote is ErrorCode.NONE:
                 remote = None  # added: validate below as for v0-4
         if remote is not None:

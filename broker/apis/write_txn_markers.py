@@ -2,9 +2,10 @@
 
 In Kafka the transaction coordinator sends this to each partition leader to write the
 COMMIT/ABORT control batches of a finished transaction. Samsa's coordinator writes markers
-in-process through the same :func:`txn.plugin.write_marker` this handler uses; the API is
-served for tools and tests that drive it directly (e.g. ``kafka-transactions.sh
-abort``-style recovery of hanging transactions).
+in-process through the same ``TransactionMarkerWriter.write_marker``
+(``broker/coordinators/transactions.py``) this handler uses; the API is served for tools and
+tests that drive it directly (e.g. ``kafka-transactions.sh abort``-style recovery of hanging
+transactions).
 
 Each marker is one control batch with the producer id/epoch and the coordinator epoch, written
 to every listed partition: it closes that producer's open transaction there (the last stable
@@ -20,7 +21,6 @@ from kafka.protocol.producer import WriteTxnMarkersRequest, WriteTxnMarkersRespo
 
 from protocol.api_keys import ApiKey
 from txn.markers import TxnMarker
-from txn.plugin import write_marker
 
 from ..security.acl import CLUSTER, CLUSTER_ACTION, CLUSTER_DENIED, CLUSTER_NAME, Requires
 from . import RequestContext, api
@@ -35,8 +35,9 @@ async def handle_write_txn_markers(ctx: RequestContext, req: WriteTxnMarkersRequ
     PartResult = TopicResult.WritableTxnMarkerPartitionResult
     out = []
     allowed = ctx.authorize(CLUSTER_ACTION, CLUSTER, CLUSTER_NAME)
+    markers = ctx.broker.txn_markers  # built before the listeners open
     for m in req.markers:
-        if not allowed:
+        if not allowed or markers is None:
             out.append(MarkerResult(producer_id=m.producer_id, topics=[
                 TopicResult(name=t.name, partitions=[PartResult(partition_index=p, error_code=int(CLUSTER_DENIED))
                                                      for p in t.partition_indexes]) for t in m.topics]))
@@ -44,7 +45,7 @@ async def handle_write_txn_markers(ctx: RequestContext, req: WriteTxnMarkersRequ
         marker = TxnMarker(m.producer_id, m.producer_epoch, m.coordinator_epoch, bool(m.transaction_result))
         topics = []
         for t in m.topics:
-            parts = [PartResult(partition_index=p, error_code=int(await write_marker(ctx.broker, t.name, p, marker)))
+            parts = [PartResult(partition_index=p, error_code=int(await markers.write_marker(t.name, p, marker)))
                      for p in t.partition_indexes]
             topics.append(TopicResult(name=t.name, partitions=parts))
         out.append(MarkerResult(producer_id=m.producer_id, topics=topics))

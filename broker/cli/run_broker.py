@@ -13,6 +13,7 @@ from protocol.errors import KafkaError
 from .. import malloc_tuning
 from ..cluster.zk.client import BrokerIdInUse, ZooKeeperUnavailable
 from ..config.properties import BrokerConfig
+from ..console import ConsoleSidecar
 from ..security import SecurityConfigError
 from ..server import Broker
 
@@ -34,8 +35,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_uvloop and uvloop is not None:
         uvloop.install()
     malloc_tuning.tune(bool(config["malloc.tuning.enable"]))  # before the first large buffers
-    broker = Broker(config)
     try:
+        # the web console runs beside the broker when console.listener is set
+        sidecars = [ConsoleSidecar(config)] if str(config.get("console.listener") or "").strip() else []
+        broker = Broker(config, sidecars=sidecars)  # security is built here: a bad setting stops us
         asyncio.run(broker.serve_forever())
     except (OSError, BrokerIdInUse, ZooKeeperUnavailable) as e:
         logging.getLogger("samsa.server").error("Fatal error during startup: %s", e)

@@ -10,9 +10,9 @@ lists the brokers' Prometheus endpoints for exact bytes in/out (default: this br
 ``console.schema.registry.url`` is the Schema Registry the Schemas page reads (default: this
 broker's ``schema.registry.listeners``, if set), over Confluent's REST API.
 
-Theory of operation: this module is a broker component (``start(broker)``/``stop(broker)``,
-see ``COMPONENTS`` in broker/server.py). It starts :class:`http.HttpServer` on the broker's
-event loop and a sampler task. Neither touches broker internals: every fact shown comes over
+Theory of operation: the process that runs a broker hands it a :class:`ConsoleSidecar`
+(``samsa broker``, the embedded broker), which shares the broker's lifetime. It starts
+:class:`http.HttpServer` on the broker's event loop and a sampler task. Neither touches broker internals: every fact shown comes over
 the Kafka protocol through kafka-python clients run on the console's own worker thread
 (:mod:`.cluster`), so the console shows a whole cluster, and a slow page can never stall the
 Kafka listener. A console port already in use is logged as an error at start and the broker
@@ -34,10 +34,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Protocol
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-from broker.config.properties import BrokerConfig, Listener
+from broker.config.properties import BrokerConfig
+
+if TYPE_CHECKING:
+    from .service import Console
 
 log = logging.getLogger("samsa.console")
 
@@ -50,48 +53,27 @@ def parse_listener(spec: str) -> tuple[str, int]:
     return u.hostname, u.port
 
 
-class RunningConsole(Protocol):
-    """The console ``start`` leaves in the broker's ``console`` slot (:class:`.service.Console`)."""
-
-    async def stop(self) -> None: ...
-
-
-class ConsoleHost(Protocol):
-    """What the console reads from the broker that starts it: its configuration, its advertised
-    listener (the default cluster to show) and the event set once the Kafka listener serves.
-    ``console`` is the slot the running console is kept in between ``start`` and ``stop``."""
-
-    console: RunningConsole | None
-
-    @property
-    def config(self) -> BrokerConfig: ...
-
-    @property
-    def started(self) -> asyncio.Event: ...
-
-    @property
-    def advertised(self) -> Listener: ...
-
-
-async def start(broker: ConsoleHost) -> None:
-    spec = str(broker.config.get("console.listener") or "").strip()
+async def start_console(config: BrokerConfig, kafka_ready: asyncio.Event) -> Console | None:
+    """The console on ``console.listener``, started; None when not configured or it cannot start.
+    Its clients bootstrap once ``kafka_ready`` is set (the broker's listeners are up)."""
+    spec = str(config.get("console.listener") or "").strip()
     if not spec:
-        return
+        return None
     try:
         host, port = parse_listener(spec)
     except ValueError as e:
         log.error("Console not started: %s", e)
-        return
-    bootstrap_spec = str(broker.config.get("console.bootstrap.servers") or "").strip()
+        return None
+    bootstrap_spec = str(config.get("console.bootstrap.servers") or "").strip()
     if bootstrap_spec:
         bootstrap = [s.strip() for s in bootstrap_spec.split(",") if s.strip()]
     else:
-        adv = broker.advertised
+        adv = config.advertised_listeners[0]
         bootstrap = [f"{'127.0.0.1' if adv.host in ('0.0.0.0', '::', '') else adv.host}:{adv.port}"]
-    allow_writes = bool(broker.config.get("console.allow.writes"))
-    metrics_spec = str(broker.config.get("console.metrics.urls") or "").strip()
+    allow_writes = bool(config.get("console.allow.writes"))
+    metrics_spec = str(config.get("console.metrics.urls") or "").strip()
     metrics_urls = [u.strip() for u in metrics_spec.split(",") if u.strip()]
-    own_metrics = str(broker.config.get("metrics.listener") or "").strip()
+    own_metrics = str(config.get("metrics.listener") or "").strip()
     if not metrics_urls and own_metrics:
         try:
             mhost, mport = parse_listener(own_metrics)
@@ -101,30 +83,40 @@ async def start(broker: ConsoleHost) -> None:
             pass
     if not log.isEnabledFor(logging.DEBUG):
         logging.getLogger("kafka").setLevel(logging.WARNING)  # the console's clients: quiet unless debugging
-    registry_url = str(broker.config.get("console.schema.registry.url") or "").strip()
-    own_registry = str(broker.config.get("schema.registry.listeners") or "").strip().split(",")[0]
+    registry_url = str(config.get("console.schema.registry.url") or "").strip()
+    own_registry = str(config.get("schema.registry.listeners") or "").strip().split(",")[0]
     if not registry_url and own_registry:
         registry_url = own_registry.replace("://0.0.0.0:", "://127.0.0.1:").replace("://[::]:", "://127.0.0.1:")
-    # Deferred to here, the one function-local import of the console: every broker imports this
-    # package (server.py's COMPONENTS), but only one with console.listener set needs the console's
+    # Deferred to here, the one function-local import of the console: `samsa broker` imports this
+    # package (for ConsoleSidecar), but only a broker with console.listener set needs the console's
     # clients (kafka-python's admin client and consumer, broker/tools/): ~70-170 ms of imports
     # measured with `python3 -X importtime` on top of broker.server.
     from .service import Console  # noqa: PLC0415
 
     console = Console(host, port, bootstrap, allow_writes, metrics_urls, registry_url)
     try:
-        await console.start(broker.started)
+        await console.start(kafka_ready)
     except OSError as e:
         log.error("Console not started: cannot listen on %s: %s (the Kafka listener is unaffected)", spec, e)
         console.view.close()
-        return
-    broker.console = console
+        return None
     log.info("Samsa console listening on http://%s:%d/ (%s), showing the cluster at %s", host,
              console.server.port, "writes allowed" if allow_writes else "read-only", ",".join(bootstrap))
+    return console
 
 
-async def stop(broker: ConsoleHost) -> None:
-    console = broker.console
-    if console is not None:
-        broker.console = None
-        await console.stop()
+class ConsoleSidecar:
+    """The console beside a broker (``console.listener``): started once the coordinators are,
+    stopped before the logs close. It reads the broker only over the Kafka protocol."""
+
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.console: Console | None = None
+
+    async def start(self, kafka_ready: asyncio.Event) -> None:
+        self.console = await start_console(self.config, kafka_ready)
+
+    async def stop(self) -> None:
+        console, self.console = self.console, None
+        if console is not None:
+            await console.stop()

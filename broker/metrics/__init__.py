@@ -4,15 +4,13 @@ What it owns: one prometheus-client ``CollectorRegistry`` per broker (``broker.m
 the hot-path counters it reads (:mod:`.stats`), the scrape-time collectors over broker state
 (:mod:`.collectors`) and the ``metrics.listener`` HTTP endpoint (:mod:`.http`).
 
-Theory of operation. The broker imports this module as a component (``start``/``stop``, see
-``broker.server.COMPONENTS``). With ``metrics.listener`` empty (the default) ``start`` does
-nothing and ``broker.metrics`` stays ``None``: Produce, Fetch and the connection check that one
-attribute and skip all counting. With ``metrics.listener=http://HOST:PORT`` it builds a
+Theory of operation. The composition root (``broker/server.py``) calls :func:`start_metrics`
+first and closes the result last. With ``metrics.listener`` empty (the default) there is no
+:class:`BrokerMetrics` and ``broker.metrics`` is ``None``: Produce, Fetch and the connection check
+that one attribute and skip all counting. With ``metrics.listener=http://HOST:PORT`` it builds a
 :class:`BrokerMetrics`, binds the endpoint on the broker's event loop and starts an event-loop
 lag probe. Gauges are computed when scraped; only Produce/Fetch bytes and messages (once per
 partition per request) and request timings (once per request) are counted as they happen.
-Another component that wants the numbers without the endpoint (the web console) calls
-:func:`enable`, which turns counting on and returns the same object.
 
 It must never block the Kafka listener for long: a scrape reads state and writes text in slices
 of about 2 ms with Kafka requests served in between (:meth:`BrokerMetrics.render`); a bind
@@ -30,7 +28,6 @@ import gc
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Protocol
 
 from prometheus_client import GCCollector, PlatformCollector, ProcessCollector, generate_latest
 from prometheus_client.metrics_core import Metric
@@ -42,7 +39,7 @@ from .host import MetricsHost
 from .http import MetricsHttpServer
 from .stats import BrokerTopicStats, EventLoopLag, RequestStats, RequestTimer
 
-__all__ = ["BrokerMetrics", "MetricsHost", "MetricsOwner", "RequestTimer", "enable", "parse_listener", "start", "stop"]
+__all__ = ["BrokerMetrics", "MetricsHost", "RequestTimer", "parse_listener", "start_metrics"]
 
 log = logging.getLogger("samsa.metrics")
 
@@ -151,12 +148,6 @@ class BrokerMetrics:
             self._lag_task = None
 
 
-class MetricsOwner(MetricsHost, Protocol):
-    """The broker that starts the metrics: a :class:`MetricsHost` with the slot :func:`enable` fills."""
-
-    metrics: BrokerMetrics | None
-
-
 class _One:
     """A registry stand-in holding one family, for ``generate_latest``."""
 
@@ -167,21 +158,14 @@ class _One:
         yield self.fam
 
 
-def enable(broker: MetricsOwner) -> BrokerMetrics:
-    """Turn counting on (idempotent) and return ``broker.metrics``; no endpoint is opened."""
-    m = broker.metrics
-    if m is None:
-        m = broker.metrics = BrokerMetrics(broker)
-        m.start_probe()
-    return m
-
-
-async def start(broker: MetricsOwner) -> None:
-    """Component hook: open ``metrics.listener`` if configured."""
+async def start_metrics(broker: MetricsHost) -> BrokerMetrics | None:
+    """The broker's metrics when ``metrics.listener`` is set: counting on, the lag probe running
+    and the endpoint open; None otherwise (nothing is counted)."""
     where = parse_listener(str(broker.config.get("metrics.listener") or ""))
     if where is None:
-        return
-    m = enable(broker)
+        return None
+    m = BrokerMetrics(broker)
+    m.start_probe()
     host, port = where
     server = MetricsHttpServer(m.render, host, port)
     try:
@@ -189,12 +173,7 @@ async def start(broker: MetricsOwner) -> None:
     except OSError as e:
         log.error("Cannot open metrics.listener http://%s:%d (%s); serving Kafka without the metrics "
                   "endpoint", host, port, e.strerror or e)
-        return
+        return m
     m.http = server
     log.info("Metrics endpoint listening on http://%s:%d/metrics", host, server.port)
-
-
-async def stop(broker: MetricsOwner) -> None:
-    m = broker.metrics
-    if m is not None:
-        await m.close()
+    return m

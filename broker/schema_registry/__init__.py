@@ -15,9 +15,9 @@ keeps a node from being elected primary (:mod:`.election`);
 against any Kafka cluster, as Karapace does; against a SASL cluster its HTTP Basic users and
 their rights are the cluster's, checked over Kafka (:mod:`.cluster_auth`).
 
-Theory of operation: this module is a broker component (``start(broker)``/``stop(broker)``,
-see ``COMPONENTS`` in broker/server.py). It never touches broker internals for the registry
-itself: the schemas live in the ``_schemas`` topic, read and written over the Kafka protocol
+Theory of operation: the composition root (``broker/server.py``) starts it with
+:func:`start_schema_registry` and stops it first on shutdown. It never touches broker internals
+for the registry itself: the schemas live in the ``_schemas`` topic, read and written over the Kafka protocol
 (:mod:`.store`), and rebuilt in memory by replaying it (:mod:`.state`), so every broker that
 serves the registry sees the same schemas and a restart loses none. The one link into the
 broker is :mod:`.validation`, which the produce path calls to refuse records without a
@@ -50,9 +50,8 @@ from .security import AccessGuard, RegistrySecurity
 from .service import Registry
 from .state import RegistryState
 from .store import ClientOptions, KafkaStore
-from .validation import stop_schema_view
 
-__all__ = ["SchemaRegistry", "forward_ssl_context", "parse_listener", "standalone_security", "start", "stop"]
+__all__ = ["SchemaRegistry", "forward_ssl_context", "parse_listener", "standalone_security", "start_schema_registry"]
 
 log = logging.getLogger("samsa.schema_registry")
 
@@ -147,15 +146,16 @@ class SchemaRegistry:
         await self.store.stop()
 
 
-async def start(broker: BrokerHost) -> None:
+async def start_schema_registry(broker: BrokerHost) -> SchemaRegistry | None:
+    """The registry on ``schema.registry.listeners``, started; None when not configured or it cannot start."""
     spec = str(broker.config.get("schema.registry.listeners") or "").strip()
     if not spec:
-        return
+        return None
     try:
         scheme, host, port = parse_listener(spec.split(",")[0])
     except ValueError as e:
         log.error("Schema registry not started: %s", e)
-        return
+        return None
     ssl_context = None
     if scheme == "https":
         # the broker's own keystore: the first TLS listener's context
@@ -163,13 +163,13 @@ async def start(broker: BrokerHost) -> None:
                             if ls.ssl_context is not None), None)
         if ssl_context is None:
             log.error("Schema registry not started: %s needs a TLS listener's keystore (ssl.keystore.location)", spec)
-            return
+            return None
     security = RegistrySecurity.from_broker(broker)
     try:
         bootstrap, options = kafka_client_settings(broker)
     except ValueError as e:
         log.error("Schema registry not started: %s", e)
-        return
+        return None
     max_body = broker.config.int("schema.registry.max.request.bytes") or 1048576
     advertised = str(broker.config.get("schema.registry.advertised.listener") or "").strip()
     if not advertised and host in ("0.0.0.0", "::", ""):
@@ -184,19 +184,11 @@ async def start(broker: BrokerHost) -> None:
         await sr.start(broker.started)
     except OSError as e:
         log.error("Schema registry not started: cannot listen on %s: %s (the Kafka listener is unaffected)", spec, e)
-        return
-    broker.schema_registry = sr
+        return None
     if broker.metrics is not None:  # the broker's metrics.listener shows the registry's too
         broker.metrics.collectors.append(sr.metrics)  # what a scrape renders
         broker.metrics.registry.register(sr.metrics)
     log.info("Schema registry listening on %s://%s:%d/ (%s), storing schemas in %s at %s", scheme, host,
              sr.server.port, "HTTP Basic authentication against the broker's SASL users" if security is not None
              and security.authenticate else "no authentication", sr.store.topic, bootstrap)
-
-
-async def stop(broker: BrokerHost) -> None:
-    await stop_schema_view(broker)
-    sr = broker.schema_registry
-    if sr is not None:
-        broker.schema_registry = None
-        await sr.stop()
+    return sr

@@ -33,7 +33,9 @@ class BrokerHost(Protocol):
     metrics: BrokerMetrics | None
     replica_manager: ReplicaManager
     started: asyncio.Event
-    schema_registry: RunningRegistry | None
+
+    @property
+    def schema_registry(self) -> RunningRegistry | None: ...  # this broker's registry, if it runs one
 
     @property
     def metadata_support(self) -> MetadataSupport: ...  # clustered: replication factor 3 for _schemas

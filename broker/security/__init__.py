@@ -37,58 +37,7 @@ cryptography are reached in :mod:`.openssl` only (tests/security/test_openssl_in
 
 from __future__ import annotations
 
-from typing import Protocol
-
-from ..config.properties import BrokerConfig
-from .authorizer import AclAuthorizer, configure_authorizer
 from .errors import SecurityConfigError
-from .manager import BrokerSecurity
-from .quotas import ClientQuotaManager, IpConfigs, configure_quotas
-from .zk_access import EntityChangeListener, SecurityZk
 
-__all__ = ["SecurityConfigError", "configure"]
+__all__ = ["SecurityConfigError"]
 
-
-class _MetadataSupport(Protocol):
-    """The broker's metadata seam (broker/cluster/support.py's MetadataSupport), as security sees it."""
-
-    entity_config_listeners: list[EntityChangeListener]
-
-    @property
-    def zookeeper(self) -> SecurityZk | None: ...
-
-
-class _IpQuotas(Protocol):
-    def update_ip_quotas(self, configs: IpConfigs) -> None: ...
-
-
-class SecuredBroker(Protocol):
-    """What :func:`configure` reads and sets on the broker (server.py's Broker)."""
-
-    authorizer: AclAuthorizer | None
-    quotas: ClientQuotaManager
-
-    @property
-    def config(self) -> BrokerConfig: ...
-
-    @property
-    def metadata_support(self) -> _MetadataSupport: ...
-
-    @property
-    def connection_quotas(self) -> _IpQuotas: ...
-
-    @property
-    def security(self) -> BrokerSecurity | None: ...
-
-
-def configure(broker: SecuredBroker) -> None:
-    """Set ``broker.authorizer`` and ``broker.quotas`` from the config (called once at start)."""
-    support = broker.metadata_support
-    zk = support.zookeeper
-    broker.authorizer = configure_authorizer(broker.config, zk)
-    broker.quotas = configure_quotas(broker.config, zk, support.entity_config_listeners)
-    # IP quotas (KIP-612) are enforced where connections are accepted
-    broker.quotas.ip_listeners.append(broker.connection_quotas.update_ip_quotas)
-    broker.connection_quotas.update_ip_quotas(broker.quotas.ip_configs)
-    if zk is not None and broker.security is not None:  # SCRAM credentials live in ZooKeeper
-        broker.security.credentials.use_zookeeper(zk, support.entity_config_listeners)

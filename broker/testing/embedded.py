@@ -48,6 +48,7 @@ from kafka.structs import TopicPartition
 from log.log import Log
 
 from ..config.properties import BrokerConfig
+from ..console import ConsoleSidecar
 from ..hooks import Fault, HookedRequest
 from ..server import Broker
 from .cluster import ClusterRule, EmbeddedCluster
@@ -210,6 +211,8 @@ class SamsaBroker:
 
     def _start_thread(self) -> None:
         config = self._config()
+        # console.listener in the properties: the console runs beside it, as under `samsa`
+        sidecars = [ConsoleSidecar(config)] if str(config.get("console.listener") or "").strip() else []
         ready: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._paused = None
 
@@ -219,7 +222,7 @@ class SamsaBroker:
             asyncio.set_event_loop(loop)
             try:
                 self._stop = asyncio.Event()
-                broker = Broker(config, request_hook=self.faults)
+                broker = Broker(config, request_hook=self.faults, sidecars=sidecars)
                 self._broker = broker
                 loop.run_until_complete(broker.start())
             except BaseException as e:

@@ -636,23 +636,21 @@ def test_validate_txn_offset_commit(tmp_path: Path) -> None:
 
 
 def test_produce_verification(tmp_path: Path) -> None:
-    from types import SimpleNamespace
-
+    from broker.coordinators.transactions import TransactionVerifier
     from protocol.records import ATTR_TRANSACTIONAL, read_header
     from txn.markers import build_batch
-    from txn.plugin import verify_transactional_produce
 
     def batch(pid: int, epoch: int, transactional: bool = True) -> Any:
         return read_header(build_batch([(None, b"v")], producer_id=pid, producer_epoch=epoch, base_sequence=0,
                                        attributes=ATTR_TRANSACTIONAL if transactional else 0))
 
     async def t(c: Ctx) -> None:
-        broker = SimpleNamespace(txn_coordinator=c.coord)
+        verifier = TransactionVerifier(c.coord, broker_id=0, channel=None)  # a single broker
         r = await c.coord.init_producer_id(TID, 60000)
         pid = r.producer_id
 
         def verify(tid: str | None, b: Any, tp: tuple[str, int] = P0) -> ErrorCode:
-            return verify_transactional_produce(broker, tid, tp[0], tp[1], [b])
+            return verifier.verify_local(tid, tp[0], tp[1], [b])
         assert verify(TID, batch(pid, 0)) is ErrorCode.INVALID_TXN_STATE      # partition not added
         await c.coord.add_partitions(TID, pid, 0, [P0])
         assert verify(TID, batch(pid, 0)) is ErrorCode.NONE
