@@ -8,9 +8,9 @@ Handlers are ``async def handle(ctx: RequestContext, request) -> response | None
 build the response with ``ctx.response(...)`` (the kafka-python response class at the
 request's version). Returning ``None`` sends nothing (Produce with acks=0).
 
-Imports: the services below (replica manager, coordinators, cluster, security, config) and
-protocol/; never the tools or the console, and the network layer only for the type of the Broker
-(the one exception pyproject.toml's contract lists, until handlers see typed services).
+Imports: the services below (replica manager, coordinators, cluster, security, config), seen
+through :class:`broker.services.BrokerServices`, and protocol/; never the network layer, the
+composition root, the tools or the console.
 """
 
 from __future__ import annotations
@@ -19,16 +19,15 @@ import importlib
 import pkgutil
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.messages import REQUEST_CLASSES, RequestHeader, response_class
 
+from ..config.properties import Listener
 from ..security.acl import SUPPORTED_OPERATIONS, AclOperation, Requires, ResourceType
+from ..services import BrokerServices
 from .responses import DelayedResponse, EncodedResponse
-
-if TYPE_CHECKING:
-    from broker.server import Broker
 
 __all__ = ["ApiSpec", "DelayedResponse", "EncodedResponse", "Handler", "RequestContext", "api", "load_all"]
 
@@ -77,7 +76,7 @@ def api(key: int, versions: tuple[int, int],
 class RequestContext:
     """What a handler knows about the request it serves."""
 
-    broker: Broker
+    broker: BrokerServices
     header: RequestHeader
     client_host: str
     client_port: int
@@ -115,7 +114,7 @@ class RequestContext:
         return cls(error_code=int(code)) if "error_code" in cls.fields else cls()
 
     @property
-    def advertised(self) -> Any:
+    def advertised(self) -> Listener:
         """This broker's advertised endpoint on the listener the request came in on (Kafka answers
         Metadata/FindCoordinator with the same listener's address, so TLS clients stay on TLS)."""
         for lst in self.broker.config.advertised_listeners:

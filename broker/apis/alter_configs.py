@@ -16,8 +16,6 @@ bad request changes nothing and answers INVALID_CONFIG with Kafka's message.
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafka.protocol.admin import AlterConfigsRequest, AlterConfigsResponse
 
 from protocol.api_keys import ApiKey
@@ -42,6 +40,7 @@ from ..security.acl import (
     AclOperation,
     Requires,
 )
+from ..services import BrokerServices
 from . import RequestContext, api
 
 RESOURCE_TOPIC = 2
@@ -103,7 +102,7 @@ async def apply_resource(ctx: RequestContext, resource_type: int, name: str, new
                          f"AlterConfigs is not supported for resource type {resource_type} on this broker")
 
 
-def check_password_configs(broker: Any, configs: dict[str, str], default_entity: bool) -> None:
+def check_password_configs(broker: BrokerServices, configs: dict[str, str], default_entity: bool) -> None:
     """Kafka's DynamicBrokerConfig.toPersistentProps: password configs are stored encrypted with
     password.encoder.secret (broker/config/password_encoder.py), only per broker."""
     if not any(is_password_config(k) for k in configs):

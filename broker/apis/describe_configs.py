@@ -53,6 +53,7 @@ from ..security.acl import (
     TOPIC_DENIED,
     Requires,
 )
+from ..services import BrokerServices
 from . import RequestContext, api
 from .alter_configs import config_resource_authorized
 
@@ -133,7 +134,7 @@ async def handle_describe_configs(ctx: RequestContext, req: DescribeConfigsReque
     return R(throttle_time_ms=0, results=results)
 
 
-def _listener_overrides(broker: Any, keys: list[str] | None, default_entity: bool, Entry: type[DataContainer], Synonym: type[DataContainer],
+def _listener_overrides(broker: BrokerServices, keys: list[str] | None, default_entity: bool, Entry: type[DataContainer], Synonym: type[DataContainer],
                         v: int, synonyms: bool, docs: bool) -> list[DataContainer]:
     """Dynamic configs set under a listener prefix (``listener.name.<listener>.<config>``): shown as
     set, typed as the listener config they override, passwords as sensitive with a null value

@@ -35,7 +35,6 @@ followers alike get NOT_LEADER_OR_FOLLOWER from a broker that does not lead the 
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 from kafka.protocol.consumer import FetchRequest, FetchResponse
 from kafka.protocol.data_container import DataContainer
@@ -47,6 +46,7 @@ from protocol.fetch_codec import PartitionData, TopicData, encode_fetch_response
 from ..metrics.stats import mark_follower_fetch, note_errors
 from ..replica import fetch_session
 from ..security.acl import CLUSTER, CLUSTER_ACTION, CLUSTER_NAME, READ, TOPIC, TOPIC_DENIED, Requires
+from ..services import BrokerServices
 from . import EncodedResponse, RequestContext, api
 
 
@@ -125,7 +125,7 @@ async def handle_fetch(ctx: RequestContext, req: FetchRequest) -> FetchResponse 
 _MOVED = (int(ErrorCode.NOT_LEADER_OR_FOLLOWER), int(ErrorCode.FENCED_LEADER_EPOCH))
 
 
-def _leader_hints(broker: Any, topics: list[DataContainer]) -> list[tuple[int, str, int, str | None]]:
+def _leader_hints(broker: BrokerServices, topics: list[DataContainer]) -> list[tuple[int, str, int, str | None]]:
     """KIP-951: on a partition whose leadership is elsewhere, name the current leader (and its
     endpoint, v16+) so the client goes there without a Metadata round trip."""
     support = broker.metadata_support

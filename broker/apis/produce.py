@@ -57,6 +57,7 @@ from ..replica.purgatory import DelayedProduce
 from ..replica.replica_manager import PartitionProduceResult
 from ..schema_registry.validation import prepare_schema_validation, validate_schema_ids
 from ..security.acl import TOPIC, TOPIC_DENIED, TRANSACTIONAL_ID, TXN_DENIED, WRITE, Requires
+from ..services import BrokerServices
 from . import DelayedResponse, RequestContext, api
 
 log = logging.getLogger("samsa.produce")
@@ -149,7 +150,7 @@ def _response(ctx: RequestContext, req: ProduceRequest, results: list[list[Parti
     return R(responses=topics_out, throttle_time_ms=ctx.throttle_ms, **extra)
 
 
-def _topic_name(broker: Any, topic: Any) -> str | None:
+def _topic_name(broker: BrokerServices, topic: Any) -> str | None:
     """v13+: the name of the topic a request names by id; None for an unknown id."""
     info = broker.topics.by_id(topic.topic_id) if topic.topic_id is not None else None
     return info.name if info is not None else None
