@@ -34,14 +34,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
-from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Any
 
 from protocol.errors import ErrorCode, KafkaError
 
 from .cluster.metadata import TopicInfo
 from .config.resolution import validate_topic_configs
+from .replica.partition import Partition
+from .services import BrokerServices
 
 log = logging.getLogger("samsa.topics")
 
@@ -52,39 +52,37 @@ SHARE_GROUP_STATE_TOPIC_NAME = "__share_group_state"
 
 @dataclass(frozen=True, slots=True)
 class InternalTopicSpec:
-    """How an internal topic is created: Kafka property names for its size, its fixed configs,
-    and the broker attribute holding the coordinator that owns it."""
+    """How an internal topic is created: the Kafka property for its segment size and its fixed
+    configs. Its partition count is its coordinator's (``offsets.topic.num.partitions`` &c., read
+    when the coordinator was built), since the coordinator hashes its keys onto that count."""
 
-    partitions_property: str
     segment_bytes_property: str
     configs: tuple[tuple[str, str], ...]
-    coordinator_attr: str
 
 
 INTERNAL_TOPIC_SPECS: dict[str, InternalTopicSpec] = {
     GROUP_METADATA_TOPIC_NAME: InternalTopicSpec(
-        "offsets.topic.num.partitions", "offsets.topic.segment.bytes",
-        (("cleanup.policy", "compact"), ("compression.type", "producer")), "group_coordinator"),
+        "offsets.topic.segment.bytes",
+        (("cleanup.policy", "compact"), ("compression.type", "producer"))),
     TRANSACTION_STATE_TOPIC_NAME: InternalTopicSpec(
-        "transaction.state.log.num.partitions", "transaction.state.log.segment.bytes",
-        (("cleanup.policy", "compact"), ("compression.type", "uncompressed")), "txn_coordinator"),
+        "transaction.state.log.segment.bytes",
+        (("cleanup.policy", "compact"), ("compression.type", "uncompressed"))),
     # Kafka's share coordinator keeps its topic with cleanup.policy=delete and no retention: a
     # snapshot supersedes the records before it (groupcoord/share/state.py).
     SHARE_GROUP_STATE_TOPIC_NAME: InternalTopicSpec(
-        "share.coordinator.state.topic.num.partitions", "share.coordinator.state.topic.segment.bytes",
-        (("cleanup.policy", "delete"), ("retention.ms", "-1"), ("compression.type", "producer")),
-        "share_coordinator"),
+        "share.coordinator.state.topic.segment.bytes",
+        (("cleanup.policy", "delete"), ("retention.ms", "-1"), ("compression.type", "producer"))),
 }
 DEFAULT_INTERNAL_SEGMENT_BYTES = 104857600  # Kafka's default for both *.segment.bytes
 
 # One in-flight creation per (broker, internal topic); internal topics whose coordinator has
 # been told about its local partitions (on_election is idempotent: this only saves the walk).
-_inflight: weakref.WeakKeyDictionary[Any, dict[str, asyncio.Future[TopicInfo | None]]] = \
+_inflight: weakref.WeakKeyDictionary[BrokerServices, dict[str, asyncio.Future[TopicInfo | None]]] = \
     weakref.WeakKeyDictionary()
-_elected: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+_elected: weakref.WeakKeyDictionary[BrokerServices, set[str]] = weakref.WeakKeyDictionary()
 
 
-async def create_topic(broker: Any, name: str, num_partitions: int,
+async def create_topic(broker: BrokerServices, name: str, num_partitions: int,
                        configs: dict[str, str] | None = None) -> TopicInfo:
     """Create ``name`` through the broker's normal topic-creation path; KafkaError if refused.
 
@@ -92,10 +90,10 @@ async def create_topic(broker: Any, name: str, num_partitions: int,
     auto-creation). Configs are validated like CreateTopics' (INVALID_CONFIG with the reason).
     """
     checked = validate_topic_configs(dict(configs or {}), broker.config)
-    return await broker.metadata_support.create_topic(name, num_partitions, checked)  # type: ignore[no-any-return]
+    return await broker.metadata_support.create_topic(name, num_partitions, checked)
 
 
-async def auto_create_topic(broker: Any, name: str) -> TopicInfo | None:
+async def auto_create_topic(broker: BrokerServices, name: str) -> TopicInfo | None:
     """Metadata's auto-creation of the unknown topic ``name``: an internal topic with its own spec,
     any other with ``num.partitions``. KafkaError for an invalid name; None if not created yet.
 
@@ -116,17 +114,13 @@ async def auto_create_topic(broker: Any, name: str) -> TopicInfo | None:
         info = await broker.metadata_support.refresh_topic(name)
         if info is None:
             raise KafkaError(ErrorCode.LEADER_NOT_AVAILABLE, f"Topic {name} is being created") from None
-        return info  # type: ignore[no-any-return]
+        return info
 
 
-def internal_topic_request(broker: Any, name: str) -> tuple[int, dict[str, str]]:
+def internal_topic_request(broker: BrokerServices, name: str) -> tuple[int, dict[str, str]]:
     """(partitions, configs) for creating the internal topic ``name`` from the broker's config."""
     spec = INTERNAL_TOPIC_SPECS[name]
-    coord = getattr(broker, spec.coordinator_attr, None)
-    # The coordinator hashes its keys onto the partition count it started with: use that count.
-    partitions = _coordinator_partitions(coord, name)
-    if partitions is None:
-        partitions = int(broker.config.get(spec.partitions_property) or 50)
+    partitions = _coordinator_partitions(broker, name)
     seg = broker.config.get(spec.segment_bytes_property) or DEFAULT_INTERNAL_SEGMENT_BYTES
     configs = {**dict(spec.configs), "segment.bytes": str(seg)}
     if name == TRANSACTION_STATE_TOPIC_NAME and broker.metadata_support.clustered:
@@ -135,14 +129,16 @@ def internal_topic_request(broker: Any, name: str) -> tuple[int, dict[str, str]]
     return partitions, configs
 
 
-def _coordinator_partitions(coord: Any, name: str) -> int | None:
-    config = getattr(coord, "config", None)
-    attr = "offsets_topic_num_partitions" if name == GROUP_METADATA_TOPIC_NAME else "num_partitions"
-    n = getattr(config, attr, None)
-    return n if isinstance(n, int) and n > 0 else None
+def _coordinator_partitions(broker: BrokerServices, name: str) -> int:
+    """The partition count the coordinator hashes its keys onto (it started with it)."""
+    if name == GROUP_METADATA_TOPIC_NAME:
+        return broker.group_coordinator.config.offsets_topic_num_partitions
+    if name == TRANSACTION_STATE_TOPIC_NAME:
+        return broker.txn_coordinator.config.num_partitions
+    return broker.share_coordinator.num_partitions
 
 
-async def ensure_internal_topic(broker: Any, name: str) -> TopicInfo | None:
+async def ensure_internal_topic(broker: BrokerServices, name: str) -> TopicInfo | None:
     """The internal topic ``name``, created on first need; None while it cannot be had yet
     (creation refused or still under way elsewhere: the caller answers COORDINATOR_NOT_AVAILABLE)."""
     info = broker.topics.get(name)
@@ -151,7 +147,7 @@ async def ensure_internal_topic(broker: Any, name: str) -> TopicInfo | None:
         if name not in elected:  # created some other way (CreateTopics, an older Samsa): once
             elected.add(name)
             await elect_local_partitions(broker, name)
-        return info  # type: ignore[no-any-return]
+        return info
     pending = _inflight.setdefault(broker, {})
     fut = pending.get(name)
     if fut is not None:
@@ -167,13 +163,13 @@ async def ensure_internal_topic(broker: Any, name: str) -> TopicInfo | None:
     return created
 
 
-async def _create_internal_topic(broker: Any, name: str) -> TopicInfo | None:
+async def _create_internal_topic(broker: BrokerServices, name: str) -> TopicInfo | None:
     partitions, configs = internal_topic_request(broker, name)
     try:
         info = await create_topic(broker, name, partitions, configs)
     except KafkaError as e:
         if e.code is ErrorCode.TOPIC_ALREADY_EXISTS:
-            return broker.topics.get(name)  # type: ignore[no-any-return]
+            return broker.topics.get(name)
         log.warning("Could not create internal topic %s: %s", name, e)
         return None
     _elected.setdefault(broker, set()).add(name)
@@ -181,23 +177,26 @@ async def _create_internal_topic(broker: Any, name: str) -> TopicInfo | None:
     return info
 
 
-async def elect_local_partitions(broker: Any, name: str) -> None:
-    """Tell the coordinator owning internal topic ``name`` about the partitions led here."""
-    coord = getattr(broker, INTERNAL_TOPIC_SPECS[name].coordinator_attr, None)
-    on_election = getattr(coord, "on_election", None)
+async def elect_local_partitions(broker: BrokerServices, name: str) -> None:
+    """Tell the coordinator owning internal topic ``name`` about the partitions led here (the
+    transaction coordinator loads its partitions itself)."""
+    if name == GROUP_METADATA_TOPIC_NAME:
+        on_election = broker.group_coordinator.on_election
+    elif name == SHARE_GROUP_STATE_TOPIC_NAME:
+        on_election = broker.share_coordinator.on_election
+    else:
+        return
     info = broker.topics.get(name)
-    if on_election is None or info is None:
+    if info is None:
         return
     for p in range(info.num_partitions):
         part = _local_partition(broker, name, p)
-        if part is not None and getattr(part, "leader_id", -1) == broker.broker_id:
-            r = on_election(p)
-            if isinstance(r, Awaitable):
-                await r
+        if part is not None and part.leader_id == broker.broker_id:
+            await on_election(p)
     log.debug("Coordinator of %s elected for its local partitions", name)
 
 
-def _local_partition(broker: Any, topic: str, partition: int) -> Any:
+def _local_partition(broker: BrokerServices, topic: str, partition: int) -> Partition | None:
     try:
         return broker.replica_manager.get_partition(topic, partition)
     except KafkaError:

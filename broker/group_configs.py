@@ -34,12 +34,12 @@ import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote, unquote
 
 from protocol.errors import InvalidConfigError, KafkaError
 
 from .cluster import zk_data as zd
+from .cluster.support import MetadataSupport
 from .cluster.zk.client import KafkaZkClient
 from .config.definitions import ConfigDef, ConfigSource, ConfigType
 from .config.properties import BrokerConfig
@@ -143,12 +143,9 @@ class GroupConfigStore:
         self._reloads: set[asyncio.Task[None]] = set()
 
     @classmethod
-    def attach(cls, broker: Any) -> GroupConfigStore:
-        """The broker's store, created and loaded on first use."""
-        existing = getattr(broker, "group_configs", None)
-        if isinstance(existing, GroupConfigStore):
-            return existing
-        support = broker.metadata_support
+    def load(cls, log_dir: Path, support: MetadataSupport) -> GroupConfigStore:
+        """The broker's store, loaded: from ZooKeeper in a cluster (and kept current by its
+        config-change notices), else from a file in the first log dir."""
         zk = support.zookeeper
         if zk is not None:
             store = cls(None, zk)
@@ -156,9 +153,8 @@ class GroupConfigStore:
                 store._apply(node, zk.get_entity_config(GROUPS_ENTITY, node))
             support.entity_config_listeners.append(store._changed)
         else:
-            store = cls(broker.config.log_dirs[0] / cls.FILE)
+            store = cls(log_dir / cls.FILE)
             store._load()
-        broker.group_configs = store
         return store
 
     def _load(self) -> None:

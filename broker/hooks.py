@@ -30,8 +30,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from kafka.protocol.api_message import ApiMessage
+from kafka.protocol.data_container import DataContainer
+
 from protocol.api_keys import ApiKey
 from protocol.kafka_python_internals import SchemaField, is_map_key
+
+from .apis.responses import DelayedResponse
+from .services import BrokerServices
 
 log = logging.getLogger("samsa.hooks")
 
@@ -55,14 +61,22 @@ class Fault:
             raise ValueError("delay_ms must be >= 0")
 
 
+class Connection(Protocol):
+    """What a hook may do to the client's connection."""
+
+    def close(self, reason: str) -> None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class HookedRequest:
     """One request as the hook sees it."""
 
-    ctx: Any  # broker.apis.RequestContext (not imported: the request layer sits below this module)
-    request: Any  # the decoded kafka.protocol request object: valid during the call only
+    # broker.apis.RequestContext; the network layer's request channel is generic over its
+    # context type (broker/network/request_channel.py), so it is not named here
+    ctx: Any
+    request: ApiMessage  # the decoded kafka.protocol request object: valid during the call only
     frame: bytes | memoryview  # the request's frame (header and body), valid during the call only
-    connection: Any  # broker.network.connection.KafkaConnection
+    connection: Connection  # the client's connection (broker.network.connection.KafkaConnection)
 
     @property
     def api_key(self) -> int:
@@ -93,7 +107,8 @@ def api_name(key: int) -> str:
         return str(key)
 
 
-async def enact(fault: Fault, call: HookedRequest, handler: Callable[[Any, Any], Awaitable[Any]]) -> tuple[bool, Any]:
+async def enact(fault: Fault, call: HookedRequest,
+                handler: Callable[[Any, ApiMessage], Awaitable[object]]) -> tuple[bool, ApiMessage | None]:
     """Carry out ``fault``. Returns (handled, response): handled=False means "serve normally"."""
     if fault.delay_ms:
         await asyncio.sleep(fault.delay_ms / 1000)
@@ -106,9 +121,8 @@ async def enact(fault: Fault, call: HookedRequest, handler: Callable[[Any, Any],
     if fault.process:
         try:
             response = await handler(call.ctx, call.request)
-            wait = getattr(response, "wait", None)  # a DelayedResponse (acks=all): let it complete
-            if wait is not None:
-                await wait
+            if isinstance(response, DelayedResponse):  # acks=all: let it complete
+                await response.wait
         except Exception:
             log.exception("Error handling %s (its response is dropped by a request hook)", call.api_name)
     if fault.close_connection:
@@ -117,7 +131,8 @@ async def enact(fault: Fault, call: HookedRequest, handler: Callable[[Any, Any],
     return True, None
 
 
-def _expects_response(request: Any) -> bool:
+def _expects_response(request: ApiMessage) -> bool:
+    # kafka-python's expect_response() where the class has it; else Produce's acks decides
     expect = getattr(request, "expect_response", None)
     if callable(expect):
         try:
@@ -149,17 +164,17 @@ def _is_key(name: str, field: SchemaField) -> bool:
     return is_map_key(field) or _canon(name) in _KEYS
 
 
-def _struct_arrays(cls: Any, version: int) -> dict[str, Any]:
+def _struct_arrays(cls: type[DataContainer], version: int) -> dict[str, SchemaField]:
     return {n: f for n, f in cls.fields.items() if f.is_struct_array() and f.for_version_q(version)}
 
 
-def _key_fields(cls: Any, version: int) -> dict[str, str]:
+def _key_fields(cls: type[DataContainer], version: int) -> dict[str, str]:
     """canonical key name -> field name, over the element class's simple fields at ``version``."""
     return {_canon(n): n for n, f in cls.fields.items()
             if not f.is_array() and not f.is_struct() and f.for_version_q(version) and _is_key(n, f)}
 
 
-def _plain_key(n: str, field: Any) -> str | None:
+def _plain_key(n: str, field: SchemaField) -> str | None:
     """The canonical key a plain array's items stand for (``partition_indexes`` -> partition_index)."""
     if "partition" in n and "int" in field.type_str:
         return "partition_index"
@@ -175,15 +190,15 @@ def _plain_key(n: str, field: Any) -> str | None:
     return None
 
 
-def error_response(response_cls: Any, request: Any, code: int) -> Any:
+def error_response(response_cls: type[ApiMessage], request: ApiMessage, code: int) -> ApiMessage:
     """``response_cls`` (at the request's version) answering every entity of ``request`` with ``code``."""
     version = request.API_VERSION if hasattr(request, "API_VERSION") else response_cls.API_VERSION
-    version = getattr(request, "version", None) or version
+    version = getattr(request, "version", None) or version  # set on a decoded request only
     return _fill(response_cls, request, int(code), version)
 
 
-def _fill(cls: Any, req: Any, code: int, version: int) -> Any:
-    kwargs: dict[str, Any] = {}
+def _fill(cls: type[DataContainer], req: DataContainer | None, code: int, version: int) -> DataContainer:
+    kwargs: dict[str, object] = {}
     for n, f in cls.fields.items():
         if not f.for_version_q(version):
             continue
@@ -203,7 +218,7 @@ def _fill(cls: Any, req: Any, code: int, version: int) -> Any:
         if source is None:
             continue
         source_name, source = source
-        items = getattr(req, source_name, None) or []
+        items = getattr(req, source_name, None) or []  # the request's field of that name (by schema)
         out = []
         for item in items:
             if source.is_struct_array():
@@ -220,7 +235,8 @@ def _fill(cls: Any, req: Any, code: int, version: int) -> Any:
     return cls(**kwargs)
 
 
-def _matching(name: str, keys: dict[str, str], req_fields: dict[str, Any], version: int) -> Any:
+def _matching(name: str, keys: dict[str, str], req_fields: dict[str, SchemaField],
+              version: int) -> tuple[str, SchemaField] | None:
     best = None
     for rn, rf in req_fields.items():
         if rf.is_struct_array():
@@ -239,12 +255,12 @@ def _matching(name: str, keys: dict[str, str], req_fields: dict[str, Any], versi
     return best
 
 
-def request_topics(request: Any, broker: Any = None) -> set[str]:
+def request_topics(request: ApiMessage, broker: BrokerServices | None = None) -> set[str]:
     """Topic names a request names, one level down its top-level arrays (ids resolved by ``broker``)."""
     found: set[str] = set()
     fields = type(request).fields
     for n, f in fields.items():
-        value = getattr(request, n, None)
+        value = getattr(request, n, None)  # each schema field, by name
         if not value or not f.is_array():
             continue
         if not f.is_struct_array():
@@ -252,6 +268,7 @@ def request_topics(request: Any, broker: Any = None) -> set[str]:
                 found.update(value)
             continue
         for item in value:
+            # the topic's name, whichever the schema calls it, or its id (KIP-516)
             name = getattr(item, "name", None) or getattr(item, "topic", None)
             if isinstance(name, str) and name:
                 found.add(name)

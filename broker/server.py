@@ -164,7 +164,7 @@ class Broker:
         self.connection_quotas.reconfigure(config)  # with the dynamic max.connections* applied
         security.reconfigure()  # TLS listeners whose keystores were set dynamically (KIP-226)
         self._start_authorizer_and_quotas(security)
-        self.group_configs = GroupConfigStore.attach(self)  # read by the coordinators started next
+        self.group_configs = GroupConfigStore.load(config.log_dirs[0], self.metadata_support)  # read by the coordinators
         self.producer_ids = self.metadata_support.producer_id_manager()
         await self._start_services()
         loop = asyncio.get_running_loop()

@@ -19,7 +19,8 @@ import importlib
 import pkgutil
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+
+from kafka.protocol.api_message import ApiMessage
 
 from protocol.api_keys import ApiKey
 from protocol.messages import REQUEST_CLASSES, RequestHeader, response_class
@@ -31,7 +32,10 @@ from .responses import DelayedResponse, EncodedResponse
 
 __all__ = ["ApiSpec", "DelayedResponse", "EncodedResponse", "Handler", "RequestContext", "api", "load_all"]
 
-Handler = Callable[["RequestContext", Any], Awaitable[Any]]
+# kafka-python's (or protocol.kip*'s) request class in, its response (or a DelayedResponse, an
+# EncodedResponse, or None for no response) out
+Handler = Callable[["RequestContext", ApiMessage],
+                   Awaitable["ApiMessage | DelayedResponse | EncodedResponse | None"]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +112,7 @@ class RequestContext:
         return {int(op) for op in ops if authorizer.authorize(self.principal, self.client_host, op, resource_type,
                                                               name, _api_name(self.header.api_key), False)}
 
-    def error_response(self, code: int) -> Any:
+    def error_response(self, code: int) -> ApiMessage:
         """This API's response with ``code`` as its top-level error and defaults elsewhere."""
         cls = self.response_class
         return cls(error_code=int(code)) if "error_code" in cls.fields else cls()
@@ -127,10 +131,10 @@ class RequestContext:
         return self.header.api_version
 
     @property
-    def response_class(self) -> Any:
+    def response_class(self) -> type[ApiMessage]:
         return response_class(self.header.api_key, self.header.api_version)
 
-    def response(self, **fields: Any) -> Any:
+    def response(self, **fields: object) -> ApiMessage:
         return self.response_class(**fields)
 
 

@@ -26,7 +26,7 @@ from ..config.dynamic import DynamicBrokerConfigs
 from ..config.password_encoder import NO_SECRET, PasswordEncoder, is_password_config
 from ..config.properties import BrokerConfig
 from ..config.resolution import validate_topic_configs
-from ..group_configs import GroupConfigStore, validate_group_configs
+from ..group_configs import validate_group_configs
 from ..network.connection_quotas import ConnectionQuotas
 from ..security.acl import (
     ALTER_CONFIGS,
@@ -96,7 +96,7 @@ async def apply_resource(ctx: RequestContext, resource_type: int, name: str, new
     elif resource_type == RESOURCE_GROUP:
         checked = validate_group_configs(new, broker.config)
         if not validate_only:
-            await GroupConfigStore.attach(broker).replace(name, checked)
+            await broker.group_configs.replace(name, checked)
     else:
         raise KafkaError(ErrorCode.INVALID_REQUEST,
                          f"AlterConfigs is not supported for resource type {resource_type} on this broker")
@@ -134,7 +134,7 @@ def current_overrides(ctx: RequestContext, resource_type: int, name: str) -> dic
     if resource_type == RESOURCE_GROUP:
         if not name:
             raise KafkaError(ErrorCode.INVALID_REQUEST, "Group name can't be empty.")
-        return GroupConfigStore.attach(ctx.broker).get(name)
+        return ctx.broker.group_configs.get(name)
     raise KafkaError(ErrorCode.INVALID_REQUEST,
                      f"AlterConfigs is not supported for resource type {resource_type} on this broker")
 

@@ -23,8 +23,6 @@ as synonyms, the prefixed name followed by the base config's chain.
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafka.protocol.admin import DescribeConfigsRequest, DescribeConfigsResponse
 from kafka.protocol.data_container import DataContainer
 
@@ -42,7 +40,7 @@ from ..config.definitions import (
 )
 from ..config.dynamic import DynamicBrokerConfigs
 from ..config.resolution import Resolved, resolve_broker_config, resolve_topic_config
-from ..group_configs import GROUP_CONFIGS, GroupConfigStore, resolve_group_config
+from ..group_configs import GROUP_CONFIGS, resolve_group_config
 from ..security.acl import (
     CLUSTER,
     CLUSTER_DENIED,
@@ -119,7 +117,7 @@ async def handle_describe_configs(ctx: RequestContext, req: DescribeConfigsReque
             if not res.resource_name:
                 code, message = ErrorCode.INVALID_REQUEST, "Group name can't be empty."
             else:
-                overrides = GroupConfigStore.attach(broker).get(res.resource_name)
+                overrides = broker.group_configs.get(res.resource_name)
                 for name, d in sorted(GROUP_CONFIGS.items()):
                     if keys is not None and name not in keys:
                         continue

@@ -10,6 +10,8 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any
 
+from kafka.protocol.api_message import ApiMessage
+
 
 class DelayedResponse:
     """A handler's answer whose work is done but whose response must wait: Kafka's delayed
@@ -24,7 +26,7 @@ class DelayedResponse:
 
     __slots__ = ("wait",)
 
-    def __init__(self, wait: Coroutine[Any, Any, Any]) -> None:
+    def __init__(self, wait: Coroutine[object, object, ApiMessage | None]) -> None:
         self.wait = wait
 
 
@@ -33,5 +35,5 @@ class EncodedResponse:
     """A response a handler framed itself: ``chunks`` are bytes or file regions (``.size``,
     ``.read()``, ``.fd``, ``.position``) that the connection writes in order."""
 
-    chunks: list[Any]
+    chunks: list[Any]  # bytes | broker.network.request_channel.FileRegion
     size: int
