@@ -41,13 +41,7 @@ async def handle_offset_for_leader_epoch(ctx: RequestContext, req: OffsetForLead
                     raise KafkaError(ErrorCode.UNKNOWN_LEADER_EPOCH)
                 if 0 <= p.current_leader_epoch < part.leader_epoch:
                     raise KafkaError(ErrorCode.FENCED_LEADER_EPOCH)
-                end_for = getattr(part.log, "end_offset_for_epoch", None)
-                if end_for is not None:
-                    epoch, end = end_for(p.leader_epoch)
-                elif p.leader_epoch >= part.leader_epoch:
-                    epoch, end = part.leader_epoch, part.log_end_offset
-                else:
-                    epoch, end = -1, -1
+                epoch, end = part.log.end_offset_for_epoch(p.leader_epoch)
             except KafkaError as e:
                 code = e.code
             parts.append(EpochEnd(error_code=int(code), partition=p.partition, leader_epoch=epoch, end_offset=end))

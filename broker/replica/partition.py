@@ -88,14 +88,12 @@ class Partition:
     @property
     def last_stable_offset(self) -> int:
         """First offset of the oldest open transaction, else the high watermark."""
-        first_unstable = getattr(self.log.producer_state, "first_unstable_offset", None)
-        fu = first_unstable() if callable(first_unstable) else None
+        fu = self.log.producer_state.first_unstable_offset()
         return self.high_watermark if fu is None else min(fu, self.high_watermark)
 
     def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[tuple[int, int]]:
         """(producer_id, first_offset) of aborted transactions overlapping [fetch_offset, upper_bound)."""
-        collect = getattr(self.log, "collect_aborted_transactions", None)
-        return [] if collect is None else list(collect(fetch_offset, upper_bound))
+        return self.log.collect_aborted_transactions(fetch_offset, upper_bound)
 
     def check_leader(self) -> None:
         if not self.is_leader:
