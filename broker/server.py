@@ -76,9 +76,9 @@ class Broker:
     Built here, before anything runs: the topic registry (ZooKeeper's in a cluster), the replica
     manager, the fetch sessions, the connection quotas and security (listeners' TLS and SASL).
     Built by :meth:`start`, in this order: the logs, dynamic configs, authorizer and client quotas,
-    group configs, producer ids, metrics, the group coordinator, the share coordinator and its
-    partition manager, the transaction coordinator (with its marker writer and KIP-890
-    verifier), the log cleaner, the sidecars, the schema registry, then the listeners. A part
+    group configs, producer ids, the group coordinator, the share coordinator and its partition
+    manager, the transaction coordinator (with its marker writer and KIP-890 verifier), the log
+    cleaner, metrics, the sidecars, the schema registry, then the listeners. A part
     that is off by configuration (metrics, authorizer, schema registry, the cluster) is None.
     """
 
@@ -197,9 +197,6 @@ class Broker:
         config, rm, topics = self.config, self.replica_manager, self.topics
         clustered = self.metadata_support.clustered
         running = self._running
-        self.metrics = metrics = await start_metrics(self)
-        if metrics is not None:
-            running.append(("the metrics", metrics.close))
         self.group_coordinator = groups = await start_group_coordinator(
             config, rm, topics, self.group_configs.overrides, clustered)
         running.append(("the group coordinator", groups.shutdown))
@@ -223,6 +220,11 @@ class Broker:
             config, lambda: [(p.tp.topic, p.tp.partition, p.log) for p in rm.partitions.values()])
         cleaner.start()
         running.append(("the log cleaner", cleaner.stop))
+        # metrics read the services above (a scrape always finds them); counting starts here,
+        # before any listener opens
+        self.metrics = metrics = await start_metrics(self)
+        if metrics is not None:
+            running.append(("the metrics", metrics.close))
         for sidecar in self.sidecars:
             await sidecar.start(self.started)
             running.append((type(sidecar).__name__, sidecar.stop))

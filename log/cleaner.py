@@ -668,6 +668,12 @@ class BrokerLogCleaner:
     def wakeup(self) -> None:
         self._wake.set()
 
+    @property
+    def died(self) -> bool:
+        """The background task ended by an error (Kafka's LogCleaner DeadThreadCount)."""
+        task = self._task
+        return task is not None and task.done() and not task.cancelled()
+
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self.run())
 

@@ -5,7 +5,7 @@ the hot-path counters it reads (:mod:`.stats`), the scrape-time collectors over 
 (:mod:`.collectors`) and the ``metrics.listener`` HTTP endpoint (:mod:`.http`).
 
 Theory of operation. The composition root (``broker/server.py``) calls :func:`start_metrics`
-first and closes the result last. With ``metrics.listener`` empty (the default) there is no
+once the services the collectors read are up and before any listener opens. With ``metrics.listener`` empty (the default) there is no
 :class:`BrokerMetrics` and ``broker.metrics`` is ``None``: Produce, Fetch and the connection check
 that one attribute and skip all counting. With ``metrics.listener=http://HOST:PORT`` it builds a
 :class:`BrokerMetrics`, binds the endpoint on the broker's event loop and starts an event-loop

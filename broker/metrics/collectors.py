@@ -34,6 +34,9 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from broker.replica.replica_manager import TopicPartition
+from groupcoord.consumer.group import ConsumerGroup
+from groupcoord.group import GroupMetadata
+from log.cleaner import CleanerStats
 from log.cleaner_manager import dirty_ratio
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -341,7 +344,7 @@ class GroupCoordinatorCollector(Collector):
 
     def prepare(self) -> Generator[None, None, Callable[[], Iterator[Metric]]]:
         """Read groups, committed offsets and high watermarks, pausing every READ_CHUNK offsets."""
-        coord = getattr(self.broker, "group_coordinator", None)
+        coord = self.broker.group_coordinator
         rm_parts = self.broker.replica_manager.partitions
         groups = []  # (group id, state, generation or group epoch, members, protocol)
         current: list[tuple[list[str], float]] = []
@@ -349,8 +352,9 @@ class GroupCoordinatorCollector(Collector):
         lag_sums: list[tuple[list[str], float]] = []
         n_offsets = 0
         # Classic groups and KIP-848 consumer groups: lag is the same for both.
-        both = [(gid, g, "classic") for gid, g in list((getattr(coord, "groups", {}) or {}).items())]
-        both += [(gid, g, "consumer") for gid, g in list((getattr(coord, "consumer_groups", {}) or {}).items())]
+        both: list[tuple[str, GroupMetadata | ConsumerGroup, str]] = \
+            [(gid, g, "classic") for gid, g in list(coord.groups.items())]
+        both += [(gid, g, "consumer") for gid, g in list(coord.consumer_groups.items())]
         for gid, g, protocol in sorted(both, key=lambda x: (x[0], x[2])):
             epoch = getattr(g, "generation_id", None)
             epoch = int(getattr(g, "group_epoch", 0) if epoch is None else epoch)
@@ -426,16 +430,13 @@ class TransactionCoordinatorCollector(Collector):
         self.broker = broker
 
     def collect(self) -> Iterator[Metric]:
-        coord = getattr(self.broker, "txn_coordinator", None)
-        txns = dict(getattr(coord, "transactions", {}) or {})
         by_state: dict[str, int] = {}
         now_ms = int(time.time() * 1000)
         oldest = 0.0
-        for md in txns.values():
-            st = getattr(md, "state", None)
-            name = str(getattr(st, "wire_name", None) or getattr(st, "name", "Unknown"))
+        for md in list(self.broker.txn_coordinator.transactions.values()):
+            name = md.state.wire_name
             by_state[name] = by_state.get(name, 0) + 1
-            started = int(getattr(md, "txn_start_timestamp", -1))
+            started = md.txn_start_timestamp
             if name in ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence") and started > 0:
                 oldest = max(oldest, (now_ms - started) / 1000)
         fam = GaugeMetricFamily("samsa_transaction_coordinator_transactional_ids",
@@ -455,31 +456,27 @@ class LogCleanerCollector(Collector):
         self.broker = broker
 
     def collect(self) -> Iterator[Metric]:
-        cleaner = getattr(self.broker, "log_cleaner", None)
-        stats = getattr(cleaner, "stats", None)
-        task = getattr(cleaner, "_task", None)
-        dead = 1 if task is not None and task.done() and not task.cancelled() else 0
-        yield _gauge("kafka_log_logcleaner_deadthreadcount", "Cleaner tasks that died.", dead)
+        cleaner = self.broker.log_cleaner
+        stats = cleaner.stats
+        yield _gauge("kafka_log_logcleaner_deadthreadcount", "Cleaner tasks that died.", 1 if cleaner.died else 0)
         # As Kafka's gauges: over the last pass (lastStats), 0 before the first one.
-        last = getattr(cleaner, "last_stats", None)
-        read = float(getattr(last, "bytes_read", 0))
-        written = float(getattr(last, "bytes_written", 0))
+        last = cleaner.last_stats or CleanerStats()
+        read = float(last.bytes_read)
+        written = float(last.bytes_written)
         yield _gauge("kafka_log_logcleaner_cleaner_recopy_percent",
                      "Bytes written as a percentage of bytes read by the last cleaning pass.",
                      100.0 * written / read if read else 0.0)
         yield _gauge("kafka_log_logcleaner_max_clean_time_secs", "Duration of the last cleaning pass, seconds.",
-                     float(getattr(last, "seconds", 0.0)))
+                     float(last.seconds))
         yield _gauge("kafka_log_logcleaner_max_buffer_utilization_percent",
                      "Share of the dedupe buffer (log.cleaner.dedupe.buffer.size) the last pass's offset map "
-                     "filled, percent.", 100.0 * float(getattr(cleaner, "last_buffer_utilization", 0.0)))
-        last_run = getattr(cleaner, "last_run_ms", None)
+                     "filled, percent.", 100.0 * cleaner.last_buffer_utilization)
         yield _gauge("kafka_log_logcleanermanager_time_since_last_run_ms",
                      "Milliseconds since the cleaner last looked for logs to clean.",
-                     max(0.0, time.time() * 1000 - last_run) if last_run is not None else 0.0)
+                     max(0.0, time.time() * 1000 - cleaner.last_run_ms))
         max_dirty = 0.0
-        if cleaner is not None:
-            for lg in cleaner.compacted_logs():
-                max_dirty = max(max_dirty, dirty_ratio(lg, cleaner.first_dirty(lg)))
+        for lg in cleaner.compacted_logs():
+            max_dirty = max(max_dirty, dirty_ratio(lg, cleaner.first_dirty(lg)))
         yield _gauge("kafka_log_logcleanermanager_max_dirty_percent",
                      "Largest dirty ratio among compacted logs, in percent.", 100.0 * max_dirty)
         for attr, name, doc in (
@@ -490,7 +487,7 @@ class LogCleanerCollector(Collector):
                 ("records_removed", "records_removed", "Records removed by compaction."),
                 ("tombstones_removed", "tombstones_removed", "Tombstones removed past delete.retention.ms."),
                 ("seconds", "clean_time_seconds", "Time spent cleaning.")):
-            yield CounterMetricFamily(f"samsa_log_cleaner_{name}", doc, value=float(getattr(stats, attr, 0)))
+            yield CounterMetricFamily(f"samsa_log_cleaner_{name}", doc, value=float(getattr(stats, attr)))
 
 
 class EventLoopCollector(Collector):

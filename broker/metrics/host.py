@@ -18,6 +18,7 @@ from broker.config.properties import BrokerConfig
 from broker.network.connection_quotas import ConnectionQuotas
 from broker.replica.replica_manager import ReplicaManager
 from groupcoord.coordinator import GroupCoordinator
+from log.cleaner import BrokerLogCleaner
 from protocol.framing import FrameDecoder
 from txn.coordinator import TransactionCoordinator
 
@@ -33,8 +34,8 @@ class MetricsConnection(Protocol):
 
 
 class MetricsHost(Protocol):
-    """The broker as its collectors see it. The log cleaner (``log_cleaner``, set by
-    log/cleaner.py's component) is looked up by name, since the broker does not declare it."""
+    """The broker as its collectors see it: the composition root starts the metrics once the
+    services they read (coordinators, log cleaner) are up."""
 
     @property
     def config(self) -> BrokerConfig: ...
@@ -58,7 +59,10 @@ class MetricsHost(Protocol):
     def metadata_support(self) -> MetadataSupport: ...
 
     @property
-    def group_coordinator(self) -> GroupCoordinator | None: ...
+    def group_coordinator(self) -> GroupCoordinator: ...
 
     @property
-    def txn_coordinator(self) -> TransactionCoordinator | None: ...
+    def txn_coordinator(self) -> TransactionCoordinator: ...
+
+    @property
+    def log_cleaner(self) -> BrokerLogCleaner: ...
