@@ -232,9 +232,7 @@ class SocketServerCollector(Collector):
     def _connection_quotas(self) -> Iterator[Metric]:
         """broker/network/connection_quotas.py: creation rate, accept throttling, per-IP rejections, and the
         request bytes buffered in connections (Kafka's SocketServer MemoryPoolUsed)."""
-        quotas = getattr(self.broker, "connection_quotas", None)
-        if quotas is None:
-            return
+        quotas = self.broker.connection_quotas
         rate = GaugeMetricFamily("kafka_server_socketservermetrics_connection_creation_rate",
                                  "New connections per second over the last 30 s, by listener.", labels=["listener"])
         throttle = CounterMetricFamily("kafka_server_socketservermetrics_connection_accept_throttle_time_ms",
