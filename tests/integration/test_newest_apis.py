@@ -10,6 +10,7 @@ Kafka's 5-minute push interval. PushTelemetry answers each of Kafka's validation
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -138,7 +139,22 @@ def test_list_offsets_v10(client: RawClient, topic_id: uuid.UUID) -> None:
 
 def test_describe_groups_v6_unknown_group(client: RawClient) -> None:
     from kafka.protocol.admin import DescribeGroupsRequest, DescribeGroupsResponse
+    from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
 
+    # As a client does: find the group's coordinator first. That creates __consumer_offsets on a
+    # fresh broker; until its partition is loaded the broker is not (yet) the group's coordinator
+    # and answers NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS, as Kafka does.
+    deadline = time.monotonic() + 30
+    while True:
+        found = client.roundtrip(FindCoordinatorRequest[3](key="no-such-group", key_type=0), 3,
+                                 FindCoordinatorResponse)
+        probe = client.roundtrip(DescribeGroupsRequest[6](groups=["no-such-group"],
+                                                          include_authorized_operations=False),
+                                 6, DescribeGroupsResponse)
+        if found.error_code == 0 and probe.groups[0].error_code not in (14, 15, 16):
+            break
+        assert time.monotonic() < deadline, (found.error_code, probe.groups[0].error_code)
+        time.sleep(0.1)
     for version, code, state in ((6, 69, ""), (5, 0, "Dead")):  # GROUP_ID_NOT_FOUND from v6 (KIP-1043)
         resp = client.roundtrip(DescribeGroupsRequest[version](groups=["no-such-group"],
                                                                include_authorized_operations=False),
