@@ -7,6 +7,8 @@ entity) and ops that set a quota or remove it: ``producer_byte_rate``, ``consume
 ``connection_creation_rate`` (an integer, KIP-612) for an ip. Invalid entries answer
 INVALID_REQUEST with Kafka's message and change nothing; the valid ones are stored together
 (unless ``validate_only``) and enforced from the next request (an ip's: the next connection) on.
+When they cannot be stored (ZooKeeper slow or unreachable) each of them answers that error
+(REQUEST_TIMED_OUT, or UNKNOWN_SERVER_ERROR with ZooKeeper's answer) and none is in force.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 from kafka.protocol.admin import AlterClientQuotasRequest, AlterClientQuotasResponse
 
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, KafkaError
 
 from ..security.acl import ALTER_CONFIGS, CLUSTER, CLUSTER_DENIED, CLUSTER_NAME, Requires
 from ..security.quotas import QuotaError
@@ -45,5 +47,10 @@ async def handle_alter_client_quotas(ctx: RequestContext, req: AlterClientQuotas
         out.append(E(error_code=int(code), error_message=message, entity=[
             E.EntityData(entity_type=e.entity_type, entity_name=e.entity_name) for e in entry.entity]))
     if changes and not req.validate_only:
-        quotas.alter(changes)
+        try:
+            await quotas.alter(changes)
+        except KafkaError as e:
+            for answer in out:
+                if answer.error_code == ErrorCode.NONE:
+                    answer.error_code, answer.error_message = int(e.code), e.message
     return R(throttle_time_ms=0, entries=out)

@@ -5,6 +5,8 @@ an authorizer every creation answers SECURITY_DISABLED, as Kafka does. Each crea
 validated on its own (INVALID_REQUEST with the reason: UNKNOWN/ANY/MATCH values, a bad
 principal, an operation the resource type does not support, a CLUSTER name other than
 ``kafka-cluster``); the valid ones are stored together, then in force for the next request.
+When they cannot be stored (ZooKeeper slow or unreachable), each of them answers that error
+(REQUEST_TIMED_OUT, or UNKNOWN_SERVER_ERROR with ZooKeeper's answer) and none is in force.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 from kafka.protocol.admin import CreateAclsRequest, CreateAclsResponse
 
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, KafkaError
 
 from ..security.acl import (
     ALTER,
@@ -49,6 +51,9 @@ async def handle_create_acls(ctx: RequestContext, req: CreateAclsRequest) -> Cre
             results.append((0, None))
         except AclError as e:
             results.append((ErrorCode.INVALID_REQUEST, str(e)))
-    authorizer.create_acls(valid)
+    try:
+        await authorizer.create_acls(valid)
+    except KafkaError as e:
+        results = [(int(e.code), e.message) if code == 0 else (code, msg) for code, msg in results]
     return R(throttle_time_ms=0, results=[R.AclCreationResult(error_code=code, error_message=msg)
                                           for code, msg in results])

@@ -3,7 +3,9 @@
 Needs ALTER on the CLUSTER (CLUSTER_AUTHORIZATION_FAILED per filter); without an authorizer
 SECURITY_DISABLED. Each filter (the same rules as DescribeAcls) deletes every binding it
 matches and reports them; a binding matched by two filters is reported under both. An
-invalid filter answers INVALID_REQUEST and deletes nothing.
+invalid filter answers INVALID_REQUEST and deletes nothing. When the deletions cannot be stored
+(ZooKeeper slow or unreachable) every valid filter answers that error (REQUEST_TIMED_OUT, or
+UNKNOWN_SERVER_ERROR with ZooKeeper's answer) and nothing is deleted.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from kafka.protocol.admin import DeleteAclsRequest, DeleteAclsResponse
 
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, KafkaError
 
 from ..security.acl import ALTER, CLUSTER, CLUSTER_DENIED, CLUSTER_NAME, AclBindingFilter, AclError, Requires
 from . import RequestContext, api
@@ -40,11 +42,18 @@ async def handle_delete_acls(ctx: RequestContext, req: DeleteAclsRequest) -> Del
         except AclError as e:
             parsed.append(str(e))
     valid = [f for f in parsed if isinstance(f, AclBindingFilter)]
-    deleted = iter(authorizer.delete_acls(valid))
+    failed: KafkaError | None = None
+    try:
+        deleted = iter(await authorizer.delete_acls(valid))
+    except KafkaError as e:
+        failed = e
     out = []
     for f in parsed:
         if isinstance(f, str):
             out.append(FR(error_code=ErrorCode.INVALID_REQUEST, error_message=f, matching_acls=[]))
+            continue
+        if failed is not None:
+            out.append(FR(error_code=int(failed.code), error_message=failed.message, matching_acls=[]))
             continue
         out.append(FR(error_code=0, error_message=None, matching_acls=[
             M(error_code=0, error_message=None, resource_type=b.pattern.resource_type, resource_name=b.pattern.name,

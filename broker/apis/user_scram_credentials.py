@@ -9,7 +9,9 @@ which the broker derives and stores StoredKey/ServerKey. Each user succeeds or f
 whole, with Kafka's errors: UNSUPPORTED_SASL_MECHANISM for an unknown mechanism,
 UNACCEPTABLE_CREDENTIAL for an empty name or salt or an iteration count outside 4096-16384,
 RESOURCE_NOT_FOUND for deleting what does not exist, DUPLICATE_RESOURCE for altering one
-credential twice in a request. Changes are persisted before the response.
+credential twice in a request. Changes are persisted before the response; when they cannot be
+(ZooKeeper slow or unreachable) every user of the request that passed the checks answers that
+error (REQUEST_TIMED_OUT, or UNKNOWN_SERVER_ERROR with ZooKeeper's answer) and nothing changes.
 
 Authorization: Describe needs DESCRIBE on CLUSTER, Alter needs ALTER on CLUSTER.
 """
@@ -34,7 +36,7 @@ from broker.security.scram import (
     ScramCredential,
 )
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, KafkaError
 
 from ..security.acl import ALTER, CLUSTER, CLUSTER_DENIED, CLUSTER_NAME, DESCRIBE, Requires
 from . import RequestContext, api
@@ -114,9 +116,13 @@ async def handle_alter_user_scram_credentials(ctx: RequestContext, req: AlterUse
                 ScramCredential.from_salted_password(MECHANISM_NAMES[u.mechanism], bytes(u.salted_password),
                                                      bytes(u.salt), u.iterations))
                for u in req.upsertions if u.name not in errors]
-    if deletes or upserts:
-        store.apply(upserts, deletes)
     users = dict.fromkeys([d.name for d in req.deletions] + [u.name for u in req.upsertions])
+    if deletes or upserts:
+        try:
+            await store.apply(upserts, deletes)
+        except KafkaError as e:
+            for name in users:
+                fail(name, e.code, e.message or e.code.name)
     results = []
     for name in users:
         code, msg = errors.get(name, (ErrorCode.NONE, None))  # type: ignore[assignment]

@@ -33,7 +33,7 @@ from .acl import (
     ResourcePattern,
     ResourceType,
 )
-from .zk_access import AclNodes
+from .zk_access import AclNodes, zk_request
 
 LITERAL_ROOT = zd.KAFKA_ACL
 PREFIXED_ROOT = zd.KAFKA_ACL_PREFIXED
@@ -93,8 +93,9 @@ class AclStore(Protocol):
         """Every stored pattern with its entries."""
         ...
 
-    def write(self, changed: dict[ResourcePattern, set[AccessControlEntry]]) -> None:
-        """Replace the entries of each pattern in ``changed`` (an empty set deletes the pattern)."""
+    async def write(self, changed: dict[ResourcePattern, set[AccessControlEntry]]) -> None:
+        """Replace the entries of each pattern in ``changed`` (an empty set deletes the pattern);
+        raises KafkaError (REQUEST_TIMED_OUT, ...) when the store could not be written."""
         ...
 
 
@@ -117,7 +118,7 @@ class FileAclStore:
             out[pattern_from_path(path)] = decode_acls(doc)
         return out
 
-    def write(self, changed: dict[ResourcePattern, set[AccessControlEntry]]) -> None:
+    async def write(self, changed: dict[ResourcePattern, set[AccessControlEntry]]) -> None:
         for pattern, entries in changed.items():
             key = znode_path(pattern)
             if entries:
@@ -145,6 +146,7 @@ class ZkAclStore:
         self.zk = zk
 
     def load(self) -> dict[ResourcePattern, set[AccessControlEntry]]:
+        """Every ACL znode (blocking: at start-up, or on a ZooKeeper request thread)."""
         out: dict[ResourcePattern, set[AccessControlEntry]] = {}
         for path, data in self.zk.get_acl_nodes().items():
             entries = decode_acls(json.loads(data or b"{}"))
@@ -152,11 +154,19 @@ class ZkAclStore:
                 out[pattern_from_path(path)] = entries
         return out
 
-    def write(self, changed: dict[ResourcePattern, set[AccessControlEntry]]) -> None:
+    async def write(self, changed: dict[ResourcePattern, set[AccessControlEntry]]) -> None:
+        """The znodes and the change notice, written on a ZooKeeper request thread."""
+        await zk_request(self.zk, self._write, changed)
+
+    def _write(self, changed: dict[ResourcePattern, set[AccessControlEntry]]) -> None:  # a ZooKeeper thread
         for pattern, entries in changed.items():
             data = json.dumps(encode_acls(entries), separators=(",", ":")).encode() if entries else None
             self.zk.set_acl_node(znode_path(pattern), data)
         self.zk.notify_acl_change(",".join(str(p) for p in changed))
+
+    async def read(self) -> dict[ResourcePattern, set[AccessControlEntry]]:
+        """:meth:`load`, on a ZooKeeper request thread."""
+        return await zk_request(self.zk, self.load)
 
     def watch(self, on_change: Callable[[], object]) -> None:
         """Call ``on_change()`` in the event loop whenever any broker changed the ACLs."""

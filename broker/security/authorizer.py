@@ -20,9 +20,12 @@ Theory of operation
    DESCRIBE_CONFIGS, ALL implies everything) allows; else deny.
 
 Changes (CreateAcls/DeleteAcls) go to the :class:`~broker.security.acl_store.AclStore` first,
-then into the in-memory map, so they are in force for the next request. Denials are logged
-on ``samsa.authorizer`` (Kafka's ``kafka.authorizer.logger``) at INFO, allows at DEBUG.
-The authorizer is owned by the event loop: no locks.
+then into the in-memory map, so they are in force for the next request; a change the store
+could not write (ZooKeeper slow or unreachable: REQUEST_TIMED_OUT) changes nothing in memory.
+Denials are logged on ``samsa.authorizer`` (Kafka's ``kafka.authorizer.logger``) at INFO,
+allows at DEBUG. The authorizer is owned by the event loop; ZooKeeper is read and written off it
+(:mod:`.zk_access`), and one :class:`~.zk_access.ZkSequencer` keeps the changes and the reloads
+after another broker's change in order.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ from .acl import (
     ResourceType,
 )
 from .acl_store import AclStore, FileAclStore, ZkAclStore
-from .zk_access import AclNodes
+from .zk_access import AclNodes, ZkSequencer
 
 log = logging.getLogger("samsa.authorizer")
 
@@ -78,10 +81,21 @@ class AclAuthorizer:
         # PREFIXED patterns by type then prefix, for the prefix-walk lookup.
         self._prefixed: dict[ResourceType, dict[str, frozenset[AccessControlEntry]]] = {}
         self._max_prefix = 0
+        self.sequencer = ZkSequencer("ACLs")
 
     def load(self) -> None:
-        self._acls = {p: frozenset(e) for p, e in self.store.load().items() if e}
+        """At start-up, before any client is served."""
+        self._set(self.store.load())
+
+    def _set(self, acls: dict[ResourcePattern, set[AccessControlEntry]]) -> None:
+        self._acls = {p: frozenset(e) for p, e in acls.items() if e}
         self._reindex()
+
+    def reload_soon(self, store: ZkAclStore) -> None:
+        """Another broker changed the ACLs: read them off the loop, apply them here, in turn."""
+        async def reload() -> None:
+            self._set(await store.read())
+        self.sequencer.reload_soon(reload)
 
     def _reindex(self) -> None:
         self._prefixed = {}
@@ -175,26 +189,30 @@ class AclAuthorizer:
         return sorted(AclBinding(p, e) for p, entries in self._acls.items() if flt.matches_pattern(p)
                       for e in entries if flt.matches_entry(e))
 
-    def create_acls(self, bindings: list[AclBinding]) -> None:
-        changed: dict[ResourcePattern, set[AccessControlEntry]] = {}
-        for b in bindings:
-            changed.setdefault(b.pattern, set(self._acls.get(b.pattern, ()))).add(b.entry)
-        self._apply(changed)
+    async def create_acls(self, bindings: list[AclBinding]) -> None:
+        """Store and enforce ``bindings``; KafkaError (nothing changed) when the store failed."""
+        async with self.sequencer.lock:  # computed from, and applied over, the previous change
+            changed: dict[ResourcePattern, set[AccessControlEntry]] = {}
+            for b in bindings:
+                changed.setdefault(b.pattern, set(self._acls.get(b.pattern, ()))).add(b.entry)
+            await self._apply(changed)
 
-    def delete_acls(self, filters: list[AclBindingFilter]) -> list[list[AclBinding]]:
-        """The bindings each filter deleted (a binding matched by two filters counts for both)."""
-        results = [self.acls(f) for f in filters]
-        changed: dict[ResourcePattern, set[AccessControlEntry]] = {}
-        for deleted in results:
-            for b in deleted:
-                changed.setdefault(b.pattern, set(self._acls.get(b.pattern, ()))).discard(b.entry)
-        self._apply(changed)
-        return results
+    async def delete_acls(self, filters: list[AclBindingFilter]) -> list[list[AclBinding]]:
+        """The bindings each filter deleted (a binding matched by two filters counts for both);
+        KafkaError (nothing deleted) when the store failed."""
+        async with self.sequencer.lock:
+            results = [self.acls(f) for f in filters]
+            changed: dict[ResourcePattern, set[AccessControlEntry]] = {}
+            for deleted in results:
+                for b in deleted:
+                    changed.setdefault(b.pattern, set(self._acls.get(b.pattern, ()))).discard(b.entry)
+            await self._apply(changed)
+            return results
 
-    def _apply(self, changed: dict[ResourcePattern, set[AccessControlEntry]]) -> None:
+    async def _apply(self, changed: dict[ResourcePattern, set[AccessControlEntry]]) -> None:
         if not changed:
             return
-        self.store.write(changed)  # durable first, then in force
+        await self.store.write(changed)  # durable first, then in force
         for p, entries in changed.items():
             if entries:
                 self._acls[p] = frozenset(entries)
@@ -217,7 +235,8 @@ def configure_authorizer(config: BrokerConfig, zk: AclNodes | None = None) -> Ac
                                bool(config.get("allow.everyone.if.no.acl.found")))
     authorizer.load()
     if isinstance(store, ZkAclStore):
-        store.watch(authorizer.load)  # changes made through another broker
+        zk_store = store
+        zk_store.watch(lambda: authorizer.reload_soon(zk_store))  # changes made through another broker
     log_file = str(config.get("authorizer.log.file") or "")
     if log_file:  # Kafka's kafka-authorizer.log: the decisions in their own file, not the server log
         handler = logging.FileHandler(log_file)

@@ -10,6 +10,8 @@ In a cluster (``zookeeper.connect``) the store lives in ZooKeeper instead, where
 each user's ``/config/users/<user>`` config map holds ``SCRAM-SHA-256=salt=...,stored_key=...,
 server_key=...,iterations=N`` beside any quota keys (which are preserved), and a change is
 announced under ``/config/changes`` so every broker reloads that user (:meth:`use_zookeeper`).
+ZooKeeper is read and written off the event loop (:mod:`.zk_access`); a change ZooKeeper did not
+take (slow or unreachable: REQUEST_TIMED_OUT) changes nothing in memory either.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ import os
 from pathlib import Path
 
 from .scram import MECHANISM_IDS, ScramCredential
-from .zk_access import EntityChangeListener, EntityConfigs
+from .zk_access import EntityChangeListener, EntityConfigs, ZkSequencer, zk_request
+
+UserCredentials = dict[str, ScramCredential]  # mechanism name -> credential
 
 
 def _to_kafka_string(c: ScramCredential) -> str:
@@ -38,29 +42,36 @@ class CredentialStore:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._users: dict[str, dict[str, ScramCredential]] = {}
+        self._users: dict[str, UserCredentials] = {}
         if path.exists():
             data = json.loads(path.read_text())
             for user, mechs in data.get("users", {}).items():
                 self._users[user] = {m: ScramCredential.from_json(c) for m, c in mechs.items()}
 
         self._zk: EntityConfigs | None = None
+        self.sequencer = ZkSequencer("SCRAM credentials")
 
     # --- ZooKeeper (cluster mode) -------------------------------------------------------------------
     def use_zookeeper(self, zk: EntityConfigs, change_listeners: list[EntityChangeListener]) -> None:
         """Serve and persist credentials from ZooKeeper; reload a user on its change notification."""
         self._zk = zk
         self._users = {}
-        for user in zk.children("/config/users"):
-            self._reload_user(user)
-        change_listeners.append(lambda kind, name: self._reload_user(name) if kind == "users" else None)
+        for user in zk.children("/config/users"):  # at start-up, before any client is served
+            if "/" not in user:
+                self._set_user(user, zk.get_entity_config("users", user))
+        change_listeners.append(lambda kind, name: self._reload_soon(name) if kind == "users" else None)
 
-    def _reload_user(self, user: str) -> None:
-        if "/" in user:  # users/<u>/clients/<c>: quota entities only
+    def _reload_soon(self, user: str) -> None:
+        """A change notice for ``user``: read its config off the loop, apply it here, in turn."""
+        zk = self._zk
+        if "/" in user or zk is None:  # users/<u>/clients/<c>: quota entities only
             return
-        if self._zk is None:  # a notice that arrived as the store left ZooKeeper: nothing to reload from
-            return
-        cfg = self._zk.get_entity_config("users", user)
+
+        async def reload() -> None:
+            self._set_user(user, await zk_request(zk, zk.get_entity_config, "users", user))
+        self.sequencer.reload_soon(reload, key=user, what=f"the SCRAM credentials of {user}")
+
+    def _set_user(self, user: str, cfg: dict[str, str]) -> None:
         creds = {}
         for mech in MECHANISM_IDS:
             if mech in cfg:
@@ -79,21 +90,32 @@ class CredentialStore:
     def users(self) -> dict[str, dict[str, ScramCredential]]:
         return {u: dict(m) for u, m in self._users.items() if m}
 
-    def apply(self, upserts: list[tuple[str, str, ScramCredential]], deletes: list[tuple[str, str]]) -> None:
-        for user, mech in deletes:
-            self._users.get(user, {}).pop(mech, None)
-            if not self._users.get(user, True):
-                self._users.pop(user, None)
-        for user, mech, cred in upserts:
-            self._users.setdefault(user, {})[mech] = cred
-        if self._zk is not None:
-            for user in dict.fromkeys([u for u, _ in deletes] + [u for u, _, _ in upserts]):
-                current = self._zk.get_entity_config("users", user)
-                merged = {k: v for k, v in current.items() if k not in MECHANISM_IDS}
-                merged.update({m: _to_kafka_string(c) for m, c in self._users.get(user, {}).items()})
-                self._zk.set_entity_config("users", user, merged, notify=True)
-            return
-        self._persist()
+    async def apply(self, upserts: list[tuple[str, str, ScramCredential]], deletes: list[tuple[str, str]]) -> None:
+        """Store the changes, then use them; KafkaError (nothing changed) when ZooKeeper failed."""
+        async with self.sequencer.lock:  # computed from, and applied over, the previous change
+            users = {u: dict(m) for u, m in self._users.items()}
+            for user, mech in deletes:
+                users.get(user, {}).pop(mech, None)
+                if not users.get(user, True):
+                    users.pop(user, None)
+            for user, mech, cred in upserts:
+                users.setdefault(user, {})[mech] = cred
+            if self._zk is not None:
+                touched = dict.fromkeys([u for u, _ in deletes] + [u for u, _, _ in upserts])
+                await zk_request(self._zk, self._write_users, self._zk, {u: users.get(u, {}) for u in touched})
+                self._users = users
+                return
+            self._users = users
+            self._persist()
+
+    @staticmethod
+    def _write_users(zk: EntityConfigs, creds: dict[str, UserCredentials]) -> None:  # a ZooKeeper thread
+        """Each user's ``/config/users/<user>`` with its SCRAM keys replaced (quota keys kept), announced."""
+        for user, mechs in creds.items():
+            current = zk.get_entity_config("users", user)
+            merged = {k: v for k, v in current.items() if k not in MECHANISM_IDS}
+            merged.update({m: _to_kafka_string(c) for m, c in mechs.items()})
+            zk.set_entity_config("users", user, merged, notify=True)
 
     def _persist(self) -> None:
         tmp = self.path.with_suffix(".tmp")

@@ -53,7 +53,7 @@ from protocol.api_keys import ApiKey
 
 from ..cluster.zk_data import CONFIG_IPS
 from ..config.properties import BrokerConfig
-from .zk_access import EntityChangeListener, EntityConfigs
+from .zk_access import EntityChangeListener, EntityConfigs, ZkSequencer, zk_request
 
 USER, CLIENT_ID, IP = "user", "client-id", "ip"
 PRODUCER_BYTE_RATE = "producer_byte_rate"
@@ -184,9 +184,17 @@ class Rate:
 class QuotaStore(Protocol):
     """Where quota configs are kept: a file beside the logs, or ZooKeeper in a cluster."""
 
-    def load(self) -> tuple[dict[Entity, dict[str, float]], IpConfigs]: ...
+    def load(self) -> tuple[dict[Entity, dict[str, float]], IpConfigs]:
+        """Every quota config (blocking: at start-up, before any client is served)."""
+        ...
 
-    def save(self, quotas: dict[Entity, dict[str, float]], ips: IpConfigs) -> None: ...
+    async def read(self) -> tuple[dict[Entity, dict[str, float]], IpConfigs]:
+        """:meth:`load` without blocking the event loop (a reload after a change notice)."""
+        ...
+
+    async def save(self, quotas: dict[Entity, dict[str, float]], ips: IpConfigs) -> None:
+        """Store every config; KafkaError (REQUEST_TIMED_OUT, ...) when the store could not be written."""
+        ...
 
 
 class FileQuotaStore:
@@ -211,7 +219,10 @@ class FileQuotaStore:
                 quotas[entity_from_path(p)] = cfg
         return quotas, ips
 
-    def save(self, quotas: dict[Entity, dict[str, float]], ips: IpConfigs) -> None:
+    async def read(self) -> tuple[dict[Entity, dict[str, float]], IpConfigs]:
+        return self.load()
+
+    async def save(self, quotas: dict[Entity, dict[str, float]], ips: IpConfigs) -> None:
         doc = {entity_path(e): {"version": 1, "config": {k: _fmt(v) for k, v in sorted(cfg.items())}}
                for e, cfg in quotas.items() if cfg}
         doc.update({ip_entity_path(ip): {"version": 1, "config": {k: _fmt(v) for k, v in sorted(cfg.items())}}
@@ -248,6 +259,19 @@ class ZkQuotaStore:
         return out
 
     def load(self) -> tuple[dict[Entity, dict[str, float]], IpConfigs]:
+        return self._remember(*self._read())
+
+    async def read(self) -> tuple[dict[Entity, dict[str, float]], IpConfigs]:
+        """On a ZooKeeper request thread; remembered (what a later save clears) on the loop."""
+        return self._remember(*await zk_request(self.zk, self._read))
+
+    def _remember(self, quotas: dict[Entity, dict[str, float]],
+                  ips: IpConfigs) -> tuple[dict[Entity, dict[str, float]], IpConfigs]:
+        self._written = set(quotas)
+        self._written_ips = set(ips)
+        return quotas, ips
+
+    def _read(self) -> tuple[dict[Entity, dict[str, float]], IpConfigs]:  # blocking
         out: dict[Entity, dict[str, float]] = {}
         for entity, etype, name in self._entity_nodes():
             cfg = {k: float(v) for k, v in self.zk.get_entity_config(etype, name).items() if k in QUOTA_KEYS}
@@ -259,20 +283,25 @@ class ZkQuotaStore:
             cfg = {k: float(v) for k, v in self.zk.get_entity_config(etype, name).items() if k in IP_QUOTA_KEYS}
             if cfg:
                 ips[ip_from_path(IPS_PREFIX + name)] = cfg
-        self._written = set(out)
-        self._written_ips = set(ips)
         return out, ips
 
-    def save(self, quotas: dict[Entity, dict[str, float]], ips: IpConfigs) -> None:
-        for ip in set(ips) | self._written_ips:
+    async def save(self, quotas: dict[Entity, dict[str, float]], ips: IpConfigs) -> None:
+        """Written on a ZooKeeper request thread (each changed node, then its change notice);
+        what this broker wrote is remembered on the loop once ZooKeeper took all of it."""
+        await zk_request(self.zk, self._save, quotas, ips, set(self._written), set(self._written_ips))
+        self._written_ips = {ip for ip, cfg in ips.items() if cfg}
+        self._written = {e for e, cfg in quotas.items() if cfg}
+
+    def _save(self, quotas: dict[Entity, dict[str, float]], ips: IpConfigs, written: set[Entity],
+              written_ips: set[str]) -> None:  # a ZooKeeper request thread
+        for ip in set(ips) | written_ips:
             etype, _, name = ip_entity_path(ip).removeprefix("/config/").partition("/")
             current = self.zk.get_entity_config(etype, name)
             merged = {k: v for k, v in current.items() if k not in IP_QUOTA_KEYS}
             merged.update({k: _fmt(v) for k, v in ips.get(ip, {}).items()})
             if merged != current:
                 self.zk.set_entity_config(etype, name, merged, notify=True)
-        self._written_ips = {ip for ip, cfg in ips.items() if cfg}
-        for entity in set(quotas) | self._written:
+        for entity in set(quotas) | written:
             path = entity_path(entity).removeprefix("/config/")
             etype, _, name = path.partition("/")
             current = self.zk.get_entity_config(etype, name)
@@ -280,7 +309,6 @@ class ZkQuotaStore:
             merged.update({k: _fmt(v) for k, v in quotas.get(entity, {}).items()})
             if merged != current:
                 self.zk.set_entity_config(etype, name, merged, notify=True)
-        self._written = {e for e, cfg in quotas.items() if cfg}
 
 
 def _fmt(v: float) -> str:
@@ -307,11 +335,21 @@ class ClientQuotaManager:
         self.enabled = False
         self._sensors: dict[tuple[str, Entity], Rate] = {}
         self._resolved: dict[tuple[str, str, str], _Resolved | None] = {}
+        self.sequencer = ZkSequencer("client quotas")
 
     def load(self) -> None:
+        """At start-up, before any client is served."""
         self.configs, self.ip_configs = self.store.load()
         self._changed()
         self._ips_changed()
+
+    def reload_soon(self) -> None:
+        """Another broker changed a quota: read them all off the loop, apply them here, in turn."""
+        async def reload() -> None:
+            self.configs, self.ip_configs = await self.store.read()
+            self._changed()
+            self._ips_changed()
+        self.sequencer.reload_soon(reload)
 
     def _changed(self) -> None:
         self.configs = {e: c for e, c in self.configs.items() if c}
@@ -462,25 +500,31 @@ class ClientQuotaManager:
             if not value > 0:
                 raise QuotaError(f"Quota {key} must be greater than 0")
 
-    def alter(self, changes: list[tuple[Entity | IpEntity, list[tuple[str, float, bool]]]]) -> None:
-        ips = False
-        for entity, ops in changes:
-            if isinstance(entity, IpEntity):
-                ips = True
-                cfg = self.ip_configs.setdefault(entity.ip, {})
-                ops = [(k, float(round(v)), r) for k, v, r in ops]  # INT, as Kafka stores it
-            else:
-                cfg = self.configs.setdefault(entity, {})
-            for key, value, remove in ops:
-                if remove:
-                    cfg.pop(key, None)
+    async def alter(self, changes: list[tuple[Entity | IpEntity, list[tuple[str, float, bool]]]]) -> None:
+        """Store the changes, then enforce them; KafkaError (nothing changed) when the store failed."""
+        async with self.sequencer.lock:  # computed from, and applied over, the previous change
+            configs = {e: dict(c) for e, c in self.configs.items()}
+            ip_configs = {ip: dict(c) for ip, c in self.ip_configs.items()}
+            ips = False
+            for entity, ops in changes:
+                if isinstance(entity, IpEntity):
+                    ips = True
+                    cfg = ip_configs.setdefault(entity.ip, {})
+                    ops = [(k, float(round(v)), r) for k, v, r in ops]  # INT, as Kafka stores it
                 else:
-                    cfg[key] = value
-        self._changed()
-        self.ip_configs = {ip: c for ip, c in self.ip_configs.items() if c}
-        self.store.save(self.configs, self.ip_configs)
-        if ips:
-            self._ips_changed()
+                    cfg = configs.setdefault(entity, {})
+                for key, value, remove in ops:
+                    if remove:
+                        cfg.pop(key, None)
+                    else:
+                        cfg[key] = value
+            configs = {e: c for e, c in configs.items() if c}
+            ip_configs = {ip: c for ip, c in ip_configs.items() if c}
+            await self.store.save(configs, ip_configs)  # durable first, then in force
+            self.configs, self.ip_configs = configs, ip_configs
+            self._changed()
+            if ips:
+                self._ips_changed()
 
 
 def configure_quotas(config: BrokerConfig, zk: EntityConfigs | None = None,
@@ -494,6 +538,6 @@ def configure_quotas(config: BrokerConfig, zk: EntityConfigs | None = None,
     if change_listeners is not None:
         def changed(kind: str, _name: str) -> None:
             if kind in ("users", "clients", "ips"):
-                q.load()
+                q.reload_soon()
         change_listeners.append(changed)
     return q

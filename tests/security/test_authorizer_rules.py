@@ -3,6 +3,7 @@ semantics one by one, filters, the file stores, the quota entity hierarchy and t
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -31,8 +32,8 @@ def authz(tmp_path: Path, *acls: tuple, super_users: tuple[str, ...] = (), every
     tmp_path.mkdir(parents=True, exist_ok=True)
     a = AclAuthorizer(FileAclStore(tmp_path / "acls.json"), super_users, everyone)
     a.load()
-    a.create_acls([make_binding(rt, name, pt, principal, host, op, perm)
-                   for rt, name, pt, principal, host, op, perm in acls])
+    asyncio.run(a.create_acls([make_binding(rt, name, pt, principal, host, op, perm)
+                               for rt, name, pt, principal, host, op, perm in acls]))
     return a
 
 
@@ -112,7 +113,7 @@ def test_filters_and_persistence(tmp_path: Path) -> None:
     assert f(T, "pay-eu", PatternType.MATCH) == 3  # the literal, the prefix and the wildcard
     assert f(T, "pay-eu", PatternType.ANY) == 1  # exact name, any pattern type
     assert f(T, None, PRE) == 1 and f(ResourceType.ANY, None, PatternType.ANY, "User:a") == 2
-    deleted = a.delete_acls([AclBindingFilter(T, None, PatternType.ANY, None, None, any_op, DENY)])
+    deleted = asyncio.run(a.delete_acls([AclBindingFilter(T, None, PatternType.ANY, None, None, any_op, DENY)]))
     assert [b.entry.principal for b in deleted[0]] == ["User:b"]
     doc = json.loads((tmp_path / "acls.json").read_text())
     assert doc["/kafka-acl-extended/prefixed/Topic/pay-"] == {"version": 1, "acls": [
@@ -128,11 +129,11 @@ def test_quota_entity_precedence(tmp_path: Path) -> None:
     q.load()
     assert not q.enabled
     key = "producer_byte_rate"
-    q.alter([((None, DEFAULT), [(key, 1.0, False)])])
+    asyncio.run(q.alter([((None, DEFAULT), [(key, 1.0, False)])]))
     assert q.enabled and q._resolve(key, "User:alice", "c")
     for entity, value in [((None, "c"), 2.0), ((DEFAULT, None), 3.0), ((DEFAULT, DEFAULT), 4.0), ((DEFAULT, "c"), 5.0),
                           (("alice", None), 6.0), (("alice", DEFAULT), 7.0), (("alice", "c"), 8.0)]:
-        q.alter([(entity, [(key, value, False)])])
+        asyncio.run(q.alter([(entity, [(key, value, False)])]))
         r = q._resolve(key, "User:alice", "c")
         assert r is not None and r.bound == value, (entity, r)
     r = q._resolve(key, "User:bob", "c")
