@@ -34,16 +34,19 @@ import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote
 
 from protocol.errors import InvalidConfigError, KafkaError
 
 from .cluster import zk_data as zd
 from .cluster.support import MetadataSupport
-from .cluster.zk.client import KafkaZkClient
 from .config.definitions import ConfigDef, ConfigSource, ConfigType
 from .config.properties import BrokerConfig
 from .config.resolution import Resolved
+
+if TYPE_CHECKING:  # a single broker imports no ZooKeeper client
+    from .cluster.zk.client import KafkaZkClient
 
 log = logging.getLogger("samsa.group_configs")
 

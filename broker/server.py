@@ -18,7 +18,7 @@ import signal
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from groupcoord.coordinator import GroupCoordinator
 from groupcoord.share.state import SHARE_STATE_TOPIC, ShareCoordinator
@@ -31,7 +31,6 @@ from .apis import RequestContext
 from .auto_topic_creation import ensure_internal_topic
 from .cluster.metadata import TopicRegistry
 from .cluster.support import LocalMetadataSupport, MetadataSupport
-from .cluster.zk.cluster import ZkMetadataSupport
 from .config.dynamic import DynamicBrokerConfigs
 from .config.properties import BrokerConfig, Listener
 from .coordinators.groups import start_group_coordinator
@@ -50,12 +49,15 @@ from .network.connection_quotas import ConnectionQuotas
 from .network.request_channel import RequestChannel
 from .replica.fetch_session import FetchSessionCache
 from .replica.replica_manager import ReplicaManager
-from .schema_registry import SchemaRegistry, start_schema_registry
 from .schema_registry.validation import stop_schema_view
 from .security.authorizer import AclAuthorizer, configure_authorizer
 from .security.manager import BrokerSecurity
 from .security.quotas import ClientQuotaManager, configure_quotas
 from .share.manager import ShareConfig, SharePartitionManager
+
+if TYPE_CHECKING:
+    from .cluster.zk.cluster import ZkMetadataSupport
+    from .schema_registry.server import SchemaRegistry
 
 log = logging.getLogger("samsa.server")
 
@@ -100,7 +102,13 @@ class Broker:
         # The one seam between single broker and cluster (Kafka's MetadataSupport). Cluster mode
         # (zookeeper.connect set): ZooKeeper holds the metadata and the controller decides leaders
         # (broker.cluster.zk.cluster); otherwise a single broker, a cluster of one.
-        zk_support = ZkMetadataSupport(self) if str(config.get("zookeeper.connect") or "").strip() else None
+        zk_support: ZkMetadataSupport | None = None
+        if str(config.get("zookeeper.connect") or "").strip():
+            # Only a cluster broker loads the ZooKeeper implementation (kazoo, the controller, the
+            # replica fetchers): ~15 ms of CPU at import that every single broker's start would pay.
+            from .cluster.zk.cluster import ZkMetadataSupport  # noqa: PLC0415
+
+            zk_support = ZkMetadataSupport(self)
         self.topics: TopicRegistry = zk_support.topics if zk_support is not None else \
             TopicRegistry(first_dir / "samsa-metadata.json")
         self.replica_manager = ReplicaManager(config, self.topics)
@@ -230,7 +238,12 @@ class Broker:
             running.append((type(sidecar).__name__, sidecar.stop))
         # Produce's schema id checks read _schemas through a view when no registry runs here
         running.append(("the schema validation view", lambda: stop_schema_view(self)))
-        self.schema_registry = await start_schema_registry(self)
+        if str(config.get("schema.registry.listeners") or "").strip():
+            # Only a broker that serves the registry loads it: its libraries (aiokafka, h11, fastavro,
+            # jsonschema, protobuf) cost ~100 ms of CPU at import, paid by every broker's start otherwise.
+            from .schema_registry.server import start_schema_registry  # noqa: PLC0415
+
+            self.schema_registry = await start_schema_registry(self)
 
     async def _stop_services(self) -> None:
         """:meth:`_start_services`' services, in reverse (the schema registry is stopped first,

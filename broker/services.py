@@ -13,7 +13,7 @@ root.
 from __future__ import annotations
 
 import asyncio
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from groupcoord.coordinator import GroupCoordinator
 from groupcoord.share.state import ShareCoordinator
@@ -29,11 +29,13 @@ from .metrics import BrokerMetrics
 from .network.connection_quotas import ConnectionQuotas
 from .replica.fetch_session import FetchSessionCache
 from .replica.replica_manager import ReplicaManager
-from .schema_registry import SchemaRegistry
 from .security.authorizer import AclAuthorizer
 from .security.manager import BrokerSecurity
 from .security.quotas import ClientQuotaManager
 from .share.manager import SharePartitionManager
+
+if TYPE_CHECKING:  # loaded only by a broker that serves the registry
+    from .schema_registry.server import SchemaRegistry
 
 
 class BrokerServices(Protocol):

@@ -9,7 +9,7 @@ import signal
 import sys
 from pathlib import Path
 
-from ..schema_registry import SchemaRegistry, parse_listener, standalone_security
+from ..schema_registry.server import SchemaRegistry, parse_listener, standalone_security
 from ..schema_registry.store import client_options
 
 

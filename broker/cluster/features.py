@@ -26,10 +26,13 @@ import logging
 import os
 import weakref
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .support import ClusterBroker
-from .zk.client import KafkaZkClient
 from .zk_data import FEATURE as FEATURE_ZNODE
+
+if TYPE_CHECKING:  # a single broker imports no ZooKeeper client
+    from .zk.client import KafkaZkClient
 
 log = logging.getLogger("samsa.features")
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from kafka.protocol.api_message import ApiMessage
 
@@ -32,8 +32,10 @@ from ..replica.replica_manager import ReplicaManager, TopicPartition
 from ..security.listeners import protocol_map
 from .metadata import TopicInfo, TopicRegistry
 from .metadata_cache import PartitionMetadata
-from .zk.client import KafkaZkClient
 from .zk_data import BrokerEndpoint, BrokerInfo
+
+if TYPE_CHECKING:  # a single broker imports no ZooKeeper client
+    from .zk.client import KafkaZkClient
 
 # (code, message) of one partition's answer
 PartitionResult = tuple[ErrorCode, str | None]

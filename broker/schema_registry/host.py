@@ -18,7 +18,7 @@ from .store import ClientOptions, KafkaStore, client_options
 
 
 class RunningRegistry(Protocol):
-    """A registry served by this broker (:class:`~broker.schema_registry.SchemaRegistry`)."""
+    """A registry served by this broker (:class:`~broker.schema_registry.server.SchemaRegistry`)."""
 
     state: RegistryState
     store: KafkaStore

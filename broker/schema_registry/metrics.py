@@ -21,7 +21,7 @@ from .store import KafkaStore
 
 
 class MeasuredRegistry(Protocol):
-    """What the metrics read of a running registry (:class:`~broker.schema_registry.SchemaRegistry`)."""
+    """What the metrics read of a running registry (:class:`~broker.schema_registry.server.SchemaRegistry`)."""
 
     state: RegistryState
     store: KafkaStore

@@ -16,7 +16,7 @@ A null key or value (a tombstone) is not checked. Anything else fails the whole 
 INVALID_RECORD and a record error naming each failing record (KIP-467), as those brokers do.
 
 Every broker validates, whether or not it serves the registry (``schema.registry.listeners``):
-a broker that does not keeps a read-only view of ``_schemas`` (:class:`SchemaIdView`: the
+a broker that does not keeps a read-only view of ``_schemas`` (:class:`~.schema_ids.SchemaIdView`: the
 registry's own reader and replay, without a producer, an election or an HTTP listener), started
 the first time a topic it leads asks for validation. This is Redpanda's way (every node reads the
 registry's topic and checks ids locally) rather than Confluent Server's (each broker asks a
@@ -28,34 +28,26 @@ node is accepted, as Redpanda re-reads its store on a miss.
 
 The produce path makes two calls: :func:`prepare_schema_validation` (async, before the append)
 and :func:`validate_schema_ids` (in the append). Both cost one dict lookup per partition when no
-validation is configured; records are decoded only on topics that ask for it.
+validation is configured; records are decoded only on topics that ask for it. This module
+imports nothing of the registry: the checks, the view and what they need (aiokafka, the schema
+parsers) are in :mod:`.schema_ids`, loaded when a topic first asks for validation, so a broker
+whose topics validate nothing does not pay their import (about 100 ms of CPU).
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
-import logging
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from log.validator import RecordValidationError, iter_records
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records import ValidatedRecords, read_varint, validate_batches
-
-from .errors import RegistryError
-from .host import BrokerHost, kafka_client_settings
-from .service import parse_stored
-from .state import RegistryState, StoredSchema
-from .store import ClientOptions, KafkaStore
+from protocol.errors import KafkaError
+from protocol.records import ValidatedRecords
 
 if TYPE_CHECKING:
     from log.config import LogConfig
 
-RawRecords = bytes | bytearray | memoryview  # a partition's records as the producer sent them
-
-log = logging.getLogger("samsa.schema_registry")
+    from .host import BrokerHost
+    from .schema_ids import RawRecords, SchemaIdChecker
 
 _ON = ("true",)
 
@@ -75,81 +67,32 @@ def _parts(others: dict[str, str]) -> list[str]:
     return [p for p in ("key", "value") if _enabled(others, p)] if others else []
 
 
-class SchemaIdView:
-    """A broker's read-only copy of the registry's state, read from ``_schemas`` (see above)."""
-
-    def __init__(self, bootstrap: str, options: ClientOptions) -> None:
-        self.state = RegistryState()
-        self.store = KafkaStore(bootstrap, self.state, client_options=options, read_only=True, timeout_s=30.0)
-        self._started = False
-        self._lock = asyncio.Lock()
-        self._retry_at = 0.0  # after a failed start, when to try again (not on every produce)
-
-    async def ready(self) -> bool:
-        """Started and caught up with ``_schemas``; False (logged) while it cannot be read."""
-        async with self._lock:
-            loop = asyncio.get_running_loop()
-            if not self._started and loop.time() < self._retry_at:
-                return False
-            try:
-                if not self._started:
-                    await self.store.start()
-                    self._started = True
-                    log.info("Schema validation: reading %s at %s for this broker's schema id checks",
-                             self.store.topic, self.store.bootstrap)
-                await self.store.wait_ready()
-                return True
-            except Exception as e:  # RegistryError, or whatever aiokafka raises connecting
-                log.warning("Schema validation: cannot read %s yet: %s", self.store.topic, e)
-                if not self._started:
-                    self._retry_at = loop.time() + 5.0
-                    await self.store.stop()
-                    self.store = KafkaStore(self.store.bootstrap, self.state, client_options=self.store.options,
-                                            read_only=True, timeout_s=30.0)
-                return False
-
-    async def stop(self) -> None:
-        await self.store.stop()
+_CHECKERS: weakref.WeakKeyDictionary[BrokerHost, SchemaIdChecker] = weakref.WeakKeyDictionary()
 
 
-_VIEWS: weakref.WeakKeyDictionary[BrokerHost, SchemaIdView] = weakref.WeakKeyDictionary()
+def _checker(broker: BrokerHost) -> SchemaIdChecker:
+    checker = _CHECKERS.get(broker)
+    if checker is None:
+        # Loaded when a topic first asks for schema id validation: the registry's Kafka client
+        # (aiokafka) and schema parsers (fastavro, jsonschema, protobuf) it brings cost ~100 ms of
+        # CPU at import, which every broker whose topics validate nothing would pay at start.
+        from .schema_ids import SchemaIdChecker  # noqa: PLC0415
 
-
-async def _source(broker: BrokerHost) -> tuple[RegistryState, KafkaStore] | None:
-    """The state schema ids are checked against: this broker's registry's, else its view's."""
-    sr = broker.schema_registry
-    if sr is not None:
-        return (sr.state, sr.store) if sr.store.ready.is_set() else None
-    view = _VIEWS.get(broker)
-    if view is None:
-        try:
-            bootstrap, options = kafka_client_settings(broker)
-        except ValueError as e:
-            log.error("Schema validation: %s", e)
-            return None
-        view = _VIEWS[broker] = SchemaIdView(bootstrap, options)
-    return (view.state, view.store) if await view.ready() else None
-
-
-def _state(broker: BrokerHost) -> RegistryState | None:
-    sr = broker.schema_registry
-    if sr is not None:
-        return sr.state if sr.store.ready.is_set() else None
-    view = _VIEWS.get(broker)
-    return view.state if view is not None and view.store.ready.is_set() else None
+        checker = _CHECKERS[broker] = SchemaIdChecker()
+    return checker
 
 
 async def stop_schema_view(broker: BrokerHost) -> None:
-    view = _VIEWS.pop(broker, None)
-    if view is not None:
-        await view.stop()
+    checker = _CHECKERS.pop(broker, None)
+    if checker is not None:
+        await checker.stop()
 
 
 async def prepare_schema_validation(broker: BrokerHost, entries: Sequence[tuple[str, int, RawRecords | None]]) -> None:
     """Before a produce's append: where a partition's topic validates schema ids, make sure the
     ids its records name are known if they are registered (reading ``_schemas`` to its end once
     when one is not). Malformed records are left to the append's own validation."""
-    source: tuple[RegistryState, KafkaStore] | None = None
+    wanted: list[tuple[RawRecords, LogConfig, list[str]]] = []
     for topic, index, raw in entries:
         if raw is None:
             continue
@@ -158,93 +101,14 @@ async def prepare_schema_validation(broker: BrokerHost, entries: Sequence[tuple[
         except KafkaError:
             continue
         parts = _parts(cfg.others)
-        if not parts:
-            continue
-        if source is None:
-            source = await _source(broker)
-            if source is None:
-                return
-        st, store = source
-        try:
-            records = validate_batches(raw, max_batch_bytes=cfg.max_message_bytes)
-            ids = {int.from_bytes(d[1:5], "big") for _, key, value in _records(records)
-                   for d in ((key if p == "key" else value) for p in parts) if d is not None and len(d) >= 5}
-        except (KafkaError, ValueError, IndexError):
-            continue
-        if ids - st.schemas.keys():
-            try:
-                await store.catch_up()
-            except RegistryError as e:
-                log.warning("Schema validation: cannot read %s to its end: %s", store.topic, e.message)
-            return  # read to the end once per request is enough
+        if parts:
+            wanted.append((raw, cfg, parts))
+    if wanted:
+        await _checker(broker).prepare(broker, wanted)
 
 
 def validate_schema_ids(broker: BrokerHost, topic: str, records: ValidatedRecords, config: LogConfig) -> None:
     """Raise RecordValidationError (INVALID_RECORD) if a record lacks a valid schema id."""
     parts = _parts(config.others)
-    if not parts:
-        return
-    st = _state(broker)
-    errors: list[tuple[int, str]] = []
-    for index, key, value in _records(records):
-        for part in parts:
-            data = key if part == "key" else value
-            if data is None:
-                continue
-            problem = "the _schemas topic cannot be read by this broker" \
-                if st is None else _check(st, topic, part, _strategy(config.others, part), data)
-            if problem is not None:
-                errors.append((index, f"This record has failed the validation on broker and hence will be "
-                                      f"rejected: {problem}"))
-                break
-    if errors:
-        shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in errors[:3])
-        raise RecordValidationError(ErrorCode.INVALID_RECORD,
-                                    f"One or more records have been rejected due to {len(errors)} record errors "
-                                    f"in total, and only showing the first three errors at most: [{shown}]", errors)
-
-
-def _check(st: RegistryState, topic: str, part: str, strategy: str, data: bytes) -> str | None:
-    if len(data) < 5 or data[0] != 0:
-        return f"the {part} does not start with the magic byte 0 and a schema id"
-    schema_id = int.from_bytes(data[1:5], "big")
-    stored = st.schemas.get(schema_id)
-    if stored is None:
-        return f"the {part}'s schema id {schema_id} is not registered"
-    if strategy == "TopicNameStrategy":
-        subject = f"{topic}-{part}"
-    else:
-        name = _record_name(st, stored)
-        if name is None:
-            return f"the {part}'s schema {schema_id} has no record name for {strategy}"
-        subject = name if strategy == "RecordNameStrategy" else f"{topic}-{name}"
-    if not any(sv.schema_id == schema_id for sv in st.versions(subject)):
-        return f"the {part}'s schema id {schema_id} is not registered under subject {subject}"
-    return None
-
-
-def _record_name(st: RegistryState, stored: StoredSchema) -> str | None:
-    try:
-        parsed = parse_stored(st, stored)
-    except RegistryError:
-        return None
-    if stored.schema_type == "AVRO":
-        name = parsed.doc.get("name") if isinstance(parsed.doc, dict) else None
-        return name if isinstance(name, str) else None
-    if stored.schema_type == "PROTOBUF":
-        fdp = parsed.descriptor
-        if not fdp.message_type:
-            return None
-        return f"{fdp.package}.{fdp.message_type[0].name}" if fdp.package else fdp.message_type[0].name
-    title = parsed.doc.get("title") if isinstance(parsed.doc, dict) else None
-    return title if isinstance(title, str) else json.dumps(title) if title is not None else None
-
-
-def _records(records: ValidatedRecords) -> Iterator[tuple[int, bytes | None, bytes | None]]:
-    """(index in its batch, key, value) of every record (the lengths were validated before)."""
-    for h in records.batches:
-        for index, _ts, _od, klen, raw, p in iter_records(records.buffer, h):
-            key = None if klen < 0 else bytes(raw[p:p + klen])
-            p += max(klen, 0)
-            vlen, p = read_varint(raw, p)
-            yield index, key, None if vlen < 0 else bytes(raw[p:p + vlen])
+    if parts:
+        _checker(broker).validate(broker, topic, records, parts, {p: _strategy(config.others, p) for p in parts})

@@ -20,9 +20,9 @@ from typing import Any
 
 from confluent_kafka.schema_registry import SchemaRegistryClient
 
-from broker.schema_registry import forward_ssl_context
 from broker.schema_registry.election import forward
 from broker.schema_registry.http import Request
+from broker.schema_registry.server import forward_ssl_context
 from tests.support.brokers import REPO_ROOT
 from tests.support.net import free_port, wait_until
 from tests.support.schema_registry import RegistryHttp
