@@ -41,21 +41,22 @@ if TYPE_CHECKING:
 log = logging.getLogger("samsa.security")
 
 
-def _tls() -> ModuleType:
-    """broker/security/tls.py, loaded by the first TLS listener for the reason _openssl gives: it
-    imports cryptography's x509 and PKCS12 and, through openssl.py, pyOpenSSL."""
-    from . import tls  # noqa: PLC0415
+def _tls_modules() -> tuple[ModuleType, ModuleType]:
+    """broker/security/tls.py and openssl_transport.py, loaded by the first TLS listener: they
+    import pyOpenSSL and cryptography's x509 and PKCS12, ~50 ms (python -X importtime on a quiet
+    machine) that a PLAINTEXT-only broker, such as every embedded test broker (broker/testing),
+    does not pay."""
+    from . import openssl_transport, tls  # noqa: PLC0415
 
-    return tls
+    return tls, openssl_transport
+
+
+def _tls() -> ModuleType:
+    return _tls_modules()[0]
 
 
 def _openssl() -> ModuleType:
-    """broker/security/openssl_transport.py, loaded by the first TLS listener: it imports pyOpenSSL
-    and cryptography's x509, ~50 ms (python -X importtime on a quiet machine) that a PLAINTEXT-only
-    broker, such as every embedded test broker (broker/testing), does not pay."""
-    from . import openssl_transport  # noqa: PLC0415
-
-    return openssl_transport
+    return _tls_modules()[1]
 
 
 class ListenerSecurity:
