@@ -1,6 +1,6 @@
 """What the registry uses of the broker it runs in, as Protocols: the composition root
-(broker/server.py) hands itself to :func:`~broker.schema_registry.start` and to the produce
-path's validation, and the registry reads only these parts of it."""
+(broker/server.py) hands itself to :func:`~broker.schema_registry.server.start_schema_registry`
+and to the produce path's validation, and the registry reads only these parts of it."""
 
 from __future__ import annotations
 
