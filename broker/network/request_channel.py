@@ -223,13 +223,13 @@ class RequestChannel(Generic[CtxT]):
         header = ctx.header
         if response is None:
             return None
-        if isinstance(response, EncodedResponse):
-            return response.chunks
-        if self.host.metrics is not None:  # RequestMetrics ErrorsPerSec: one walk of the response's structs
-            note_errors(response_error_counts(response))
         if request_log.isEnabledFor(logging.DEBUG):
             request_log.debug("%s v%d corr=%d client=%r", spec.name, header.api_version,
                               header.correlation_id, header.client_id)
+        if isinstance(response, EncodedResponse):  # the handler noted its error counts
+            return response.chunks
+        if self.host.metrics is not None:  # RequestMetrics ErrorsPerSec: one walk of the response's structs
+            note_errors(response_error_counts(response))
         try:
             return encode_response(header.api_key, header.api_version, header.correlation_id, response)
         except Exception:
