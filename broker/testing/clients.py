@@ -16,11 +16,9 @@ from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
-from kafka.consumer.fetcher import ConsumerRecord
-from kafka.structs import TopicPartition
 
 from .embedded import SamsaBroker
-from .helpers import Admin, GroupDescription
+from .helpers import KafkaHelpers
 
 if TYPE_CHECKING:
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
@@ -34,36 +32,16 @@ EMBEDDED_ONLY = ("inject", "delay", "drop_response", "close_connection", "reques
                  "pause", "resume", "faults", "leader")
 
 
-class ExternalKafka:
+class ExternalKafka(KafkaHelpers):
     """An external Kafka behind the same helpers as SamsaBroker (faults and restarts: skipped)."""
 
     def __init__(self, bootstrap_servers: str) -> None:
-        self.bootstrap_servers = bootstrap_servers
-        self._admin: Admin | None = None
+        self._bootstrap_servers = bootstrap_servers
+        self._admin = None
 
     @property
-    def admin(self) -> Admin:
-        if self._admin is None:
-            self._admin = Admin(self.bootstrap_servers)
-        return self._admin
-
-    def create_topic(self, name: str | None = None, partitions: int = 1, replication_factor: int = 1,
-                     configs: Mapping[str, object] | None = None) -> str:
-        name = name or f"test-{uuid.uuid4().hex[:12]}"
-        self.admin.create_topic(name, partitions, replication_factor, configs or {})
-        return name
-
-    def delete_topic(self, name: str) -> None:
-        self.admin.delete_topic(name)
-
-    def records(self, topic: str, partition: int | None = None, timeout: float = 10.0) -> list[ConsumerRecord]:
-        return self.admin.records(topic, partition, timeout)
-
-    def committed_offsets(self, group: str) -> dict[TopicPartition, int]:
-        return self.admin.committed_offsets(group)
-
-    def wait_group_stable(self, group: str, timeout: float = 30.0, members: int | None = None) -> GroupDescription:
-        return self.admin.wait_group_stable(group, timeout, members)
+    def bootstrap_servers(self) -> str:
+        return self._bootstrap_servers
 
     def clear_faults(self) -> None:
         pass
@@ -72,9 +50,7 @@ class ExternalKafka:
         pass
 
     def stop(self) -> None:
-        if self._admin is not None:
-            self._admin.close()
-            self._admin = None
+        self._close_admin()
 
     def __getattr__(self, name: str) -> NoReturn:
         if name in EMBEDDED_ONLY:

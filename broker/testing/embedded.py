@@ -37,13 +37,9 @@ import socket
 import tempfile
 import threading
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-from kafka.consumer.fetcher import ConsumerRecord
-from kafka.structs import TopicPartition
 
 from log.log import Log
 
@@ -53,7 +49,7 @@ from ..hooks import Fault, HookedRequest
 from ..server import Broker
 from .cluster import ClusterRule, EmbeddedCluster
 from .faults import FaultPlan, RecordedRequest, Rule, api_key, error_code
-from .helpers import Admin, GroupDescription
+from .helpers import KafkaHelpers
 
 try:
     import uvloop
@@ -86,7 +82,7 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
-class SamsaBroker:
+class SamsaBroker(KafkaHelpers):
     """One Samsa broker on a free port with its data in a temporary folder.
 
     ``properties`` are broker properties with Kafka's names (``num.partitions``,
@@ -119,7 +115,7 @@ class SamsaBroker:
         self._stop: asyncio.Event | None = None
         self._paused: threading.Event | None = None
         self._cluster: EmbeddedCluster | None = None
-        self._admin: Admin | None = None
+        self._admin = None
         self.startup_seconds = 0.0
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -427,41 +423,6 @@ class SamsaBroker:
         self.faults.clear_requests()
 
     # --- helpers over the Kafka protocol -----------------------------------------------------
-    @property
-    def admin(self) -> Admin:
-        """kafka-python's admin client (and consumers) bound to this broker (created on first use)."""
-        if self._admin is None:
-            self._admin = Admin(self.bootstrap_servers)
-        return self._admin
-
-    def _close_admin(self) -> None:
-        if self._admin is not None:
-            self._admin.close()
-            self._admin = None
-
-    def create_topic(self, name: str | None = None, partitions: int = 1, replication_factor: int = 1,
-                     configs: Mapping[str, object] | None = None) -> str:
-        """Create a topic (a fresh unique name if none is given) and return its name."""
-        name = name or f"test-{uuid.uuid4().hex[:12]}"
-        self.admin.create_topic(name, partitions, replication_factor, configs or {})
-        return name
-
-    def delete_topic(self, name: str) -> None:
-        self.admin.delete_topic(name)
-
-    def records(self, topic: str, partition: int | None = None, timeout: float = 10.0) -> list[ConsumerRecord]:
-        """Every record of a topic (or one partition) from its start to its end offset now,
-        as kafka-python ConsumerRecords (partition by partition, in offset order)."""
-        return self.admin.records(topic, partition, timeout)
-
-    def committed_offsets(self, group: str) -> dict[TopicPartition, int]:
-        """{TopicPartition: offset} the group has committed."""
-        return self.admin.committed_offsets(group)
-
-    def wait_group_stable(self, group: str, timeout: float = 30.0, members: int | None = None) -> GroupDescription:
-        """Wait until the group is Stable (with ``members`` members if given); return its description."""
-        return self.admin.wait_group_stable(group, timeout, members)
-
     def leader(self, topic: str, partition: int = 0) -> int:
         """The broker id leading a partition now (-1: none), from Metadata."""
         return self.admin.leader(topic, partition)

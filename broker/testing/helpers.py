@@ -4,6 +4,7 @@ against the embedded broker and against an external Kafka (``--samsa-bootstrap``
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Mapping
 
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
@@ -93,3 +94,49 @@ class Admin:
                 raise TimeoutError(f"group {group!r} not Stable{'' if members is None else f' with {members} members'}"
                                    f" after {timeout} s: state {state!r}, {count} members")
             time.sleep(0.05)
+
+
+class KafkaHelpers:
+    """The helpers a test asserts with, over the Kafka protocol through one :class:`Admin`: shared by
+    :class:`~broker.testing.SamsaBroker` and the plugin's external Kafka (``--samsa-bootstrap``)."""
+
+    _admin: Admin | None = None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def admin(self) -> Admin:
+        """kafka-python's admin client (and consumers) bound to this broker (created on first use)."""
+        if self._admin is None:
+            self._admin = Admin(self.bootstrap_servers)
+        return self._admin
+
+    def _close_admin(self) -> None:
+        if self._admin is not None:
+            self._admin.close()
+            self._admin = None
+
+    def create_topic(self, name: str | None = None, partitions: int = 1, replication_factor: int = 1,
+                     configs: Mapping[str, object] | None = None) -> str:
+        """Create a topic (a fresh unique name if none is given) and return its name."""
+        name = name or f"test-{uuid.uuid4().hex[:12]}"
+        self.admin.create_topic(name, partitions, replication_factor, configs or {})
+        return name
+
+    def delete_topic(self, name: str) -> None:
+        self.admin.delete_topic(name)
+
+    def records(self, topic: str, partition: int | None = None, timeout: float = 10.0) -> list[ConsumerRecord]:
+        """Every record of a topic (or one partition) from its start to its end offset now,
+        as kafka-python ConsumerRecords (partition by partition, in offset order)."""
+        return self.admin.records(topic, partition, timeout)
+
+    def committed_offsets(self, group: str) -> dict[TopicPartition, int]:
+        """{TopicPartition: offset} the group has committed."""
+        return self.admin.committed_offsets(group)
+
+    def wait_group_stable(self, group: str, timeout: float = 30.0, members: int | None = None) -> GroupDescription:
+        """Wait until the group is Stable (with ``members`` members if given); return its description."""
+        return self.admin.wait_group_stable(group, timeout, members)
