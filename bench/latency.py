@@ -1,24 +1,26 @@
 #!/usr/bin/env python3
 """Latency at a fixed rate, in the OpenMessaging Benchmark's manner.
 
-One confluent-kafka (librdkafka) producer sends ``--sizes``-byte messages at each of ``--rates``
-msg/s to a fresh 3-partition topic, paced by sleeping until each message's *intended* send time
-(never busy-waiting: a message whose time has come is sent, then the producer sleeps until the
-next one is due). Every message carries its intended send time, so two latencies are measured
-from it, free of coordinated omission (a broker that falls behind shows up as latency, not as
-a slower send loop):
+One producer sends ``--sizes``-byte messages at each of ``--rates`` msg/s to a fresh 3-partition
+topic, round-robin over the partitions, paced by sleeping until each message's *intended* send
+time (never busy-waiting: a message whose time has come is sent, then the producer sleeps until
+the next one is due). Every message carries its intended send time (8 bytes, little-endian
+CLOCK_MONOTONIC ns), so two latencies are measured from it, free of coordinated omission (a
+broker that falls behind shows up as latency, not as a slower send loop):
 
-* **ack**: intended send time -> the delivery report (the producer's acknowledgement), taken by
-  a thread blocked in ``poll`` as an application would;
-* **e2e**: intended send time -> a consumer (its own process, assigned every partition, librdkafka
-  defaults: ``fetch.wait.max.ms`` 500, ``fetch.min.bytes`` 1) receives the message.
+* **ack**: intended send time -> the producer's acknowledgement, measured by the producer's client
+  (``--client``): confluent-kafka's delivery report, taken by a thread blocked in ``poll`` as an
+  application would, or the Java client's send callback;
+* **e2e**: intended send time -> a consumer receives the message, measured in both cases by a
+  confluent-kafka (librdkafka) consumer in its own Python process (assigned every partition,
+  librdkafka defaults: ``fetch.wait.max.ms`` 500, ``fetch.min.bytes`` 1).
 
 Both go into HDR histograms (the ``hdrhistogram`` package, microsecond resolution, 3 significant
 digits) after a ``--warmup`` period whose samples are dropped; the table gives p50, p90, p99,
 p99.9 and max in milliseconds, the achieved acknowledged rate (``ack/s``: whether the broker
-sustains the requested rate), the CPU the brokers (and ZooKeeper) and this client process
-used, as % of one core, and the load average before and after each case (the machine may be
-shared: read the figures beside it).
+sustains the requested rate), the CPU the brokers (and ZooKeeper) and the client processes
+(producer, JVM for ``java``, and consumer) used, as % of one core, and the load average before
+and after each case (the machine may be shared: read the figures beside it).
 
 Targets (``--targets``):
 
@@ -28,14 +30,27 @@ Targets (``--targets``):
   ``min.insync.replicas=2``, acks=all;
 * ``samsa3-1``: the same cluster, acks=1.
 
-The producer is librdkafka with ``linger.ms`` 0 and idempotence for acks=all (as issue 26's
-measurements), without it for acks=1. ``--plot`` writes a PNG of the ack and e2e percentiles
-against the rate, one line per target and size.
+Producer clients (``--client``, a comma list runs each case with each client in turn, and the
+rows say which client produced):
+
+* ``confluent`` (default): librdkafka through confluent-kafka, ``linger.ms`` 0, idempotent for
+  acks=all (as issue 26's measurements), not for acks=1;
+* ``java``: kafka-clients 3.9.1 (the jars of ``tests/support/jars.py``), the same settings,
+  running bench/java/LatencyProducer.java (compiled with ``javac`` at start) in a small JVM.
+
+Why both: librdkafka's idempotent producer allows 5 in-flight *messages* per partition
+(``RD_KAFKA_IDEMP_MAX_INFLIGHT``), and with ``linger.ms`` 0 its broker threads busy-wait while
+that window is full, so at 10k msg/s on RF 3 the client itself takes over a core and the brokers
+wait in the run queue of this 2-core machine. The Java client (what OpenMessaging Benchmark and
+Kafka's published figures use) blocks instead, which separates the broker's latency from the
+client's. ``--plot`` writes a PNG of the ack and e2e percentiles against the rate, one line per
+target, client and size.
 
 Usage::
 
     python bench/latency.py                                   # everything, ~15 minutes
     python bench/latency.py --targets samsa3-all --rates 1000,10000 --sizes 100 --seconds 10
+    python bench/latency.py --targets samsa3-all --rates 10000 --sizes 100 --client confluent,java
     python bench/latency.py --json out.json --plot latency.png
 
 It is a script, not a test: nothing here asserts a latency.
@@ -48,8 +63,10 @@ import json
 import logging
 import multiprocessing as mp
 import os
-import resource
+import queue
+import shutil
 import struct
+import subprocess
 import sys
 import tempfile
 import threading
@@ -57,18 +74,22 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from multiprocessing.queues import Queue as MpQueue
+from multiprocessing.sharedctypes import Synchronized
+from multiprocessing.synchronize import Event as MpEvent
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 import psutil  # noqa: E402
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition  # noqa: E402
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 from hdrh.histogram import HdrHistogram  # noqa: E402
 
+from tests.support import jars  # noqa: E402
 from tests.support.brokers import SamsaBroker, TansuBroker  # noqa: E402
 from tests.support.cluster import SamsaCluster  # noqa: E402
 
@@ -77,17 +98,27 @@ quiet.addHandler(logging.NullHandler())
 quiet.propagate = False
 
 TARGETS = ("samsa", "tansu", "samsa3-all", "samsa3-1")
+CLIENTS = ("confluent", "java")
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)
-STAMP = struct.Struct("<q")  # the intended send time, CLOCK_MONOTONIC ns (system-wide on Linux)
+# The intended send time, CLOCK_MONOTONIC ns (system-wide on Linux): Python's time.monotonic_ns() and,
+# in the Java producer, System.nanoTime() (HotSpot reads CLOCK_MONOTONIC on Linux; java_producer checks
+# it at every start, and on the bench machine a JVM's first nanoTime() fell 28-31 ms after a
+# monotonic_ns() taken before starting it and 4 ms before one taken after it exited).
+STAMP = struct.Struct("<q")
+JAVA_SOURCE = Path(__file__).resolve().parent / "java" / "LatencyProducer.java"
+# Small heap, serial GC, C1 only: the JVM shares 2 cores with the brokers (tests/support/java.py's flags).
+JVM_FLAGS = ["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
+
+T = TypeVar("T")
 
 
-def csv(kind: Callable[[str], Any], allowed: tuple[str, ...] | None = None) -> Callable[[str], list[Any]]:
-    def parse(s: str) -> list[Any]:
+def csv(kind: Callable[[str], T], allowed: tuple[T, ...] | None = None) -> Callable[[str], list[T]]:
+    def parse(s: str) -> list[T]:
         out = [kind(x.strip()) for x in s.split(",") if x.strip()]
         if allowed is not None:
             for x in out:
                 if x not in allowed:
-                    raise argparse.ArgumentTypeError(f"{x!r} is not one of {', '.join(allowed)}")
+                    raise argparse.ArgumentTypeError(f"{x!r} is not one of {', '.join(map(str, allowed))}")
         return out
     return parse
 
@@ -115,10 +146,22 @@ class Result:
     acked_per_s: float = 0.0
     errors: int = 0
     broker_cpu: float = 0.0  # % of one core, brokers + ZooKeeper
-    client_cpu: float = 0.0  # % of one core, producer and consumer processes
+    client_cpu: float = 0.0  # % of one core, producer (the JVM for java) and consumer processes
     load_before: float = 0.0
     load_after: float = 0.0
     error: str | None = None
+    client: str = "confluent"  # the producer's client: confluent or java
+
+
+def cpu_seconds(procs: list[psutil.Process]) -> float:
+    total = 0.0
+    for p in procs:
+        try:
+            t = p.cpu_times()
+            total += t.user + t.system
+        except psutil.Error:
+            pass
+    return total
 
 
 class Target:
@@ -148,14 +191,7 @@ class Target:
         print(f"# started {name} at {self.bootstrap}", file=sys.stderr)
 
     def cpu_seconds(self) -> float:
-        total = 0.0
-        for p in self.procs:
-            try:
-                t = p.cpu_times()
-                total += t.user + t.system
-            except psutil.Error:
-                pass
-        return total
+        return cpu_seconds(self.procs)
 
     def close(self) -> None:
         if self.cluster is not None:
@@ -165,7 +201,7 @@ class Target:
 
 
 def create_topic(target: Target, topic: str, partitions: int) -> None:
-    a = AdminClient({"bootstrap.servers": target.bootstrap, "logger": quiet})
+    a = AdminClient({"bootstrap.servers": target.bootstrap}, logger=quiet)
     cfg = {"min.insync.replicas": "2"} if target.rf == 3 else {}
     for f in a.create_topics([NewTopic(topic, partitions, target.rf, config=cfg)]).values():
         f.result(30)
@@ -183,7 +219,7 @@ def create_topic(target: Target, topic: str, partitions: int) -> None:
 
 
 def delete_topic(target: Target, topic: str) -> None:
-    a = AdminClient({"bootstrap.servers": target.bootstrap, "logger": quiet})
+    a = AdminClient({"bootstrap.servers": target.bootstrap}, logger=quiet)
     try:
         for f in a.delete_topics([topic]).values():
             f.result(30)
@@ -191,13 +227,60 @@ def delete_topic(target: Target, topic: str) -> None:
         print(f"# could not delete {topic}: {e}", file=sys.stderr)
 
 
+@dataclass
+class Case:
+    """One measurement: where, what, how fast, for how long."""
+
+    target: Target
+    topic: str
+    size: int
+    rate: int
+    seconds: float
+    warmup: float
+    partitions: int
+
+
+@dataclass
+class Produced:
+    """What a producer run hands back: ack latencies, counts, and CPU over the measured phase."""
+
+    ack: HdrHistogram
+    sent: int
+    acked: int
+    errors: int
+    wall: float  # seconds from the first measured message to the last acknowledgement
+    broker_cpu: float  # CPU seconds in that time
+    client_cpu: float
+
+
+class Snapshots:
+    """Monotonic time and the CPU seconds of the brokers and of the client processes, taken at the
+    start and the end of the measured phase."""
+
+    def __init__(self, target: Target, client_pids: list[int]) -> None:
+        self.target = target
+        self.client = [psutil.Process(p) for p in client_pids]
+        self.start = (0, 0.0, 0.0)
+
+    def take(self) -> tuple[int, float, float]:
+        return time.monotonic_ns(), self.target.cpu_seconds(), cpu_seconds(self.client)
+
+    def begin(self) -> None:
+        self.start = self.take()
+
+    def produced(self, ack: HdrHistogram, sent: int, acked: int, errors: int) -> Produced:
+        t1, b1, c1 = self.take()
+        t0, b0, c0 = self.start
+        return Produced(ack, sent, acked, errors, (t1 - t0) / 1e9, b1 - b0, c1 - c0)
+
+
 def run_case(target: Target, size: int, rate: int, seconds: float, warmup: float,
-             partitions: int) -> Result:
-    res = Result(target.name, size, rate, seconds)
+             partitions: int, client: str = "confluent", java_cp: str | None = None) -> Result:
+    res = Result(target.name, size, rate, seconds, client=client)
     topic = f"latency-{target.name}-{size}-{rate}-{uuid.uuid4().hex[:6]}"
     try:
         create_topic(target, topic, partitions)
-        _measure(target, topic, size, rate, seconds, warmup, partitions, res)
+        _measure(Case(target, topic, size, rate, seconds, warmup, partitions), res, client, java_cp)
     except Exception as e:  # a failed case is reported, not fatal to the run
         res.error = f"{type(e).__name__}: {e}"
     finally:
@@ -205,8 +288,40 @@ def run_case(target: Target, size: int, rate: int, seconds: float, warmup: float
     return res
 
 
-def _measure(target: Target, topic: str, size: int, rate: int, seconds: float, warmup: float,
-             partitions: int, res: Result) -> None:
+def _measure(case: Case, res: Result, client: str, java_cp: str | None) -> None:
+    ctx = mp.get_context("spawn")  # librdkafka's threads do not survive a fork
+    measure_at: Synchronized[int] = ctx.Value("q", 1 << 62)
+    stop_consumer = ctx.Event()
+    ready = ctx.Event()
+    out: MpQueue[bytes] = ctx.Queue()
+    cproc = ctx.Process(target=consume, args=(case.target.bootstrap, case.topic, case.partitions, measure_at,
+                                              stop_consumer, ready, out), daemon=True)
+    cproc.start()
+    assert cproc.pid is not None
+    if not ready.wait(60):
+        raise RuntimeError("the consumer process did not start")
+    res.load_before = os.getloadavg()[0]
+    try:
+        if client == "java":
+            assert java_cp is not None
+            p = java_producer(case, java_cp, measure_at, cproc.pid)
+        else:
+            p = confluent_producer(case, measure_at, cproc.pid)
+    finally:
+        stop_consumer.set()  # it drains what was acknowledged first (bounded), then reports
+    e2e_h = HdrHistogram.decode(out.get(timeout=60))
+    cproc.join(10)
+    res.sent = p.sent
+    res.errors = p.errors
+    res.acked_per_s = p.acked / case.seconds
+    res.broker_cpu = 100 * p.broker_cpu / p.wall
+    res.client_cpu = 100 * p.client_cpu / p.wall
+    res.load_after = os.getloadavg()[0]
+    res.ack, res.e2e = summary(p.ack), summary(e2e_h)
+
+
+def confluent_producer(case: Case, measure_at: Synchronized[int], consumer_pid: int) -> Produced:
+    """Produce with confluent-kafka in this process; its CPU and the consumer's are the client's."""
     ack_h = histogram()
     measure_from = [1 << 62]  # intended send time (ns) from which samples count
     errors = [0]
@@ -214,31 +329,21 @@ def _measure(target: Target, topic: str, size: int, rate: int, seconds: float, w
     stop = threading.Event()
     now_ns = time.monotonic_ns
 
-    def on_delivery(err: Any, msg: Any) -> None:
+    def on_delivery(err: KafkaError | None, msg: Message) -> None:
         t = now_ns()
         if err is not None:
             errors[0] += 1
             return
-        sent = STAMP.unpack_from(msg.value())[0]
+        sent = STAMP.unpack_from(msg.value() or b"")[0]
         if sent >= measure_from[0]:
             ack_h.record_value(max(1, (t - sent) // 1000))
             acked[0] += 1
 
-    producer_cfg: dict[str, Any] = {
-        "bootstrap.servers": target.bootstrap, "acks": target.acks, "linger.ms": 0,
-        "enable.idempotence": target.acks == "all", "queue.buffering.max.kbytes": 1048576,
-        "queue.buffering.max.messages": 1000000, "logger": quiet}
-    p = Producer(producer_cfg)
-    ctx = mp.get_context("spawn")  # librdkafka's threads do not survive a fork
-    measure_at = ctx.Value("q", 1 << 62)
-    stop_consumer = ctx.Event()
-    ready = ctx.Event()
-    out: Any = ctx.Queue()
-    cproc = ctx.Process(target=consume, args=(target.bootstrap, topic, partitions, measure_at, stop_consumer,
-                                              ready, out), daemon=True)
-    cproc.start()
-    if not ready.wait(60):
-        raise RuntimeError("the consumer process did not start")
+    p = Producer({
+        "bootstrap.servers": case.target.bootstrap, "acks": case.target.acks, "linger.ms": 0,
+        "enable.idempotence": case.target.acks == "all", "queue.buffering.max.kbytes": 1048576,
+        "queue.buffering.max.messages": 1000000, "logger": quiet})
+    snaps = Snapshots(case.target, [os.getpid(), consumer_pid])
 
     def poller() -> None:  # delivery reports, served by a thread blocked in poll
         while not stop.is_set():
@@ -247,16 +352,13 @@ def _measure(target: Target, topic: str, size: int, rate: int, seconds: float, w
     poll_thread = threading.Thread(target=poller, daemon=True)
     poll_thread.start()
     # a first message, so that connections and metadata exist before the clock starts
-    p.produce(topic, b"\0" * max(size, STAMP.size))
+    p.produce(case.topic, b"\0" * max(case.size, STAMP.size))
     p.flush(30)
-    pad = os.urandom(max(size - STAMP.size, 0))
-    interval_ns = 1_000_000_000 // rate
+    pad = os.urandom(max(case.size - STAMP.size, 0))
+    interval_ns = 1_000_000_000 // case.rate
     start = now_ns()
-    measure_from[0] = measure_at.value = start + int(warmup * 1e9)
-    end = measure_from[0] + int(seconds * 1e9)
-    cpu0 = cpu1 = 0.0
-    own0 = own1 = 0.0
-    res.load_before = os.getloadavg()[0]
+    measure_from[0] = measure_at.value = start + int(case.warmup * 1e9)
+    end = measure_from[0] + int(case.seconds * 1e9)
     i = 0
     measuring = False
     while True:
@@ -265,37 +367,125 @@ def _measure(target: Target, topic: str, size: int, rate: int, seconds: float, w
             break
         if not measuring and due >= measure_from[0]:
             measuring = True
-            cpu0, own0 = target.cpu_seconds(), _client_cpu(cproc.pid)
-            t_measure = now_ns()
+            snaps.begin()
         now = now_ns()
         if due > now:
             time.sleep((due - now) / 1e9)
         try:
-            p.produce(topic, STAMP.pack(due) + pad, partition=i % partitions, on_delivery=on_delivery)
+            p.produce(case.topic, STAMP.pack(due) + pad, partition=i % case.partitions, on_delivery=on_delivery)
         except BufferError:
             time.sleep(0.001)
             continue  # the same message again: its intended time stays, so the delay is measured
         i += 1
     p.flush(60)
-    t_end = now_ns()
-    cpu1, own1 = target.cpu_seconds(), _client_cpu(cproc.pid)
+    produced = snaps.produced(ack_h, i, acked[0], errors[0])
     stop.set()
     poll_thread.join(5)
-    stop_consumer.set()  # it drains what was acknowledged first (bounded), then reports
-    e2e_h = HdrHistogram.decode(out.get(timeout=60))
-    cproc.join(10)
-    wall = (t_end - t_measure) / 1e9
-    res.sent = i
-    res.errors = errors[0]
-    res.acked_per_s = acked[0] / seconds
-    res.broker_cpu = 100 * (cpu1 - cpu0) / wall
-    res.client_cpu = 100 * (own1 - own0) / wall
-    res.load_after = os.getloadavg()[0]
-    res.ack, res.e2e = summary(ack_h), summary(e2e_h)
+    return produced
 
 
-def consume(bootstrap: str, topic: str, partitions: int, measure_at: Any, stop: Any, ready: Any,
-            out: Any) -> None:
+def compile_java_producer(out_dir: Path) -> str:
+    """javac bench/java/LatencyProducer.java against kafka-clients into ``out_dir``; return the classpath."""
+    missing = [tool for tool in ("javac", "java") if shutil.which(tool) is None]
+    if missing:
+        raise SystemExit(f"--client java needs {' and '.join(missing)} on PATH: install a JDK "
+                         "(Debian: apt-get install openjdk-17-jdk-headless)")
+    try:
+        cp = jars.classpath()
+    except (jars.JarFetchError, OSError, subprocess.SubprocessError) as e:
+        raise SystemExit(f"--client java needs the kafka-clients jars (python3 -m tests.support.jars): {e}") from e
+    proc = subprocess.run(["javac", "-cp", cp, "-d", str(out_dir), str(JAVA_SOURCE)], capture_output=True,
+                          text=True, timeout=300)
+    if proc.returncode != 0:
+        raise SystemExit(f"javac {JAVA_SOURCE} failed:\n{proc.stdout}\n{proc.stderr}")
+    return os.pathsep.join([str(out_dir), cp])
+
+
+class JavaLines:
+    """The Java producer's stdout, line by line, each awaited with a deadline (a thread reads the pipe)."""
+
+    def __init__(self, proc: subprocess.Popen[str], stderr_path: Path) -> None:
+        self.proc = proc
+        self.stderr_path = stderr_path
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def expect(self, word: str, timeout: float) -> list[str]:
+        """The fields after ``word`` on the next line that starts with it (other lines are echoed)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self.lines.get(timeout=max(deadline - time.monotonic(), 0.001))
+            except queue.Empty:
+                raise RuntimeError(f"the Java producer printed no {word} line in {timeout:.0f} s") from None
+            if line is None:
+                code = self.proc.wait(10)
+                tail = self.stderr_path.read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"the Java producer exited ({code}) before {word}: {tail}")
+            fields = line.split()
+            if fields and fields[0] == word:
+                return fields[1:]
+            print(f"# java: {line.rstrip()}", file=sys.stderr)
+
+    def echo_rest(self) -> None:
+        """Echo what the program printed after the last awaited line (a FIRST_ERROR); it has exited."""
+        try:
+            while (line := self.lines.get(timeout=10)) is not None:
+                print(f"# java: {line.rstrip()}", file=sys.stderr)
+        except queue.Empty:
+            pass
+
+
+def java_producer(case: Case, classpath: str, measure_at: Synchronized[int], consumer_pid: int) -> Produced:
+    """Produce with the Java client (bench/java/LatencyProducer.java) in a JVM; its CPU and the
+    consumer's are the client's. The JVM writes its ack latencies to a file, read back here."""
+    with tempfile.TemporaryDirectory(prefix="samsa-latency-java-") as tmp:
+        hist_path, stderr_path = Path(tmp) / "ack.txt", Path(tmp) / "stderr.txt"
+        args = [case.target.bootstrap, case.topic, case.target.acks, case.partitions, case.size, case.rate,
+                case.warmup, case.seconds, hist_path]
+        before = time.monotonic_ns()
+        with open(stderr_path, "w") as err:
+            proc = subprocess.Popen(["java", *JVM_FLAGS, "-cp", classpath, "LatencyProducer", *map(str, args)],
+                                    stdout=subprocess.PIPE, stderr=err, text=True)
+        try:
+            lines = JavaLines(proc, stderr_path)
+            clock = int(lines.expect("CLOCK", 60)[0])
+            after = time.monotonic_ns()
+            if not before <= clock <= after:  # the stamps would not be comparable with the consumer's
+                raise RuntimeError(f"the JVM's System.nanoTime() ({clock}) is not CLOCK_MONOTONIC "
+                                   f"(time.monotonic_ns() {before}..{after})")
+            measure_at.value = int(lines.expect("MEASURE", 90)[0])
+            snaps = Snapshots(case.target, [proc.pid, consumer_pid])
+            lines.expect("MEASURING", case.warmup + 60)
+            snaps.begin()
+            done = lines.expect("DONE", case.seconds + 120)
+            sent, errors, acked = (int(x) for x in done[1:4])
+            produced = snaps.produced(histogram(), sent, acked, errors)
+            if proc.wait(60) != 0:
+                raise RuntimeError(f"the Java producer exited {proc.returncode}: "
+                                   f"{stderr_path.read_text(errors='replace')[-2000:]}")
+            lines.echo_rest()
+            for line in hist_path.read_text().splitlines():
+                us, count = line.split()
+                produced.ack.record_value(int(us), int(count))
+            if produced.ack.get_total_count() != acked:
+                raise RuntimeError(f"the Java producer wrote {produced.ack.get_total_count()} latencies "
+                                   f"for {acked} acknowledged messages")
+            return produced
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(10)
+
+
+def consume(bootstrap: str, topic: str, partitions: int, measure_at: Synchronized[int], stop: MpEvent,
+            ready: MpEvent, out: MpQueue[bytes]) -> None:
     """The end-to-end side, in its own process so that it never competes with the producer for
     the GIL: every message's latency from its intended send time, once measuring has begun."""
     h = histogram()
@@ -316,38 +506,30 @@ def consume(bootstrap: str, topic: str, partitions: int, measure_at: Any, stop: 
         idle_since = None
         t = now_ns()
         if m.error() is None:
-            sent = STAMP.unpack_from(m.value())[0]
+            sent = STAMP.unpack_from(m.value() or b"")[0]
             if sent >= measure_at.value:
                 h.record_value(max(1, (t - sent) // 1000))
     c.close()
     out.put(h.encode())
 
 
-def _client_cpu(consumer_pid: int | None) -> float:
-    """CPU seconds of this process (producer) and the consumer process."""
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    total = r.ru_utime + r.ru_stime
-    try:
-        t = psutil.Process(consumer_pid).cpu_times()
-        total += t.user + t.system
-    except (psutil.Error, ValueError):
-        pass
-    return total
+def header(show_client: bool) -> str:
+    return ((f"{'client':<9} " if show_client else "")
+            + f"{'target':<11} {'size':>5} {'rate':>6} {'ack/s':>7}  "
+            f"{'ack p50':>7} {'p90':>6} {'p99':>6} {'p99.9':>6} {'max':>6}  "
+            f"{'e2e p50':>7} {'p90':>6} {'p99':>6} {'p99.9':>6} {'max':>6}  "
+            f"{'brk%':>4} {'cli%':>4} {'load':>9} err")
 
 
-HEADER = (f"{'target':<11} {'size':>5} {'rate':>6} {'ack/s':>7}  "
-          f"{'ack p50':>7} {'p90':>6} {'p99':>6} {'p99.9':>6} {'max':>6}  "
-          f"{'e2e p50':>7} {'p90':>6} {'p99':>6} {'p99.9':>6} {'max':>6}  "
-          f"{'brk%':>4} {'cli%':>4} {'load':>9} err")
 
-
-def row(r: Result) -> str:
+def row(r: Result, show_client: bool = False) -> str:
+    lead = f"{r.client:<9} " if show_client else ""
     if r.error:
-        return f"{r.target:<11} {r.size:>5} {r.rate:>6}  ERROR {r.error}"
+        return f"{lead}{r.target:<11} {r.size:>5} {r.rate:>6}  ERROR {r.error}"
 
     def cols(s: dict[str, float]) -> str:
         return f"{s['p50']:>7.2f} {s['p90']:>6.2f} {s['p99']:>6.2f} {s['p99.9']:>6.2f} {s['max']:>6.1f}"
-    return (f"{r.target:<11} {r.size:>5} {r.rate:>6} {r.acked_per_s:>7,.0f}  {cols(r.ack)}  {cols(r.e2e)}  "
+    return (f"{lead}{r.target:<11} {r.size:>5} {r.rate:>6} {r.acked_per_s:>7,.0f}  {cols(r.ack)}  {cols(r.e2e)}  "
             f"{r.broker_cpu:>4.0f} {r.client_cpu:>4.0f} {r.load_before:>4.1f}-{r.load_after:<4.1f} {r.errors}")
 
 
@@ -358,17 +540,19 @@ def plot(results: list[Result], path: str) -> None:
     import matplotlib.pyplot as plt  # noqa: PLC0415
 
     fig, axes = plt.subplots(2, 3, figsize=(15, 8), sharex=True)
-    series: dict[tuple[str, int], list[Result]] = {}
+    series: dict[tuple[str, str, int], list[Result]] = {}
     for r in results:
         if not r.error:
-            series.setdefault((r.target, r.size), []).append(r)
+            series.setdefault((r.target, r.client, r.size), []).append(r)
+    clients = {client for _, client, _ in series}
     for row_i, kind in enumerate(("ack", "e2e")):
         for col_i, pct in enumerate(("p50", "p99", "p99.9")):
             ax = axes[row_i][col_i]
-            for (tgt, size), rs in sorted(series.items()):
+            for (tgt, client, size), rs in sorted(series.items()):
                 rs = sorted(rs, key=lambda r: r.rate)
+                by = f" {client}" if clients != {"confluent"} else ""
                 ax.plot([r.rate for r in rs], [getattr(r, kind)[pct] for r in rs], marker="o",
-                        label=f"{tgt} {size} B")
+                        label=f"{tgt}{by} {size} B")
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.set_title(f"{kind} {pct}")
@@ -390,21 +574,27 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10.0, help="measured time per case")
     ap.add_argument("--warmup", type=float, default=3.0, help="unmeasured time before it, per case")
     ap.add_argument("--partitions", type=int, default=3)
+    ap.add_argument("--client", type=csv(str, CLIENTS), default=["confluent"],
+                    help="producer client(s), comma-separated: confluent (librdkafka), java (kafka-clients)")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--plot", help="write a PNG of the percentiles against the rate here")
     args = ap.parse_args()
     results: list[Result] = []
     print(f"# load {os.getloadavg()}, {os.cpu_count()} cores; ms from the intended send time", file=sys.stderr)
-    print(HEADER, flush=True)
+    show_client = args.client != ["confluent"]
     with tempfile.TemporaryDirectory(prefix="samsa-latency-") as tmp:
+        java_cp = compile_java_producer(Path(tmp)) if "java" in args.client else None
+        print(header(show_client), flush=True)
         for name in args.targets:
             target = Target(name, Path(tmp))
             try:
                 for size in args.sizes:
                     for rate in args.rates:
-                        r = run_case(target, size, rate, args.seconds, args.warmup, args.partitions)
-                        results.append(r)
-                        print(row(r), flush=True)
+                        for client in args.client:  # the clients in turn, under the same load
+                            r = run_case(target, size, rate, args.seconds, args.warmup, args.partitions,
+                                         client, java_cp)
+                            results.append(r)
+                            print(row(r, show_client), flush=True)
             finally:
                 target.close()
     if args.json:
