@@ -14,6 +14,7 @@ import asyncio
 import base64
 import functools
 import logging
+import os
 import signal
 import time
 import uuid
@@ -47,6 +48,7 @@ from .network.acceptor import Acceptor
 from .network.connection import KafkaConnection
 from .network.connection_quotas import ConnectionQuotas
 from .network.request_channel import RequestChannel
+from .replica import trace
 from .replica.fetch_session import FetchSessionCache
 from .replica.replica_manager import ReplicaManager
 from .schema_registry.validation import stop_schema_view
@@ -302,6 +304,8 @@ class Broker:
                 loop.add_signal_handler(sig, self._stopping.set)
             except (NotImplementedError, RuntimeError):
                 pass
+        if os.environ.get("SAMSA_REPLICATION_TRACE"):  # a measuring tool: broker/replica/trace.py
+            trace.start(os.environ["SAMSA_REPLICATION_TRACE"])
         await self.start()
         await self._stopping.wait()
         await self.stop()

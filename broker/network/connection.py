@@ -31,6 +31,7 @@ import os
 import socket
 import time
 from collections import deque
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Protocol
 
 from protocol.framing import FrameDecoder, FrameError
@@ -39,6 +40,7 @@ from ..apis.responses import DelayedResponse
 from ..config.properties import BrokerConfig
 from ..metrics.stats import RequestTimer
 from ..repeated_warnings import RepeatedWarnings
+from ..replica import trace
 from .connection_quotas import ConnectionQuotas, ConnectionSlot
 from .request_channel import Chunk, FrameHandler, Response
 
@@ -161,6 +163,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._arrived(frames)
 
     def _arrived(self, frames: list[bytes | memoryview]) -> None:
+        if trace.ON:
+            self._trace("in", frames)
         self.queue.extend(frames)
         self.queued_bytes += sum(map(len, frames))
         if self.arrivals is not None:
@@ -170,6 +174,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 and not self.reading_paused and self.transport:
             self.transport.pause_reading()
             self.reading_paused = True
+
+    def _trace(self, name: str, frames: Iterable[bytes | memoryview]) -> None:
+        """Produce and Fetch frames in the replication trace (broker/replica/trace.py)."""
+        for f in frames:
+            api, corr = trace.frame_ids(f)
+            if api in (0, 1):
+                trace.event(name, api, corr, self.peer[1])
 
     async def _write_chunks(self, chunks: list[Chunk]) -> None:
         """Write a response whose records are file regions (see protocol.fetch_codec)."""
@@ -278,6 +289,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     continue
                 handled = time.perf_counter() if timer is not None else 0.0
                 await self._write(out)
+                if trace.ON:
+                    self._trace("out", (frame,))
                 await self._written(frame, timer, handled)
                 if self.mute_ms and not self.closed:
                     await self._mute()
@@ -349,6 +362,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     out = waiting
                 handled = time.perf_counter() if timer is not None else 0.0
                 await self._write(out)
+                if trace.ON:
+                    self._trace("out", (frame,))
                 self.inflight.popleft()  # only now: until it is written, later responses queue behind it
                 await self._written(frame, timer, handled)
                 if len(self.inflight) < self.MAX_INFLIGHT // 2:

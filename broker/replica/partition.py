@@ -20,6 +20,7 @@ from log.segment import ReadInfo
 from protocol.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from protocol.records import ValidatedRecords
 
+from . import trace
 from .purgatory import DelayedProduce, PartitionProduceResult, ProduceStatus
 
 log = logging.getLogger("samsa.replica")
@@ -172,6 +173,8 @@ class Partition:
                 new_hw = min(new_hw, f.log_end_offset if f else self.high_watermark)
         if new_hw > self.high_watermark:
             self.high_watermark = new_hw
+            if trace.ON:
+                trace.event("hw", self.tp.topic, self.tp.partition, new_hw)
             self._wake(self._waiters)
             self._complete_produces()
             return True

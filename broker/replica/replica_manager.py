@@ -66,6 +66,7 @@ from protocol.records import COMPRESSION_CODES, BatchHeader, ValidatedRecords, v
 from ..cluster.metadata import INTERNAL_TOPICS, TopicRegistry, topic_id_base64
 from ..config.properties import BrokerConfig
 from ..config.resolution import effective_topic_config
+from . import trace
 from .partition import FollowerState, IsrChangeCounts, IsrWriter, Partition, TopicPartition
 from .purgatory import DelayedFetch, DelayedProduce, PartitionProduceResult
 
@@ -385,6 +386,8 @@ class ReplicaManager:
                     if code:
                         raise KafkaError(code, "the partition is not part of the producer's open transaction")
                 info = part.append(records, required_acks=required_acks)
+                if trace.ON:
+                    trace.event("append", topic, index, part.log.log_end_offset)
                 res.base_offset, res.log_append_time, res.log_start_offset = \
                     info.first_offset, info.log_append_time, info.log_start_offset
                 res.last_offset = info.last_offset
@@ -476,6 +479,8 @@ class ReplicaManager:
                 parts_seen.append(part)
                 if record_progress:
                     try:
+                        if trace.ON:  # before: the high watermark may move in the update
+                            trace.event("fetch", name, fp.partition, replica_id, fp.fetch_offset)
                         part.update_follower_fetch(replica_id, fp.fetch_offset, now_ms)
                     except KafkaError as e:
                         rows.append(E(fp.partition, e.code, part.high_watermark, part.last_stable_offset,
@@ -492,6 +497,9 @@ class ReplicaManager:
                                          min_one_batch=(total == 0), replica=replica_id >= 0)
                         if info is not None:
                             data = info
+                            if trace.ON and replica_id >= 0:
+                                trace.event("read", name, fp.partition, replica_id, fp.fetch_offset,
+                                            part.log.log_end_offset)
                             total += info.size
                             if isolation == 1:
                                 aborted = part.aborted_transactions(fp.fetch_offset, lso)

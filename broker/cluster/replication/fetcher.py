@@ -45,6 +45,7 @@ from protocol.fetch_codec import (
 )
 
 from ...metrics import BrokerMetrics
+from ...replica import trace
 from ...replica.partition import Partition, TopicPartition
 from ..interbroker import BrokerClient
 from ..support import ClusterBroker
@@ -247,7 +248,12 @@ class ReplicaFetcher:
         frame = encode_fetch_request(corr, client.client_id, list(by_topic.items()),
                                      replica_id=self.broker.broker_id, max_wait_ms=self.max_wait_ms,
                                      min_bytes=self.min_bytes, max_bytes=self.max_bytes)
+        if trace.ON:
+            for tp, part in ready:
+                trace.event("fsend", tp.topic, tp.partition, part.log_end_offset)
         payload = await client.send_frame(frame, timeout=self.timeout + self.max_wait_ms / 1000)
+        if trace.ON:
+            trace.event("fgot", self.leader_id, len(payload))
         try:
             resp = decode_fetch_response(payload)
         except (ValueError, IndexError, struct.error) as e:
@@ -274,6 +280,8 @@ class ReplicaFetcher:
                     try:
                         assert isinstance(p.records, memoryview)  # decode_fetch_response's views
                         n = rm.append_records_as_follower(part, p.records, p.high_watermark, p.log_start_offset)
+                        if trace.ON:
+                            trace.event("fappend", tp.topic, tp.partition, part.log_end_offset)
                         if n and self.broker.metrics is not None:  # BrokerTopicMetrics.ReplicationBytesIn
                             self.broker.metrics.topic_stats.replicated_in(tp.topic, n)
                     except KafkaError as e:
