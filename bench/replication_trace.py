@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import itertools
 import os
 import re
 import shutil
@@ -143,7 +144,29 @@ def produce_times(events: list[Event], start: int, end: int) -> list[str]:
     return [dist(f"Produce in -> out, broker pid {pid}", v) for pid, v in sorted(per_pid.items())]
 
 
+def pending_intervals(events: list[Event]) -> list[tuple[int, int]]:
+    """(append time, high-watermark time) of every leader append: records waiting to be replicated."""
+    hws: dict[tuple[int, str, str], list[tuple[int, int]]] = defaultdict(list)
+    for t, pid, name, a in events:
+        if name == "hw":
+            hws[(pid, a[0], a[1])].append((t, int(a[2])))
+    out = []
+    for t, pid, name, a in events:
+        if name == "append":
+            hw = first_at_or_after(hws[(pid, a[0], a[1])], t, int(a[2]))
+            out.append((t, hw if hw is not None else t))
+    return out
+
+
 def stalls(events: list[Event], start: int, end: int, pids: list[int], threshold_ms: float = 5.0) -> list[str]:
+    pending = pending_intervals(events)
+    starts = [a for a, _b in pending]
+    longest_until = list(itertools.accumulate((b for _a, b in pending), max))  # over appends so far
+
+    def waiting(g0: int, g1: int) -> bool:  # some record appended by g0 still unreplicated at g1
+        i = bisect.bisect_right(starts, g0)
+        return i > 0 and longest_until[i - 1] >= g1
+
     last_any = start
     silent_all: list[int] = []
     last: dict[int, int] = {}
@@ -151,13 +174,13 @@ def stalls(events: list[Event], start: int, end: int, pids: list[int], threshold
     for t, pid, _name, _a in events:
         if t < start or t > end:
             continue
-        if t - last_any >= threshold_ms * 1e6:
+        if t - last_any >= threshold_ms * 1e6 and waiting(last_any, t):
             silent_all.append(t - last_any)
         last_any = t
         if pid in last and t - last[pid] >= threshold_ms * 1e6:
             silent[pid].append(t - last[pid])
         last[pid] = t
-    lines = [f"all brokers silent >= {threshold_ms:g} ms: {len(silent_all)} times, "
+    lines = [f"all brokers silent >= {threshold_ms:g} ms with records waiting to be replicated: {len(silent_all)} times, "
              f"{sum(silent_all) / 1e6:.0f} ms in all over {(end - start) / 1e9:.1f} s"]
     for pid in pids:
         s = silent[pid]
