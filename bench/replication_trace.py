@@ -23,6 +23,7 @@ Usage::
     python bench/replication_trace.py --rate 10000 --seconds 5
     python bench/replication_trace.py --rate 10000 --seconds 5 --perf-sched
     python bench/replication_trace.py --rate 3000 --no-idempotence
+    python bench/replication_trace.py --rate 10000 --client java   # bench/latency.py's Java producer
 
 A measuring tool, not a test: nothing here asserts a latency.
 """
@@ -51,6 +52,7 @@ if str(REPO_ROOT) not in sys.path:
 import psutil  # noqa: E402
 from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from latency import Target, compile_java_producer, row, run_case  # noqa: E402
 
 from tests.support.cluster import SamsaCluster  # noqa: E402
 
@@ -226,6 +228,39 @@ def thread_cpu() -> dict[str, float]:
     return out
 
 
+def report(events: list[Event], start: int, end: int, pids: list[int], sample: int) -> None:
+    for line in hops(events, start, end, sample):
+        print(line)
+    for line in produce_times(events, start, end):
+        print(line)
+    for line in stalls(events, start, end, pids):
+        print(line)
+
+
+def with_java(args: argparse.Namespace, tmp: Path, trace_dir: Path) -> None:
+    """The same cluster and trace under bench/latency.py's Java producer (kafka-clients, which
+    blocks where librdkafka busy-waits); the window is the appends after the warm-up."""
+    java_cp = compile_java_producer(tmp)
+    os.environ["SAMSA_REPLICATION_TRACE"] = str(trace_dir)  # the brokers inherit it
+    target = Target("samsa3-all", tmp)
+    os.environ.pop("SAMSA_REPLICATION_TRACE")
+    assert target.cluster is not None
+    pids = [b.proc.pid for b in target.cluster.brokers if b.proc is not None]
+    try:
+        res = run_case(target, args.size, args.rate, args.seconds, args.warmup, args.partitions, "java", java_cp)
+    finally:
+        target.cluster.shutdown()  # SIGTERM: the brokers flush their traces as they exit
+        target.close()
+    events = load_trace(trace_dir)
+    appends = [t for t, _p, name, _a in events if name == "append"]
+    start = appends[0] + int(args.warmup * 1e9) if appends else 0
+    end = start + int(args.seconds * 1e9)
+    print(f"# {args.rate} msg/s x {args.size} B, {args.partitions} partitions, RF 3, acks=all, linger.ms=0, "
+          f"Java producer (idempotent); load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print("client (bench/latency.py row): " + row(res, True))
+    report(events, start, end, pids, args.sample)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rate", type=int, default=10000)
@@ -236,9 +271,14 @@ def main() -> None:
     ap.add_argument("--no-idempotence", action="store_true")
     ap.add_argument("--sample", type=int, default=3, help="trace every Nth leader append")
     ap.add_argument("--perf-sched", action="store_true", help="record the scheduler with perf during the window")
+    ap.add_argument("--client", choices=("confluent", "java"), default="confluent",
+                    help="the producer: confluent-kafka (librdkafka) here, or bench/latency.py's Java producer")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="samsa-trace-") as tmp:
         trace_dir = Path(tmp) / "trace"
+        if args.client == "java":
+            with_java(args, Path(tmp), trace_dir)
+            return
         os.environ["SAMSA_REPLICATION_TRACE"] = str(trace_dir)  # the brokers inherit it
         cluster = SamsaCluster(Path(tmp) / "cluster", 3).start()
         os.environ.pop("SAMSA_REPLICATION_TRACE")
@@ -305,12 +345,7 @@ def main() -> None:
         print(f"# {args.rate} msg/s x {args.size} B, {args.partitions} partitions, RF 3, acks=all, linger.ms=0, "
               f"idempotence {idem}; load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
         print(dist("client: produce -> acknowledgement", acks))
-        for line in hops(events, measure_from, t_end, args.sample):
-            print(line)
-        for line in produce_times(events, measure_from, t_end):
-            print(line)
-        for line in stalls(events, measure_from, t_end, pids):
-            print(line)
+        report(events, measure_from, t_end, pids, args.sample)
         wall = args.seconds
         print("client threads, % of a core: " + ", ".join(
             f"{k} {100 * (cpu1[k] - cpu0.get(k, 0)) / wall:.0f}" for k in sorted(cpu1)
