@@ -20,6 +20,18 @@ build and encode such a request and copy every records field while decoding the 
 response frame (no copy, no record decoding: the follower appends the batches as they are).
 Both are checked field for field against kafka-python's schema classes in
 ``tests/protocol/test_fetch_codec.py``.
+
+The FetchRequest decoder serves the leader's side of the same traffic (every follower fetch,
+every consumer fetch). kafka-python's generated decoder, with the header, null-field and bounds
+checks around it, took ~3.5-4.5 us of broker CPU per request; :func:`decode_fetch_request` reads
+versions 4-18 into the same kafka-python objects (``FetchRequest``, ``FetchTopic``,
+``FetchPartition``, ``ForgottenTopic``: same slots set, same values). It reads only the common
+shape: any tagged field (a follower's KIP-903 ``ReplicaState`` or KIP-853 directory id, a
+``ClusterId``), a null where the schema forbids one, a negative array length, a length running
+past the body, a varint over 5 bytes or bad UTF-8 makes it answer None, and the caller decodes
+the request with kafka-python, whose verdict (a value or MalformedRequest) stands.
+``tests/protocol/test_request_decoders.py`` compares the two decoders on random requests of
+every version.
 """
 
 from __future__ import annotations
@@ -29,6 +41,9 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
+
+from kafka.protocol.consumer import FetchRequest
+from kafka.protocol.data_container import DataContainer
 
 from .varint import read_uvarint, uvarint
 
@@ -264,3 +279,240 @@ def decode_fetch_response(payload: bytes | bytearray | memoryview) -> FetchRespo
     if pos > end:
         raise ValueError(f"FetchResponse fields end at {pos}, past the frame ({end} bytes)")
     return FetchResponseData(corr, throttle, error_code, session_id, topics)
+
+
+# --- the leader's side: FetchRequest in, versions 4-18 ----------------------------------------
+
+_FetchTopic = FetchRequest.FetchTopic
+_FetchPartition = _FetchTopic.FetchPartition
+_ForgottenTopic = FetchRequest.ForgottenTopic
+_new = object.__new__
+_h = struct.Struct(">h").unpack_from
+_i = _u32.unpack_from
+# replica id (to v14), max wait, min bytes, max bytes, isolation level, session id, epoch (v7+)
+_TOP_V4 = struct.Struct(">iiiib").unpack_from
+_TOP_V7 = struct.Struct(">iiiibii").unpack_from
+_TOP_V15 = struct.Struct(">iiibii").unpack_from
+# partition, [current leader epoch v9+], fetch offset, [last fetched epoch v12+],
+# [log start offset v5+], partition max bytes
+_PARTITION_V4 = struct.Struct(">iqi").unpack_from
+_PARTITION_V5 = struct.Struct(">iqqi").unpack_from
+_PARTITION_V9 = struct.Struct(">iiqqi").unpack_from
+_PARTITION_V12 = struct.Struct(">iiqiqi").unpack_from
+_ZERO_ID = uuid.UUID(int=0)
+_UUID = uuid.UUID
+_TOPIC_IDS: dict[bytes, uuid.UUID | None] = {}
+
+
+class _Unusual(Exception):
+    """Not the common shape: kafka-python decodes this request."""
+
+
+def decode_fetch_request(body: memoryview, version: int) -> FetchRequest | None:
+    """The request in ``body`` (after the request header), or None when it is not the common
+    shape and kafka-python must decode it (see the module docstring)."""
+    try:
+        req, end = (_decode_flexible if version >= 12 else _decode_classic)(body, version)
+    except (_Unusual, IndexError, ValueError, struct.error):  # UnicodeDecodeError is a ValueError
+        return None
+    return req if end <= len(body) else None
+
+
+def _request(version: int, top: tuple[int, ...]) -> FetchRequest:
+    req = _new(FetchRequest)
+    req._version = version
+    req.tags = req.unknown_tags = None
+    if version >= 15:
+        req.max_wait_ms, req.min_bytes, req.max_bytes, req.isolation_level, req.session_id, \
+            req.session_epoch = top
+    elif version >= 7:
+        req.replica_id, req.max_wait_ms, req.min_bytes, req.max_bytes, req.isolation_level, \
+            req.session_id, req.session_epoch = top
+    else:
+        req.replica_id, req.max_wait_ms, req.min_bytes, req.max_bytes, req.isolation_level = top
+    return req
+
+
+def _partition(version: int, data: memoryview, pos: int) -> tuple[DataContainer, int]:
+    """A partition of versions 4-11 (12+ is read in line)."""
+    p = _new(_FetchPartition)
+    p._version = version
+    p.tags = p.unknown_tags = None
+    if version >= 9:
+        p.partition, p.current_leader_epoch, p.fetch_offset, p.log_start_offset, p.partition_max_bytes = \
+            _PARTITION_V9(data, pos)
+        return p, pos + 28
+    if version >= 5:
+        p.partition, p.fetch_offset, p.log_start_offset, p.partition_max_bytes = _PARTITION_V5(data, pos)
+        return p, pos + 24
+    p.partition, p.fetch_offset, p.partition_max_bytes = _PARTITION_V4(data, pos)
+    return p, pos + 16
+
+
+def _uuid(data: memoryview, pos: int) -> uuid.UUID | None:
+    """The topic id at ``pos`` (None for the zero id, as kafka-python reads it). ``uuid.UUID()``
+    costs ~0.6 us, more than the rest of a one-partition fetch: the ids seen are kept."""
+    raw = bytes(data[pos:pos + 16])
+    topic_id = _TOPIC_IDS.get(raw, _ZERO_ID)
+    if topic_id is _ZERO_ID:
+        topic_id = _UUID(bytes=raw)  # ValueError unless 16 bytes
+        if topic_id == _ZERO_ID:
+            topic_id = None
+        if len(_TOPIC_IDS) >= 10_000:
+            _TOPIC_IDS.clear()
+        _TOPIC_IDS[raw] = topic_id
+    return topic_id
+
+
+def _decode_flexible(data: memoryview, version: int) -> tuple[FetchRequest, int]:
+    if version >= 15:
+        req = _request(version, _TOP_V15(data, 0))
+        pos = 21
+    else:
+        req = _request(version, _TOP_V7(data, 0))
+        pos = 25
+    by_id = version >= 13
+    n_topics = data[pos]
+    pos += 1
+    if n_topics > 0x7F:
+        n_topics, pos = read_uvarint(data, pos - 1)
+    if not n_topics:
+        raise _Unusual
+    topics = []
+    for _ in range(n_topics - 1):
+        t = _new(_FetchTopic)
+        t._version = version
+        t.tags = t.unknown_tags = None
+        if by_id:
+            t.topic_id = _uuid(data, pos)
+            pos += 16
+        else:
+            ln = data[pos]
+            pos += 1
+            if ln > 0x7F:
+                ln, pos = read_uvarint(data, pos - 1)
+            if not ln:
+                raise _Unusual
+            t.topic = str(data[pos:pos + ln - 1], "utf-8")
+            pos += ln - 1
+        n_parts = data[pos]
+        pos += 1
+        if n_parts > 0x7F:
+            n_parts, pos = read_uvarint(data, pos - 1)
+        if not n_parts:
+            raise _Unusual
+        parts = []
+        for _ in range(n_parts - 1):
+            p = _new(_FetchPartition)
+            p._version = version
+            p.tags = p.unknown_tags = None
+            p.partition, p.current_leader_epoch, p.fetch_offset, p.last_fetched_epoch, p.log_start_offset, \
+                p.partition_max_bytes = _PARTITION_V12(data, pos)
+            if data[pos + 32]:  # tagged fields (v17+: the follower's directory id, v18+: high watermark)
+                raise _Unusual
+            pos += 33
+            parts.append(p)
+        t.partitions = parts
+        if data[pos]:
+            raise _Unusual
+        pos += 1
+        topics.append(t)
+    req.topics = topics
+    n_topics = data[pos]
+    pos += 1
+    if n_topics > 0x7F:
+        n_topics, pos = read_uvarint(data, pos - 1)
+    if not n_topics:
+        raise _Unusual
+    forgotten = []
+    for _ in range(n_topics - 1):
+        f = _new(_ForgottenTopic)
+        f._version = version
+        f.tags = f.unknown_tags = None
+        if by_id:
+            f.topic_id = _uuid(data, pos)
+            pos += 16
+        else:
+            ln, pos = read_uvarint(data, pos)
+            if not ln:
+                raise _Unusual
+            f.topic = str(data[pos:pos + ln - 1], "utf-8")
+            pos += ln - 1
+        n_parts, pos = read_uvarint(data, pos)
+        if not n_parts:
+            raise _Unusual
+        f.partitions = [_i(data, pos + 4 * k)[0] for k in range(n_parts - 1)]
+        pos += 4 * (n_parts - 1)
+        if data[pos]:
+            raise _Unusual
+        pos += 1
+        forgotten.append(f)
+    req.forgotten_topics_data = forgotten
+    ln = data[pos]
+    pos += 1
+    if ln > 0x7F:
+        ln, pos = read_uvarint(data, pos - 1)
+    if not ln:
+        raise _Unusual
+    req.rack_id = str(data[pos:pos + ln - 1], "utf-8")
+    pos += ln - 1
+    if data[pos]:  # tagged fields: ClusterId, the follower's ReplicaState (v15+)
+        raise _Unusual
+    return req, pos + 1
+
+
+def _string16(data: memoryview, pos: int) -> tuple[str, int]:
+    (ln,) = _h(data, pos)
+    if ln < 0:
+        raise _Unusual
+    return str(data[pos + 2:pos + 2 + ln], "utf-8"), pos + 2 + ln
+
+
+def _count32(data: memoryview, pos: int) -> int:
+    (n,) = _i(data, pos)
+    if n < 0:
+        raise _Unusual
+    return n
+
+
+def _decode_classic(data: memoryview, version: int) -> tuple[FetchRequest, int]:
+    if version >= 7:
+        req = _request(version, _TOP_V7(data, 0))
+        pos = 25
+    else:
+        req = _request(version, _TOP_V4(data, 0))
+        pos = 17
+    topics = []
+    n_topics = _count32(data, pos)
+    pos += 4
+    for _ in range(n_topics):
+        t = _new(_FetchTopic)
+        t._version = version
+        t.tags = t.unknown_tags = None
+        t.topic, pos = _string16(data, pos)
+        n_parts = _count32(data, pos)
+        pos += 4
+        parts = []
+        for _ in range(n_parts):
+            p, pos = _partition(version, data, pos)
+            parts.append(p)
+        t.partitions = parts
+        topics.append(t)
+    req.topics = topics
+    if version >= 7:
+        forgotten = []
+        n_topics = _count32(data, pos)
+        pos += 4
+        for _ in range(n_topics):
+            f = _new(_ForgottenTopic)
+            f._version = version
+            f.tags = f.unknown_tags = None
+            f.topic, pos = _string16(data, pos)
+            n_parts = _count32(data, pos)
+            f.partitions = [_i(data, pos + 4 + 4 * k)[0] for k in range(n_parts)]
+            pos += 4 + 4 * n_parts
+            forgotten.append(f)
+        req.forgotten_topics_data = forgotten
+    if version >= 11:
+        req.rack_id, pos = _string16(data, pos)
+    return req, pos

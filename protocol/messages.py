@@ -39,11 +39,12 @@ from . import kip714 as _kip714
 from . import kip848 as _kip848
 from . import kip932 as _kip932
 from .api_keys import ApiKey
+from .fetch_codec import decode_fetch_request
 from .kafka_python_internals import SchemaField, compiled_decoder, decode_records_in_place
+from .produce_codec import decode_produce_request
 from .varint import read_uvarint
 
-_HDR = struct.Struct(">hhi")
-_H = struct.Struct(">h")
+_HDR = struct.Struct(">hhih")  # api key, api version, correlation id, client id length
 _HDR0 = struct.Struct(">ii")
 _FLEX_HDR = struct.Struct(">iib")
 
@@ -69,6 +70,11 @@ def _collect() -> tuple[dict[int, type[ApiMessage]], dict[int, type[ApiMessage]]
 
 
 REQUEST_CLASSES, RESPONSE_CLASSES = _collect()
+# (api key, version) of every flexible request version up to the class's newest: the header
+# parse asks this of every request, and a set lookup is cheaper than asking the class.
+_FLEXIBLE = frozenset((key, v) for key, cls in REQUEST_CLASSES.items() for v in range(cls.max_version + 1)
+                      if cls.flexible_version_q(v))
+_MAX_VERSION = {key: cls.max_version for key, cls in REQUEST_CLASSES.items()}
 
 
 decode_records_in_place(REQUEST_CLASSES[ApiKey.PRODUCE])
@@ -100,33 +106,38 @@ def _uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
         raise MalformedRequest("varint too long in request header") from None
 
 def is_flexible(api_key: int, version: int) -> bool:
-    cls = REQUEST_CLASSES.get(api_key)
-    return bool(cls is not None and cls.flexible_version_q(version))
+    if (api_key, version) in _FLEXIBLE:
+        return True
+    newest = _MAX_VERSION.get(api_key)
+    return newest is not None and version > newest and bool(REQUEST_CLASSES[api_key].flexible_version_q(version))
 
 
 def parse_header(frame: bytes | memoryview) -> RequestHeader:
     """Read the request header; raises MalformedRequest if even that is unreadable."""
-    if len(frame) < 10:
-        raise MalformedRequest(f"request of {len(frame)} bytes is shorter than a header")
-    api_key, api_version, correlation_id = _HDR.unpack_from(frame, 0)
-    (n,) = _H.unpack_from(frame, 8)
+    size = len(frame)
+    if size < 10:
+        raise MalformedRequest(f"request of {size} bytes is shorter than a header")
+    api_key, api_version, correlation_id, n = _HDR.unpack_from(frame, 0)
     pos = 10
     client_id: str | None = None
     if n >= 0:
-        if pos + n > len(frame):
+        pos += n
+        if pos > size:
             raise MalformedRequest("client_id overruns the request")
         try:
-            client_id = bytes(frame[pos:pos + n]).decode("utf-8")
+            client_id = str(frame[10:pos], "utf-8")
         except UnicodeDecodeError as e:
             raise MalformedRequest("client_id is not UTF-8") from e
-        pos += n
     elif n != -1:
         raise MalformedRequest(f"invalid client_id length {n}")
-    if api_key == ApiKey.API_VERSIONS and api_version > REQUEST_CLASSES[api_key].max_version:
+    if api_key == ApiKey.API_VERSIONS and api_version > _MAX_VERSION[api_key]:
         # A version from the future: its body is never read (the answer is v0 with
         # UNSUPPORTED_VERSION), so neither is the rest of its header, whatever its shape.
         return RequestHeader(api_key, api_version, correlation_id, client_id, pos)
-    if is_flexible(api_key, api_version):
+    if (api_key, api_version) in _FLEXIBLE or (api_version > _MAX_VERSION.get(api_key, 0x7FFF)
+                                                and is_flexible(api_key, api_version)):
+        if pos < size and not frame[pos]:  # no tagged fields, as nearly always
+            return RequestHeader(api_key, api_version, correlation_id, client_id, pos + 1)
         count, pos = _uvarint(frame, pos)
         for _ in range(count):
             _tag, pos = _uvarint(frame, pos)
@@ -137,7 +148,27 @@ def parse_header(frame: bytes | memoryview) -> RequestHeader:
     return RequestHeader(api_key, api_version, correlation_id, client_id, pos)
 
 
+# Hand-written decoders of the hot requests' common shapes, by API key: (oldest version they
+# read, decoder). A decoder answers None for anything else, and kafka-python decodes it.
+FastDecoder = Callable[[memoryview, int], "ApiMessage | None"]
+_FAST_DECODERS: dict[int, tuple[int, FastDecoder]] = {
+    ApiKey.PRODUCE: (3, decode_produce_request),
+    ApiKey.FETCH: (4, decode_fetch_request),
+}
+
+
 def decode_body(header: RequestHeader, frame: bytes | memoryview) -> ApiMessage:
+    version = header.api_version
+    fast = _FAST_DECODERS.get(header.api_key)
+    if fast is not None and fast[0] <= version <= _MAX_VERSION[header.api_key]:
+        request = fast[1](memoryview(frame)[header.size:], version)
+        if request is not None:
+            return request
+    return decode_generic(header, frame)
+
+
+def decode_generic(header: RequestHeader, frame: bytes | memoryview) -> ApiMessage:
+    """Decode the body with kafka-python's generated decoder for the class and version."""
     cls = REQUEST_CLASSES.get(header.api_key)
     if cls is None:
         raise MalformedRequest(f"unknown API key {header.api_key}")
