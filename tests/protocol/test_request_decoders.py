@@ -8,8 +8,9 @@ stray bytes) must meet the same verdict as with kafka-python alone: the same val
 MalformedRequest.
 
 ``golden/client_request_frames.json`` holds requests recorded by ``broker.testing.SamsaBroker``
-(``brokers=3``, a topic with replication factor 3) from confluent-kafka 2.16.1 (librdkafka
-2.16.0), kafka-python 3.0.12 and Samsa's replica fetcher: hex of each frame after its size.
+(``record_requests``; hex of each frame after its size): from confluent-kafka 2.16.1 (librdkafka
+2.16.0), kafka-python 3.0.12 and Samsa's replica fetcher on ``brokers=3`` with a replication
+factor 3 topic, and from the Java client 3.9.1 (``compat_tests/java/SamsaCompat.java``).
 """
 
 from __future__ import annotations
@@ -22,14 +23,16 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kafka.protocol.api_header import RequestHeader as KafkaRequestHeader
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.consumer import FetchRequest
 from kafka.protocol.data_container import DataContainer
 from kafka.protocol.producer import ProduceRequest
 
 from protocol.fetch_codec import decode_fetch_request
-from protocol.messages import MalformedRequest, decode_body, decode_generic, parse_header
+from protocol.messages import REQUEST_CLASSES, MalformedRequest, decode_body, decode_generic, parse_header
 from protocol.produce_codec import decode_produce_request
+from protocol.varint import uvarint
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "client_request_frames.json"
 CLIENT_FRAMES: dict[str, str] = json.loads(GOLDEN.read_text())
@@ -84,7 +87,29 @@ def check_same(frame: bytes, fast_expected: bool) -> None:
         assert fast is not None, "the common shape must not fall back to kafka-python"
     if fast is not None:
         assert snapshot(fast) == snapshot(reference)
+        if header.api_key == 0:  # records are views of the frame itself, never copies
+            assert all(p.records.obj is frame for t in fast.topic_data for p in t.partition_data)
     assert snapshot(decode_body(header, frame)) == snapshot(reference)
+
+
+# --- the request header (every request) -------------------------------------------------------
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(sorted(REQUEST_CLASSES)), st.data(), I32, st.none() | TEXT,
+       st.lists(st.tuples(st.integers(0, 300), st.binary(max_size=5)), max_size=2), st.binary(max_size=8))
+def test_header_matches_kafka_python(api_key: int, data: st.DataObject, correlation_id: int, client_id: str | None,
+                                     tags: list[tuple[int, bytes]], body: bytes) -> None:
+    """Header v1 or v2 (flexible versions, with their tagged fields) as kafka-python encodes it."""
+    version = data.draw(st.integers(0, REQUEST_CLASSES[api_key].max_version))
+    flexible = REQUEST_CLASSES[api_key].flexible_version_q(version)
+    raw = bytes(KafkaRequestHeader(request_api_key=api_key, request_api_version=version,
+                                   correlation_id=correlation_id, client_id=client_id).encode(flexible=flexible))
+    if flexible and tags:  # kafka-python writes none: replace its empty tag section
+        raw = raw[:-1] + bytes([len(tags)]) + b"".join(
+            uvarint(tag) + uvarint(len(value)) + value for tag, value in sorted(tags))
+    header = parse_header(raw + body)
+    assert (header.api_key, header.api_version, header.correlation_id, header.client_id, header.size) == \
+        (api_key, version, correlation_id, client_id, len(raw))
 
 
 # --- Produce, versions 3-13 --------------------------------------------------------------------
