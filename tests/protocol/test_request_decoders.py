@@ -10,7 +10,8 @@ MalformedRequest.
 ``golden/client_request_frames.json`` holds requests recorded by ``broker.testing.SamsaBroker``
 (``record_requests``; hex of each frame after its size): from confluent-kafka 2.16.1 (librdkafka
 2.16.0), kafka-python 3.0.12 and Samsa's replica fetcher on ``brokers=3`` with a replication
-factor 3 topic, and from the Java client 3.9.1 (``compat_tests/java/SamsaCompat.java``).
+factor 3 topic, from aiokafka 0.14.0 (Produce v7, Fetch v11: the classic versions) and from the
+Java client 3.9.1 (``compat_tests/java/SamsaCompat.java``).
 """
 
 from __future__ import annotations
