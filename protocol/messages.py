@@ -3,9 +3,13 @@
 kafka-python 3.x generates a class per API from Kafka's JSON schemas (``kafka.protocol``);
 this module builds a registry of them by API key and does the header work around them:
 
-* :func:`parse_request` reads the request header (v1, or v2 with tagged fields for flexible
-  versions) itself, so that a frame whose body is unreadable still yields its correlation id,
-  then decodes the body with the schema class at the requested version.
+* :func:`parse_header` reads the request header (v1, or v2 with tagged fields for flexible
+  versions) itself, so that a frame whose body is unreadable still yields its correlation id;
+  :func:`decode_body` then decodes the body with the schema class at the requested version
+  (:func:`decode_generic`). Produce and Fetch, the requests of every produced batch and every
+  replica fetch, first try hand-written decoders of their common shapes
+  (``protocol.produce_codec``, ``protocol.fetch_codec``), which build the same kafka-python
+  objects at about half the cost and leave anything unusual to the generic decoder.
 * :func:`encode_response` frames a response object at the request's version with the right
   response header (v0, or v1 for flexible versions; ApiVersions always answers with v0).
 * Produce requests keep their records in the frame: kafka-python's generated decoder copies a
