@@ -25,13 +25,14 @@ The FetchRequest decoder serves the leader's side of the same traffic (every fol
 every consumer fetch). kafka-python's generated decoder, with the header, null-field and bounds
 checks around it, took ~3.5-4.5 us of broker CPU per request; :func:`decode_fetch_request` reads
 versions 4-18 into the same kafka-python objects (``FetchRequest``, ``FetchTopic``,
-``FetchPartition``, ``ForgottenTopic``: same slots set, same values). It reads only the common
-shape: any tagged field (a follower's KIP-903 ``ReplicaState`` or KIP-853 directory id, a
-``ClusterId``), a null where the schema forbids one, a negative array length, a length running
-past the body, a varint over 5 bytes or bad UTF-8 makes it answer None, and the caller decodes
-the request with kafka-python, whose verdict (a value or MalformedRequest) stands.
-``tests/protocol/test_request_decoders.py`` compares the two decoders on random requests of
-every version.
+``FetchPartition``, ``ForgottenTopic``: same slots set, same values; each made by
+``protocol.kafka_python_internals.new_decoded``, as the generated decoder makes them). It reads
+only the common shape: any tagged field (a follower's KIP-903 ``ReplicaState`` or KIP-853
+directory id, a ``ClusterId``), a null where the schema forbids one, a negative array length, a
+length running past the body, a varint over 5 bytes or bad UTF-8 makes it answer None, and the
+caller decodes the request with kafka-python, whose verdict (a value or MalformedRequest)
+stands. ``tests/protocol/test_request_decoders.py`` compares the two decoders on random requests
+of every version.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from typing import Protocol
 from kafka.protocol.consumer import FetchRequest
 from kafka.protocol.data_container import DataContainer
 
+from .kafka_python_internals import new_decoded as _new
 from .varint import read_uvarint, uvarint
 
 
@@ -286,7 +288,6 @@ def decode_fetch_response(payload: bytes | bytearray | memoryview) -> FetchRespo
 _FetchTopic = FetchRequest.FetchTopic
 _FetchPartition = _FetchTopic.FetchPartition
 _ForgottenTopic = FetchRequest.ForgottenTopic
-_new = object.__new__
 _h = struct.Struct(">h").unpack_from
 _i = _u32.unpack_from
 # replica id (to v14), max wait, min bytes, max bytes, isolation level, session id, epoch (v7+)
@@ -319,9 +320,7 @@ def decode_fetch_request(body: memoryview, version: int) -> FetchRequest | None:
 
 
 def _request(version: int, top: tuple[int, ...]) -> FetchRequest:
-    req = _new(FetchRequest)
-    req._version = version
-    req.tags = req.unknown_tags = None
+    req = _new(FetchRequest, version)
     if version >= 15:
         req.max_wait_ms, req.min_bytes, req.max_bytes, req.isolation_level, req.session_id, \
             req.session_epoch = top
@@ -335,9 +334,7 @@ def _request(version: int, top: tuple[int, ...]) -> FetchRequest:
 
 def _partition(version: int, data: memoryview, pos: int) -> tuple[DataContainer, int]:
     """A partition of versions 4-11 (12+ is read in line)."""
-    p = _new(_FetchPartition)
-    p._version = version
-    p.tags = p.unknown_tags = None
+    p = _new(_FetchPartition, version)
     if version >= 9:
         p.partition, p.current_leader_epoch, p.fetch_offset, p.log_start_offset, p.partition_max_bytes = \
             _PARTITION_V9(data, pos)
@@ -380,9 +377,7 @@ def _decode_flexible(data: memoryview, version: int) -> tuple[FetchRequest, int]
         raise _Unusual
     topics = []
     for _ in range(n_topics - 1):
-        t = _new(_FetchTopic)
-        t._version = version
-        t.tags = t.unknown_tags = None
+        t = _new(_FetchTopic, version)
         if by_id:
             t.topic_id = _uuid(data, pos)
             pos += 16
@@ -403,9 +398,7 @@ def _decode_flexible(data: memoryview, version: int) -> tuple[FetchRequest, int]
             raise _Unusual
         parts = []
         for _ in range(n_parts - 1):
-            p = _new(_FetchPartition)
-            p._version = version
-            p.tags = p.unknown_tags = None
+            p = _new(_FetchPartition, version)
             p.partition, p.current_leader_epoch, p.fetch_offset, p.last_fetched_epoch, p.log_start_offset, \
                 p.partition_max_bytes = _PARTITION_V12(data, pos)
             if data[pos + 32]:  # tagged fields (v17+: the follower's directory id, v18+: high watermark)
@@ -426,9 +419,7 @@ def _decode_flexible(data: memoryview, version: int) -> tuple[FetchRequest, int]
         raise _Unusual
     forgotten = []
     for _ in range(n_topics - 1):
-        f = _new(_ForgottenTopic)
-        f._version = version
-        f.tags = f.unknown_tags = None
+        f = _new(_ForgottenTopic, version)
         if by_id:
             f.topic_id = _uuid(data, pos)
             pos += 16
@@ -486,9 +477,7 @@ def _decode_classic(data: memoryview, version: int) -> tuple[FetchRequest, int]:
     n_topics = _count32(data, pos)
     pos += 4
     for _ in range(n_topics):
-        t = _new(_FetchTopic)
-        t._version = version
-        t.tags = t.unknown_tags = None
+        t = _new(_FetchTopic, version)
         t.topic, pos = _string16(data, pos)
         n_parts = _count32(data, pos)
         pos += 4
@@ -504,9 +493,7 @@ def _decode_classic(data: memoryview, version: int) -> tuple[FetchRequest, int]:
         n_topics = _count32(data, pos)
         pos += 4
         for _ in range(n_topics):
-            f = _new(_ForgottenTopic)
-            f._version = version
-            f.tags = f.unknown_tags = None
+            f = _new(_ForgottenTopic, version)
             f.topic, pos = _string16(data, pos)
             n_parts = _count32(data, pos)
             f.partitions = [_i(data, pos + 4 + 4 * k)[0] for k in range(n_parts)]

@@ -16,6 +16,11 @@ which this module meets by relying on kafka-python's internals:
   :class:`RecordsView`, whose ``emit_decode_from`` writes decoder source (the code generator's
   ``ctx.next_var``/``ctx.emit``, and ``Bytes``/``UnsignedVarInt32`` from
   ``kafka.protocol.schemas.fields.codecs.types``) that takes a slice of the input instead.
+* **Decoded objects built by hand.** The hand-written Produce and Fetch request decoders
+  (``protocol.produce_codec``, ``protocol.fetch_codec``) build the objects kafka-python's
+  generated decoder builds, as it does: :func:`new_decoded` makes one without ``__init__``
+  and sets the bookkeeping slots every ``DataContainer`` has (``_version``, ``tags``,
+  ``unknown_tags``); the decoder then sets the version's untagged fields.
 * **A field's ``mapKey`` flag.** Error responses built from the schemas (``broker/hooks.py``)
   match a response entry to its request entry by key fields; :func:`is_map_key` reads the flag
   from the field's schema JSON (``field._json``), which kafka-python keeps but does not expose.
@@ -30,10 +35,11 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import TypeAlias
+from typing import TypeAlias, TypeVar
 
 import kafka
 from kafka.protocol.api_message import ApiMessage
+from kafka.protocol.data_container import DataContainer
 from kafka.protocol.schemas.fields.base import BaseField
 from kafka.protocol.schemas.fields.codecs.types import Bytes, UnsignedVarInt32
 
@@ -96,6 +102,22 @@ def decode_records_in_place(cls: type[ApiMessage]) -> int:
     return found
 
 
+DecodedT = TypeVar("DecodedT", bound=DataContainer)
+_new = object.__new__
+# The slots kafka-python's generated decoder sets on every object before its fields.
+BOOKKEEPING_SLOTS = ("_version", "tags", "unknown_tags")
+
+
+def new_decoded(cls: type[DecodedT], version: int) -> DecodedT:
+    """An empty ``cls`` object (a message or one of its structs) as kafka-python's generated
+    decoder starts one at ``version``, before it sets the version's untagged fields: no
+    ``__init__`` (which would fill every field with its default), no tagged fields."""
+    obj: DecodedT = _new(cls)
+    obj._version = version
+    obj.tags = obj.unknown_tags = None
+    return obj
+
+
 def is_map_key(field: SchemaField) -> bool:
     """Whether the schema marks ``field`` as its struct's map key (``"mapKey": true``)."""
     return bool(field._json.get("mapKey"))
@@ -133,6 +155,10 @@ def check_internals(produce_request: type[ApiMessage]) -> list[str]:
         if not callable(getattr(codec, "emit_decode_from", None)):
             problems.append(f"kafka.protocol.schemas.fields.codecs.types.{codec.__name__} lost "
                             "`emit_decode_from` (the decoder code generator)")
+    slots = set(getattr(DataContainer, "__slots__", ()))
+    if not slots >= set(BOOKKEEPING_SLOTS):
+        problems.append(f"DataContainer's slots are {sorted(slots)}, no longer {list(BOOKKEEPING_SLOTS)} "
+                        "(the objects the hand-written request decoders build)")
     name_field = produce_request.fields.get("topic_data")
     name_field = name_field.fields.get("name") if name_field is not None else None
     if not isinstance(getattr(name_field, "_json", None), dict):

@@ -5,12 +5,13 @@ kafka-python's generated decoder (plus the header, null-field and bounds checks 
 ~3 us of broker CPU for a one-batch request. :func:`decode_produce_request` reads versions 3-13
 (flexible from 9, topic ids from 13) into the same kafka-python objects the generated decoder
 builds (``ProduceRequest``, ``TopicProduceData``, ``PartitionProduceData``: same slots set, same
-values, records as ``memoryview`` slices of the body). It reads only the common shape: anything
-else (a null where the schema forbids it, a null ``records``, a tagged field, a negative array
-length, a length running past the body, a varint over 5 bytes, bad UTF-8) makes it answer None, and
-the caller decodes the request with kafka-python, whose verdict (a value or MalformedRequest)
-stands. ``tests/protocol/test_request_decoders.py`` compares the two decoders on random requests
-of every version.
+values, records as ``memoryview`` slices of the body; each made by
+``protocol.kafka_python_internals.new_decoded``, as the generated decoder makes them). It reads
+only the common shape: anything else (a null where the schema forbids it, a null ``records``, a
+tagged field, a negative array length, a length running past the body, a varint over 5 bytes,
+bad UTF-8) makes it answer None, and the caller decodes the request with kafka-python, whose
+verdict (a value or MalformedRequest) stands. ``tests/protocol/test_request_decoders.py``
+compares the two decoders on random requests of every version.
 
 **ProduceResponse encoder** (the common shape: no KIP-951 leader hints).
 
@@ -33,6 +34,7 @@ from typing import NamedTuple
 from kafka.protocol.data_container import DataContainer
 from kafka.protocol.producer import ProduceRequest
 
+from .kafka_python_internals import new_decoded as _new
 from .varint import read_uvarint, uvarint
 
 _I16 = struct.Struct(">h")
@@ -110,7 +112,6 @@ def encode_produce_response(version: int, correlation_id: int, topics: Sequence[
 
 _TopicData = ProduceRequest.TopicProduceData
 _PartData = _TopicData.PartitionProduceData
-_new = object.__new__
 _h = struct.Struct(">h").unpack_from
 _i = struct.Struct(">i").unpack_from
 _ACKS_TIMEOUT = struct.Struct(">hi").unpack_from
@@ -159,16 +160,12 @@ def _decode_classic(data: memoryview, version: int) -> tuple[ProduceRequest | No
             if ln < 0:
                 return None, pos
             pos += 8
-            p = _new(_PartData)
-            p._version = version
-            p.tags = p.unknown_tags = None
+            p = _new(_PartData, version)
             p.index = index
             p.records = data[pos:pos + ln]
             pos += ln
             parts.append(p)
-        t = _new(_TopicData)
-        t._version = version
-        t.tags = t.unknown_tags = None
+        t = _new(_TopicData, version)
         t.name = name
         t.partition_data = parts
         topics.append(t)
@@ -195,9 +192,7 @@ def _decode_flexible(data: memoryview, version: int) -> tuple[ProduceRequest | N
         return None, pos
     topics = []
     for _ in range(n_topics - 1):
-        t = _new(_TopicData)
-        t._version = version
-        t.tags = t.unknown_tags = None
+        t = _new(_TopicData, version)
         if by_id:
             topic_id = _UUID(bytes=bytes(data[pos:pos + 16]))
             t.topic_id = None if topic_id == _ZERO_ID else topic_id
@@ -227,9 +222,7 @@ def _decode_flexible(data: memoryview, version: int) -> tuple[ProduceRequest | N
             if not ln:
                 return None, pos
             ln -= 1
-            p = _new(_PartData)
-            p._version = version
-            p.tags = p.unknown_tags = None
+            p = _new(_PartData, version)
             p.index = index
             p.records = data[pos:pos + ln]
             pos += ln
@@ -249,9 +242,7 @@ def _decode_flexible(data: memoryview, version: int) -> tuple[ProduceRequest | N
 
 def _request(version: int, tid: str | None, acks: int, timeout_ms: int,
              topics: list[DataContainer]) -> ProduceRequest:
-    req = _new(ProduceRequest)
-    req._version = version
-    req.tags = req.unknown_tags = None
+    req = _new(ProduceRequest, version)
     req.transactional_id = tid
     req.acks = acks
     req.timeout_ms = timeout_ms

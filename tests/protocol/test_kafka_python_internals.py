@@ -2,9 +2,10 @@
 
 protocol.kafka_python_internals is the one module that reaches into kafka-python's private parts
 (the compiled decoder with its end position; the schema tree and code generator behind
-ProduceRequest's zero-copy records; a schema field's ``mapKey`` flag). When a kafka-python release changes them, these tests fail
-and name what changed, instead of Produce silently copying records again or a malformed request
-slipping through. The pin they were checked against is beside the dependency in pyproject.toml.
+ProduceRequest's zero-copy records; the bookkeeping slots of decoded objects; a schema field's
+``mapKey`` flag). When a kafka-python release changes them, these tests fail and name what
+changed, instead of Produce silently copying records again or a malformed request slipping
+through. The pin they were checked against is beside the dependency in pyproject.toml.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def test_produce_records_decode_as_views_and_overruns_are_refused() -> None:
 # Names of kafka-python's internals: its schema/codegen package and underscore attributes of its
 # message classes and schema fields.
 _PRIVATE = re.compile(r"kafka\.protocol\.schemas|\._struct\b|compiled_decode_from|emit_decode_from"
-                      r"|\._type_str\b|\._fields\b|\.array_of\._|\._json\b")
+                      r"|\._type_str\b|\._fields\b|\.array_of\._|\._json\b|\._version\b")
 
 
 def test_no_other_module_reaches_into_kafka_python_internals() -> None:
