@@ -12,7 +12,7 @@ broker's ``schema.registry.listeners``, if set), over Confluent's REST API.
 
 Theory of operation: the process that runs a broker hands it a :class:`ConsoleSidecar`
 (``samsa broker``, the embedded broker), which shares the broker's lifetime. It starts
-:class:`http.HttpServer` on the broker's event loop and a sampler task. Neither touches broker internals: every fact shown comes over
+:class:`http.ConsoleHttpServer` on the broker's event loop and a sampler task. Neither touches broker internals: every fact shown comes over
 the Kafka protocol through kafka-python clients run on the console's own worker thread
 (:mod:`.cluster`), so the console shows a whole cluster, and a slow page can never stall the
 Kafka listener. A console port already in use is logged as an error at start and the broker

@@ -38,7 +38,7 @@ from broker.tools._common import JSON
 
 from . import pages
 from .cluster import ClusterView, ConsoleError
-from .http import HttpError, Request, Response, error_response, json_response
+from .http import HttpError, Request, Response, error_response, json_body, json_response
 from .messages import MAX_PAGE
 
 STATIC_TYPES = {".js": "application/javascript", ".css": "text/css",
@@ -165,7 +165,7 @@ class ConsoleApp:
             raise HttpError(403, f"cross-origin request from {origin} refused")
         if not self.allow_writes:
             raise HttpError(403, READ_ONLY_MESSAGE)
-        doc = req.json()
+        doc = json_body(req)
         v = self.view
         if seg == ["topics"]:
             name = str(doc.get("name") or "").strip()

@@ -8,7 +8,7 @@ import logging
 
 from .api import ConsoleApp
 from .cluster import SAMPLE_INTERVAL_S, ClusterView
-from .http import HttpServer
+from .http import ConsoleHttpServer
 
 log = logging.getLogger("samsa.console")
 
@@ -20,7 +20,7 @@ class Console:
                  metrics_urls: list[str] | None = None, schema_registry_url: str = "") -> None:
         self.view = ClusterView(bootstrap, metrics_urls, schema_registry_url)
         self.app = ConsoleApp(self.view, allow_writes)
-        self.server = HttpServer(host, port, self.app)
+        self.server = ConsoleHttpServer(host, port, self.app)
         self._sampler: asyncio.Task[None] | None = None
 
     async def start(self, ready: asyncio.Event | None = None) -> None:

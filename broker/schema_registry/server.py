@@ -12,7 +12,7 @@ from urllib.parse import urlparse
 from .cluster_auth import standalone_security
 from .election import PrimaryElection
 from .host import BrokerHost, kafka_client_settings
-from .http import HttpServer
+from .http import RegistryHttpServer
 from .metrics import RegistryMetrics
 from .rest import RestApp
 from .security import AccessGuard, RegistrySecurity
@@ -58,7 +58,7 @@ class SchemaRegistry:
         self.registry = Registry(self.state, self.store)
         self.metrics = RegistryMetrics(self)
         self.app = RestApp(self.registry, metrics=self.metrics, security=security)
-        self.server = HttpServer(host, port, self.app, max_body, ssl_context)
+        self.server = RegistryHttpServer(host, port, self.app, max_body, ssl_context)
         self.scheme = "https" if ssl_context is not None else "http"
         self.advertised_url = advertised_url
         self.eligible = eligible

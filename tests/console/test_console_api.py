@@ -349,6 +349,10 @@ def _raw(port: int, data: bytes, timeout: float = 10.0) -> bytes:
 def test_bad_http_gets_4xx_and_kafka_keeps_serving(rw: tuple[BrokerProcess, ConsoleHttp], admin: Any) -> None:
     b, http = rw
     assert _raw(http.port, b"NONSENSE\r\n\r\n").startswith(b"HTTP/1.1 400 ")
+    # a refusal is the console's JSON error, with its security headers, and closes the connection
+    head, _, body = _raw(http.port, b"GET / HTTP/1.1\r\n" + b"X-A: b\r\n" * 5000 + b"\r\n").partition(b"\r\n\r\n")
+    assert json.loads(body)["status"] == 431 and b"\r\nX-Frame-Options: DENY" in head
+    assert b"\r\nConnection: close" in head and b"\r\nContent-Type: application/json; charset=utf-8" in head
     assert _raw(http.port, b"GET /api/topics HTTP/9\r\n\r\n").startswith(b"HTTP/1.1 400 ")
     assert _raw(http.port, b"GET /" + b"a" * 100_000 + b" HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 414 ")
     assert _raw(http.port, b"GET /api/topics?" + b"x=1&" * 20_000 + b" HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 414 ")
@@ -377,6 +381,7 @@ def test_bad_http_gets_4xx_and_kafka_keeps_serving(rw: tuple[BrokerProcess, Cons
         s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         head = s.recv(65536).decode("latin-1")
     assert "Content-Security-Policy: default-src 'none'; script-src 'self'" in head
+    assert "\r\nConnection: close\r\n" in head  # one request per connection
     assert b.is_running()
 
 

@@ -287,8 +287,10 @@ def _raw_http(port: int, data: bytes) -> bytes:
 
 def test_malformed_http_gets_4xx_and_the_broker_carries_on(metered: tuple[BrokerProcess, int]) -> None:
     b, port = metered
-    assert _raw_http(port, b"NONSENSE\r\n\r\n").startswith(b"HTTP/1.1 400 ")
-    assert _raw_http(port, b"GET /" + b"a" * 100_000 + b" HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 414 ")
+    bad = _raw_http(port, b"NONSENSE\r\n\r\n")
+    assert bad.startswith(b"HTTP/1.1 400 ") and bad.endswith(b"\r\n\r\n400 Bad Request\n")  # plain text
+    too_long = _raw_http(port, b"GET /" + b"a" * 100_000 + b" HTTP/1.1\r\n\r\n")
+    assert too_long.startswith(b"HTTP/1.1 414 ") and too_long.endswith(b"\r\n\r\n414 URI Too Long\n")
     assert _raw_http(port, b"GET /metrics?" + b"q=1&" * 5000 + b" HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 414 ")
     assert _raw_http(port, b"GET /metrics HTTP/1.1\r\n" + b"X-A: b\r\n" * 1000 + b"\r\n").startswith(
         b"HTTP/1.1 431 ")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -248,6 +249,50 @@ def test_bad_input_gets_confluent_codes_never_500(http: RegistryHttp) -> None:
     assert (status, doc["error_code"]) == (422, 42209)
     assert http.get("/subjects")[0] == 200
     assert "api-bad-value" not in http.get("/subjects?deleted=true")[1]
+
+
+def _raw_answers(port: int, data: bytes) -> list[tuple[int, bytes, bytes]]:
+    """Send ``data`` on one connection, read until the registry closes it: (status, head, body) of
+    each answer (the registry always says Content-Length)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(data)
+        out = b""
+        while chunk := s.recv(65536):
+            out += chunk
+    answers = []
+    while out:
+        head, _, rest = out.partition(b"\r\n\r\n")
+        length = int(next(v for k, _, v in (h.partition(b": ") for h in head.split(b"\r\n")[1:])
+                          if k.lower() == b"content-length"))
+        answers.append((int(head.split(b" ")[1]), head, rest[:length]))
+        out = rest[length:]
+    return answers
+
+
+def test_bad_http_gets_confluent_bodies_and_good_http_keeps_the_connection(
+        registry: tuple[BrokerProcess, RegistryHttp]) -> None:
+    b, http = registry
+    for request, status in [(b"NONSENSE\r\n\r\n", 400),
+                            (b"GET /subjects HTTP/2.0\r\nHost: x\r\n\r\n", 400),
+                            (b"GET /subjects HTTP/1.1\r\n\r\n", 400),  # RFC 9112: HTTP/1.1 needs Host
+                            (b"GET /" + b"a" * 20_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414),
+                            (b"GET /subjects HTTP/1.1\r\nHost: x\r\n" + b"X-A: b\r\n" * 3000 + b"\r\n", 431),
+                            (b"GET /subjects/%ff HTTP/1.1\r\nHost: x\r\n\r\n", 400)]:
+        [(got, head, body)] = _raw_answers(http.port, request)
+        assert got == status and json.loads(body)["error_code"] == status, (request[:40], head, body)
+        assert b"\r\nContent-Type: " + V1.encode() in head and b"\r\nConnection: close" in head
+    # keep-alive and pipelining: three requests in one write, a chunked body among them, answered
+    # in order on one connection, which the last one closes
+    schema = json.dumps({"schema": V1_SCHEMA}).encode()
+    chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(schema), schema)
+    answers = _raw_answers(http.port, b"GET /subjects HTTP/1.1\r\nHost: x\r\n\r\n"
+                           b"POST /subjects/api-pipelined-value/versions HTTP/1.1\r\nHost: x\r\n"
+                           b"Content-Type: " + V1.encode() + b"\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked +
+                           b"GET /subjects HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    assert [a[0] for a in answers] == [200, 200, 200]
+    assert "id" in json.loads(answers[1][2]) and "api-pipelined-value" in json.loads(answers[2][2])
+    assert http.get("/subjects")[0] == 200
+    assert "Traceback" not in b.log_text()
 
 
 def test_content_types(http: RegistryHttp) -> None:
