@@ -206,7 +206,9 @@ def count_records(records: bytes | bytearray | memoryview) -> int:
             k, z = 2, (b0 & 0x7F) | (view[pos + 1] << 7)
         else:
             length, after = read_varint(view, pos)
-            k, z = after - pos, length << 1  # zigzag back, so the checks below apply alike
+            # zigzag back, so the checks below apply alike; a negative length (odd zigzag) must
+            # stay odd here, or the stride goes backwards and the walk never ends
+            k, z = after - pos, length << 1 if length > 0 else 1
         if z & 1 or z == 0:
             raise ValueError("bad record length")
         stride = k + (z >> 1)
@@ -245,7 +247,7 @@ def walk_records(records: bytes | bytearray | memoryview) -> int:
             pos += 2
         else:
             length, pos = read_varint(records, pos)
-            z = length << 1
+            z = length << 1 if length > 0 else 1  # a negative length is refused below
         if z & 1 or z == 0:
             raise ValueError("bad record length")
         pos += z >> 1

@@ -477,6 +477,17 @@ def test_produce_lying_record_length(fuzz_broker: BrokerProcess, records, data) 
     assert_healthy(fuzz_broker)
 
 
+@pytest.mark.parametrize("prefix", [b"\x81\x80\x01", b"\xff\xff\xff\xff\x0f"], ids=["-8193", "-2^31"])
+def test_produce_negative_multibyte_record_length(fuzz_broker: BrokerProcess, prefix: bytes) -> None:
+    """A record length that is a negative varint of more than two bytes, under a valid CRC: it
+    once sent the records walk backwards forever (the broker's event loop hung)."""
+    batch = bytearray(batch_of([(b"k", b"v" * 40, [])], 0))
+    batch[61:61 + len(prefix)] = prefix  # the first record's length prefix, the layout kept
+    assert_produce_rejected(fuzz_broker, with_crc(batch), {CORRUPT_MESSAGE, INVALID_RECORD},
+                            f"record length prefix {prefix.hex()}")
+    assert_healthy(fuzz_broker)
+
+
 @fuzz_settings(48)
 @given(records=record_lists, extra=st.integers(1, 2**31 - 1), data=st.data())
 def test_produce_records_field_overruns_frame(fuzz_broker: BrokerProcess, records, extra: int, data) -> None:

@@ -84,3 +84,15 @@ def test_a_producers_batch() -> None:
 def test_runs_and_single_records(sizes: list[int]) -> None:
     data = _section(sizes)
     assert R.count_records(data) == len(sizes) == R.walk_records(data)
+
+
+@pytest.mark.parametrize("prefix", [b"\x81\x80\x01", b"\xff\xff\xff\xff\x0f", b"\x81\x80\x80\x80\x01"])
+@pytest.mark.parametrize("tail", [40, 20_000])
+def test_negative_multibyte_length_is_refused(prefix: bytes, tail: int) -> None:
+    """A negative record length in a varint of three or more bytes (zigzag odd): a bad length,
+    never a stride backwards (which walked forever, hanging the broker on one Produce)."""
+    data = prefix + b"x" * tail
+    for walk in (R.count_records, R.walk_records):
+        with pytest.raises(ValueError, match="bad record length"):
+            walk(data)
+
