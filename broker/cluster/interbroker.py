@@ -34,6 +34,15 @@ log = logging.getLogger("samsa.interbroker")
 MAX_RESPONSE_BYTES = 1 << 30  # a response frame larger than this is a broken peer: the connection closes
 
 
+class FrameListener(Protocol):
+    """Takes a channel's response frames as they are read, in the protocol callback itself,
+    instead of a task awaiting ``roundtrip`` (the replica fetcher's steady state)."""
+
+    def on_frame(self, frame: bytes | memoryview) -> None: ...
+
+    def on_failure(self, exc: BaseException) -> None: ...
+
+
 class Channel(asyncio.BufferedProtocol):
     """One inter-broker connection: writes requests, hands out response frames in order."""
 
@@ -44,6 +53,7 @@ class Channel(asyncio.BufferedProtocol):
         self.error: BaseException | None = None
         self.waiter: asyncio.Future[None] | None = None
         self.timed_out = False  # roundtrip's timer fired
+        self.listener: FrameListener | None = None  # set: frames go to it as they arrive
         self.write_ok = asyncio.Event()
         self.write_ok.set()
 
@@ -62,6 +72,15 @@ class Channel(asyncio.BufferedProtocol):
                 self.transport.close()
             return
         if frames:
+            if self.listener is not None and not self.frames:
+                for f in frames:
+                    if self.listener is None:  # it let go: the rest waits for roundtrip
+                        self.frames.append(f)
+                    else:
+                        self.listener.on_frame(f)
+                if self.frames:
+                    self._wake()
+                return
             self.frames.extend(frames)
             self._wake()
 
@@ -79,6 +98,9 @@ class Channel(asyncio.BufferedProtocol):
         if self.error is None:
             self.error = exc
         self._wake()
+        listener, self.listener = self.listener, None
+        if listener is not None:
+            listener.on_failure(self.error)
 
     def _wake(self) -> None:
         if self.waiter is not None and not self.waiter.done():
@@ -186,6 +208,14 @@ class BrokerClient:
             except (OSError, TimeoutError, EOFError) as e:
                 self.close()
                 raise ConnectionError(f"{self.host}:{self.port}: {e or type(e).__name__}") from e
+
+    async def channel(self) -> Channel:
+        """The open connection, (re)connected if need be: for a caller that reads its responses
+        through a :class:`FrameListener` (it owns this client, so no lock is taken)."""
+        channel = self._channel
+        if channel is None or channel.closed:
+            channel = await self._ensure()  # each of its steps is bounded by connect_timeout
+        return channel
 
     def next_correlation_id(self) -> int:
         return next(self._corr) & 0x7FFFFFFF
