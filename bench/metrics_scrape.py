@@ -172,7 +172,10 @@ def main(argv: list[str] | None = None) -> int:
         idle = probe_result(start_probe(b.host, b.port, 5.0))
         times, size = [], 0
         probe = start_probe(b.host, b.port, 5.0)
-        while probe.poll() is None or len(times) < args.scrapes:
+        # scrape for as long as the probe runs: by the clock, not probe.poll(), since the probe
+        # prints its timings at the end and a fast broker's fill the pipe it writes them to
+        probe_until = time.monotonic() + 5.0
+        while time.monotonic() < probe_until or len(times) < args.scrapes:
             dt, size = scrape(mport)
             times.append(dt)
         busy = probe_result(probe)
