@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -135,10 +136,23 @@ class BrokerProcess:
             return True
 
         if not wait_until(ready, timeout, interval=0.1):
+            stacks = self.stacks()  # where a hung broker stands, before it is killed
             self.kill()
             raise BrokerStartError(
-                f"{self.name} not ready on {self.bootstrap} after {timeout}s\n" + self.log_tail()
+                f"{self.name} not ready on {self.bootstrap} after {timeout}s\n" + self.log_tail() + stacks
             )
+
+    def stacks(self) -> str:
+        """Every thread's Python stack of the running broker (``py-spy dump``), for a failure
+        message; empty when py-spy is not installed or the process is gone."""
+        if self.proc is None or self.proc.poll() is not None or shutil.which("py-spy") is None:
+            return ""
+        try:
+            out = subprocess.run(["py-spy", "dump", "--pid", str(self.proc.pid)], capture_output=True,
+                                 text=True, timeout=30)
+        except (OSError, subprocess.SubprocessError) as e:
+            return f"\n(py-spy dump failed: {e})"
+        return f"\n----- py-spy dump of {self.name} (pid {self.proc.pid}) -----\n{out.stdout}{out.stderr}"
 
     def kill(self) -> int | None:
         """SIGKILL: no flush, no shutdown hooks: what a power cut looks like to the process."""

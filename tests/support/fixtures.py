@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from .brokers import BrokerProcess, make_broker
+from .brokers import BrokerProcess, SamsaBroker, make_broker
 
 _BROKERS_KEY = pytest.StashKey[list[BrokerProcess]]()
 
@@ -28,7 +28,9 @@ def pytest_runtest_makereport(
     report = yield
     if report.failed:
         for b in item.stash.get(_BROKERS_KEY, []):
-            report.sections.append((f"{b.name} log ({b.bootstrap}, {report.when})", b.log_tail()))
+            # a broker still running when its test failed may be the one that hung: its stacks too
+            tail = b.log_tail() + (b.stacks() if report.when == "call" and isinstance(b, SamsaBroker) else "")
+            report.sections.append((f"{b.name} log ({b.bootstrap}, {report.when})", tail))
     return report
 
 
