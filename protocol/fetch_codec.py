@@ -47,6 +47,7 @@ from kafka.protocol.consumer import FetchRequest
 from kafka.protocol.data_container import DataContainer
 
 from .kafka_python_internals import new_decoded as _new
+from .kafka_uuid import read_topic_id
 from .varint import read_uvarint, uvarint
 
 
@@ -300,9 +301,6 @@ _PARTITION_V4 = struct.Struct(">iqi").unpack_from
 _PARTITION_V5 = struct.Struct(">iqqi").unpack_from
 _PARTITION_V9 = struct.Struct(">iiqqi").unpack_from
 _PARTITION_V12 = struct.Struct(">iiqiqi").unpack_from
-_ZERO_ID = uuid.UUID(int=0)
-_UUID = uuid.UUID
-_TOPIC_IDS: dict[bytes, uuid.UUID | None] = {}
 
 
 class _Unusual(Exception):
@@ -346,21 +344,6 @@ def _partition(version: int, data: memoryview, pos: int) -> tuple[DataContainer,
     return p, pos + 16
 
 
-def _uuid(data: memoryview, pos: int) -> uuid.UUID | None:
-    """The topic id at ``pos`` (None for the zero id, as kafka-python reads it). ``uuid.UUID()``
-    costs ~0.6 us, more than the rest of a one-partition fetch: the ids seen are kept."""
-    raw = bytes(data[pos:pos + 16])
-    topic_id = _TOPIC_IDS.get(raw, _ZERO_ID)
-    if topic_id is _ZERO_ID:
-        topic_id = _UUID(bytes=raw)  # ValueError unless 16 bytes
-        if topic_id == _ZERO_ID:
-            topic_id = None
-        if len(_TOPIC_IDS) >= 10_000:
-            _TOPIC_IDS.clear()
-        _TOPIC_IDS[raw] = topic_id
-    return topic_id
-
-
 def _decode_flexible(data: memoryview, version: int) -> tuple[FetchRequest, int]:
     if version >= 15:
         req = _request(version, _TOP_V15(data, 0))
@@ -379,7 +362,7 @@ def _decode_flexible(data: memoryview, version: int) -> tuple[FetchRequest, int]
     for _ in range(n_topics - 1):
         t = _new(_FetchTopic, version)
         if by_id:
-            t.topic_id = _uuid(data, pos)
+            t.topic_id = read_topic_id(data, pos)
             pos += 16
         else:
             ln = data[pos]
@@ -421,7 +404,7 @@ def _decode_flexible(data: memoryview, version: int) -> tuple[FetchRequest, int]
     for _ in range(n_topics - 1):
         f = _new(_ForgottenTopic, version)
         if by_id:
-            f.topic_id = _uuid(data, pos)
+            f.topic_id = read_topic_id(data, pos)
             pos += 16
         else:
             ln, pos = read_uvarint(data, pos)

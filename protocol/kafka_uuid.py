@@ -40,3 +40,23 @@ def from_string(text: str) -> uuid.UUID:
         return uuid.UUID(text)
     except ValueError:
         raise ValueError(f"not a Kafka Uuid: {text!r}") from None
+
+
+_ZERO = uuid.UUID(int=0)
+_TOPIC_IDS: dict[bytes, uuid.UUID | None] = {}
+
+
+def read_topic_id(data: memoryview, pos: int) -> uuid.UUID | None:
+    """The 16-byte topic id at ``pos`` of a request (None for the zero id, as kafka-python reads
+    it), for the hand-written Produce and Fetch decoders. ``uuid.UUID()`` costs ~0.6 us, more than
+    the rest of a one-partition request: the ids seen are kept (at most 10,000, then forgotten)."""
+    raw = bytes(data[pos:pos + 16])
+    topic_id = _TOPIC_IDS.get(raw, _ZERO)
+    if topic_id is _ZERO:
+        topic_id = uuid.UUID(bytes=raw)  # ValueError unless 16 bytes
+        if topic_id == _ZERO:
+            topic_id = None
+        if len(_TOPIC_IDS) >= 10_000:
+            _TOPIC_IDS.clear()
+        _TOPIC_IDS[raw] = topic_id
+    return topic_id

@@ -35,6 +35,7 @@ from kafka.protocol.data_container import DataContainer
 from kafka.protocol.producer import ProduceRequest
 
 from .kafka_python_internals import new_decoded as _new
+from .kafka_uuid import read_topic_id
 from .varint import read_uvarint, uvarint
 
 _I16 = struct.Struct(">h")
@@ -117,8 +118,6 @@ _i = struct.Struct(">i").unpack_from
 _ACKS_TIMEOUT = struct.Struct(">hi").unpack_from
 _ACKS_TIMEOUT_COUNT = struct.Struct(">hii").unpack_from
 _INDEX_LEN = struct.Struct(">ii").unpack_from
-_ZERO_ID = uuid.UUID(int=0)
-_UUID = uuid.UUID
 
 
 def decode_produce_request(body: memoryview, version: int) -> ProduceRequest | None:
@@ -194,8 +193,7 @@ def _decode_flexible(data: memoryview, version: int) -> tuple[ProduceRequest | N
     for _ in range(n_topics - 1):
         t = _new(_TopicData, version)
         if by_id:
-            topic_id = _UUID(bytes=bytes(data[pos:pos + 16]))
-            t.topic_id = None if topic_id == _ZERO_ID else topic_id
+            t.topic_id = read_topic_id(data, pos)
             pos += 16
         else:
             ln = data[pos]
