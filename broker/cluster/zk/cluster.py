@@ -87,11 +87,15 @@ class ZkProducerIdManager(ProducerIdManager):
 
     def _prefetch(self) -> Future[tuple[int, int]]:
         with self._lock:
-            if self._fetching is None:
-                fut = self.zk.submit(self._claim)
-                self._fetching = fut
-                fut.add_done_callback(self._fetched)
-            return self._fetching
+            fut = self._fetching
+            if fut is not None:
+                return fut
+            fut = self._fetching = self.zk.submit(self._claim)
+        # Outside the lock: a claim that already finished (the request thread can win the race to
+        # here) runs _fetched at once on this thread, and _fetched takes the lock. Under the lock
+        # that deadlocked the event loop right after "Claimed producer id block" at start-up.
+        fut.add_done_callback(self._fetched)
+        return fut
 
     def _fetched(self, fut: Future[tuple[int, int]]) -> None:
         with self._lock:
