@@ -122,7 +122,7 @@ async def enact(fault: Fault, call: HookedRequest,
         try:
             response = await handler(call.ctx, call.request)
             if isinstance(response, DelayedResponse):  # acks=all: let it complete
-                await response.wait
+                await response.result()
         except Exception:
             log.exception("Error handling %s (its response is dropped by a request hook)", call.api_name)
     if fault.close_connection:

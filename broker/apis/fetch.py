@@ -45,15 +45,16 @@ from protocol.fetch_codec import PartitionData, TopicData, encode_fetch_response
 
 from ..metrics.stats import mark_follower_fetch, note_errors
 from ..replica import fetch_session
+from ..replica.replica_manager import FetchPartitionData
 from ..security.acl import CLUSTER, CLUSTER_ACTION, CLUSTER_NAME, READ, TOPIC, TOPIC_DENIED, Requires
 from ..services import BrokerServices
-from . import EncodedResponse, RequestContext, api
+from . import DelayedResponse, EncodedResponse, RequestContext, api
 
 
 @api(ApiKey.FETCH, versions=(4, 18), authz=(
     Requires(READ, TOPIC, TOPIC_DENIED, "each topic (consumer fetch)"),
     Requires(CLUSTER_ACTION, CLUSTER, TOPIC_DENIED, "follower fetch (replica id >= 0): every partition")))
-async def handle_fetch(ctx: RequestContext, req: FetchRequest) -> FetchResponse | EncodedResponse:
+async def handle_fetch(ctx: RequestContext, req: FetchRequest) -> FetchResponse | EncodedResponse | DelayedResponse:
     broker = ctx.broker
     topics_by_id = ctx.version >= 13
     max_bytes = req.max_bytes if req.max_bytes > 0 else 0x7FFFFFFF
@@ -82,9 +83,25 @@ async def handle_fetch(ctx: RequestContext, req: FetchRequest) -> FetchResponse 
     if broker.authorizer is not None:
         denied = _unauthorized(ctx, req, wanted)
 
-    result, total = await broker.replica_manager.fetch_messages(
-        wanted, replica_id=replica_id, isolation_level=req.isolation_level, max_bytes=max_bytes,
-        min_bytes=req.min_bytes, max_wait_ms=req.max_wait_ms, denied=denied)
+    rm = broker.replica_manager
+    if replica_id >= 0:  # a follower: answered from the append that gives it data (no task waits)
+        op = rm.fetch_for_follower(wanted, replica_id=replica_id, max_bytes=max_bytes, min_bytes=req.min_bytes,
+                                   max_wait_ms=req.max_wait_ms, denied=denied)
+        if not op.done:
+            return DelayedResponse(op, lambda: _respond(ctx, wanted, fs, replica_id, *op.outcome()))
+        result, total = op.outcome()
+    else:
+        result, total = await rm.fetch_messages(
+            wanted, replica_id=replica_id, isolation_level=req.isolation_level, max_bytes=max_bytes,
+            min_bytes=req.min_bytes, max_wait_ms=req.max_wait_ms, denied=denied)
+    return _respond(ctx, wanted, fs, replica_id, result, total)
+
+
+def _respond(ctx: RequestContext, wanted: list[tuple[str | None, uuid.UUID | None, list[DataContainer]]],
+             fs: fetch_session.FetchContext, replica_id: int, result: list[list[FetchPartitionData]],
+             total: int) -> EncodedResponse:
+    """Quotas, metrics and the fetch session's trim on what was read, then the frame."""
+    broker = ctx.broker
     throttle_ms = 0
     quotas = broker.quotas
     if quotas is not None and quotas.enabled and total:

@@ -55,7 +55,6 @@ from protocol.produce_codec import PartitionResponse, TopicResponse, encode_prod
 from protocol.records import BatchHeader
 
 from ..metrics.stats import note_errors
-from ..replica.purgatory import DelayedProduce
 from ..replica.replica_manager import PartitionProduceResult
 from ..schema_registry.validation import prepare_schema_validation, validate_schema_ids
 from ..security.acl import TOPIC, TOPIC_DENIED, TRANSACTIONAL_ID, TXN_DENIED, WRITE, Requires
@@ -116,15 +115,9 @@ async def handle_produce(ctx: RequestContext, req: ProduceRequest) -> ProduceRes
     if acks == 0:
         return None
     if delayed is not None:  # delayed produce: the records are in the log; the response waits for the ISR
-        return DelayedResponse(_when_replicated(ctx, req, delayed, results, names))
-    return _response(ctx, req, results, names)
-
-
-async def _when_replicated(ctx: RequestContext, req: ProduceRequest, delayed: DelayedProduce,
-                           results: list[list[PartitionProduceResult]], names: list[str | None]) -> Any:
-    """Kafka's DelayedProduce: done when every partition's high watermark passed its records,
-    or the request's timeout (REQUEST_TIMED_OUT), or the ISR fell below min.insync.replicas."""
-    await delayed.future
+        # Kafka's DelayedProduce: done when every partition's high watermark passed its records, or
+        # the request's timeout (REQUEST_TIMED_OUT), or the ISR fell below min.insync.replicas
+        return DelayedResponse(delayed, lambda: _response(ctx, req, results, names))
     return _response(ctx, req, results, names)
 
 

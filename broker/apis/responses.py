@@ -6,28 +6,54 @@ them, reads them without the request context (typed against the composition root
 
 from __future__ import annotations
 
-from collections.abc import Coroutine
+import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from kafka.protocol.api_message import ApiMessage
+
+class Pending(Protocol):
+    """A delayed operation (``broker/replica/purgatory.py``) a response waits on. It completes
+    once; ``on_done`` callbacks run synchronously, in the loop turn of the event that completes
+    it (at once when it is done already), as Kafka completes a delayed operation in the thread of
+    the request that satisfies it."""
+
+    @property
+    def done(self) -> bool: ...
+
+    def on_done(self, callback: Callable[[], None]) -> None: ...
 
 
 class DelayedResponse:
     """A handler's answer whose work is done but whose response must wait: Kafka's delayed
-    operations (an acks=all Produce parked until the ISR has its records).
+    operations (an acks=all Produce parked until the ISR has its records; a follower's Fetch
+    parked until there is something to send it).
 
-    Everything that orders requests (validation, the append) has happened when the handler
-    returns this; ``wait`` is a coroutine that only waits and then builds the response. The
+    Everything that orders requests (validation, the append, a follower's progress) has happened
+    when the handler returns this; ``build`` only reads and encodes, once ``op`` is done. The
     connection serves the client's next requests meanwhile and writes the responses in request
-    order (see ``broker/network/connection.py``), so a producer that pipelines requests is not held to one
-    replication round trip per request.
+    order (see ``broker/network/connection.py``), so a producer that pipelines requests is not
+    held to one replication round trip per request. The connection writes the response from
+    ``op``'s completion callback, in the same loop turn: no task wakes up in between.
     """
 
-    __slots__ = ("wait",)
+    __slots__ = ("op", "build")
 
-    def __init__(self, wait: Coroutine[object, object, ApiMessage | None]) -> None:
-        self.wait = wait
+    def __init__(self, op: Pending, build: Callable[[], Any]) -> None:
+        self.op = op
+        self.build = build  # -> ApiMessage | EncodedResponse | None; or, from the request channel, the frame
+
+    async def result(self) -> Any:
+        """Wait for ``op`` and build the response (for a caller outside the connection's pipeline)."""
+        if not self.op.done:
+            fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+            def done() -> None:
+                if not fut.done():
+                    fut.set_result(None)
+            self.op.on_done(done)
+            await fut
+        return self.build()
 
 
 @dataclass(slots=True)

@@ -38,7 +38,7 @@ from protocol.framing import FrameDecoder, FrameError
 
 from ..apis.responses import DelayedResponse
 from ..config.properties import BrokerConfig
-from ..metrics.stats import RequestTimer
+from ..metrics.stats import CURRENT_REQUEST, RequestTimer
 from ..repeated_warnings import RepeatedWarnings
 from ..replica import trace
 from .connection_quotas import ConnectionQuotas, ConnectionSlot
@@ -132,7 +132,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         # (the parked response's coroutine, or a finished response, request frame, timer, when parked)
         self.inflight: deque[tuple[DelayedResponse | Response, bytes | memoryview, RequestTimer | None,
                                    float]] = deque()
-        self.drainer: asyncio.Task[None] | None = None
+        self.drainer: asyncio.Task[None] | None = None  # a parked response's write that must wait
+        self.pumping = False
         self.drained = asyncio.Event()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -189,26 +190,36 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    async def _write_chunks(self, chunks: list[Chunk]) -> None:
-        """Write a response whose records are file regions (see protocol.fetch_codec)."""
+    def _write_chunks_now(self, chunks: list[Chunk]) -> bool:
+        """Write a response whose records are file regions (see protocol.fetch_codec) if that needs
+        no waiting: False (nothing written) when its regions go by sendfile(2)."""
         transport = self.transport
         assert transport is not None
         write_regions = getattr(transport, "write_regions", None)
         if write_regions is not None:  # TLS on pyOpenSSL: read, encrypt and send in slices
             write_regions(chunks)
-            return
-        loop = asyncio.get_running_loop()
+            return True
         # TLS encrypts: no sendfile.  uvloop has no loop.sendfile (AbstractEventLoop's raises
         # NotImplementedError): only asyncio's own loop sends a file region by sendfile(2).
-        if not self.sendfile or self.security_protocol.endswith("SSL") or not isinstance(loop, asyncio.BaseEventLoop):
-            # One pread per region into the socket buffer: no encode-buffer copies.
-            try:
-                data = [c if isinstance(c, bytes) else c.read() for c in chunks]
-            except OSError as e:  # a region cut or unreadable since the fetch chose it (ReadInfo.read)
-                self.close(f"cannot send a Fetch response, a fetched region: {e.strerror}")
-                return
-            transport.writelines(data)
+        if self.sendfile and not self.security_protocol.endswith("SSL") and \
+                isinstance(asyncio.get_running_loop(), asyncio.BaseEventLoop):
+            return False
+        # One pread per region into the socket buffer: no encode-buffer copies.
+        try:
+            data = [c if isinstance(c, bytes) else c.read() for c in chunks]
+        except OSError as e:  # a region cut or unreadable since the fetch chose it (ReadInfo.read)
+            self.close(f"cannot send a Fetch response, a fetched region: {e.strerror}")
+            return True
+        transport.writelines(data)
+        return True
+
+    async def _write_chunks(self, chunks: list[Chunk]) -> None:
+        """Write a response whose records are file regions (see protocol.fetch_codec)."""
+        if self._write_chunks_now(chunks):
             return
+        transport = self.transport
+        assert transport is not None
+        loop = asyncio.get_running_loop()
         try:
             for c in chunks:
                 if isinstance(c, bytes):
@@ -245,10 +256,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self.task.cancel()
         if self.drainer is not None:
             self.drainer.cancel()
-        for waiting, *_ in self.inflight:  # their records are appended; only the answers are dropped
-            if isinstance(waiting, DelayedResponse):
-                waiting.wait.close()  # never started (the one _drain awaits is cancelled with it)
-        self.inflight.clear()
+        self.inflight.clear()  # their records are appended; only the answers are dropped
         self.drained.set()
 
     def pause_writing(self) -> None:
@@ -316,6 +324,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         (the next request is not served meanwhile), then record the request's metrics."""
         if not self.write_ok.is_set():
             await self.write_ok.wait()
+        self._record(frame, timer, handled)
+
+    def _record(self, frame: bytes | memoryview, timer: RequestTimer | None, handled: float) -> None:
         if timer is not None and self.broker.metrics is not None:
             self.broker.metrics.request_stats.finish(frame, timer, handled, time.perf_counter(),
                                                      throttle_ms=self.mute_ms)
@@ -326,19 +337,21 @@ class KafkaConnection(asyncio.BufferedProtocol):
     # requests (parsing, validation, the append) is serial: a request whose response must wait
     # is parked in ``inflight`` and the next request is served at once. Responses still leave
     # strictly in request order: while anything is parked, every later response queues behind
-    # it and ``_drain`` writes them as they complete. At most MAX_INFLIGHT responses wait;
-    # beyond that the serving loop waits too (and reading pauses once MAX_QUEUED frames queue).
+    # it. ``_pump`` writes the head of the line whenever it is ready: when it is parked and when
+    # its delayed operation completes, in the loop turn of the event that completes it (the
+    # follower Fetch that moved the high watermark writes the producer's response). Only a
+    # write that must wait (the transport over its high-water mark, a sendfile region) goes to a
+    # task, ``_drain``. At most MAX_INFLIGHT responses wait; beyond that the serving loop waits
+    # too (and reading pauses once MAX_QUEUED frames queue).
 
     MAX_INFLIGHT = 16
 
     async def _enqueue(self, out: Response | DelayedResponse, frame: bytes | memoryview,
                        timer: RequestTimer | None) -> None:
-        # A DelayedResponse's coroutine only waits for its purgatory operation and then encodes:
-        # _drain awaits it when its turn comes (no task of its own); a response that is already
-        # complete only keeps its place in line.
         self.inflight.append((out, frame, timer, time.perf_counter()))
-        if self.drainer is None:
-            self.drainer = asyncio.get_running_loop().create_task(self._drain())
+        if isinstance(out, DelayedResponse) and not out.op.done:
+            out.op.on_done(self._pump)
+        self._pump()
         if len(self.inflight) >= self.MAX_INFLIGHT:
             self.drained.clear()
             await self.drained.wait()
@@ -349,35 +362,71 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if not self.closed:
                 await self._mute()
 
-    async def _drain(self) -> None:
-        """Write the parked responses in request order as each completes."""
+    def _pump(self) -> None:
+        """Write the parked responses that are ready, in request order, now."""
+        if self.pumping or self.drainer is not None:  # that one goes on once it has written
+            return
+        self.pumping = True
         try:
-            while self.inflight and not self.closed:
-                waiting, frame, timer, parked = self.inflight[0]
+            inflight = self.inflight
+            while inflight and not self.closed:
+                waiting, frame, timer, parked = inflight[0]
                 if isinstance(waiting, DelayedResponse):
-                    try:
-                        out = await waiting.wait
-                    except asyncio.CancelledError:
-                        raise
-                    except Exception:
-                        log.exception("Unexpected error completing a request from %s:%d", *self.peer)
-                        self.close("internal error")
+                    if not waiting.op.done:
                         return
+                    token = CURRENT_REQUEST.set(timer)  # the metrics this response notes are its request's
+                    try:
+                        out = waiting.build()
+                    finally:
+                        CURRENT_REQUEST.reset(token)
                     if timer is not None:
                         timer.remote += time.perf_counter() - parked
+                    inflight[0] = (out, frame, timer, parked)  # built: only its write is left
                 else:
                     out = waiting
                 handled = time.perf_counter() if timer is not None else 0.0
-                await self._write(out)
+                if not self.write_ok.is_set() or not self._write_now(out):
+                    self.drainer = asyncio.get_running_loop().create_task(self._drain(handled))
+                    return
                 if trace.ON:
                     self._trace("out", (frame,))
-                self.inflight.popleft()  # only now: until it is written, later responses queue behind it
-                await self._written(frame, timer, handled)
-                if len(self.inflight) < self.MAX_INFLIGHT // 2:
+                inflight.popleft()
+                self._record(frame, timer, handled)
+                if len(inflight) < self.MAX_INFLIGHT // 2:
                     self.drained.set()
+        finally:
+            self.pumping = False
+
+    def _write_now(self, out: Response) -> bool:
+        """Write ``out`` unless that needs to wait (a sendfile region): False, nothing written."""
+        if out is None or self.closed or self.transport is None:
+            return True
+        if isinstance(out, bytes):
+            self.transport.write(out)
+            return True
+        return self._write_chunks_now(out)
+
+    async def _drain(self, handled: float) -> None:
+        """Write the head of the line (built already) once the transport takes it, then pump on."""
+        try:
+            if not self.inflight or self.closed:
+                return
+            out, frame, timer, _parked = self.inflight[0]
+            if not self.write_ok.is_set():
+                await self.write_ok.wait()
+            await self._write(out)  # type: ignore[arg-type]  # _pump built it
+            if trace.ON:
+                self._trace("out", (frame,))
+            if self.inflight:
+                self.inflight.popleft()
+            await self._written(frame, timer, handled)
+            if len(self.inflight) < self.MAX_INFLIGHT // 2:
+                self.drained.set()
         except asyncio.CancelledError:
-            pass
+            return
         finally:
             self.drainer = None
-            self.drained.set()
+            if not self.inflight:
+                self.drained.set()
+        self._pump()
 

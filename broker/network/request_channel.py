@@ -18,6 +18,7 @@ Broker, so importing it here would pull this module into that import circle).
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
@@ -195,17 +196,19 @@ class RequestChannel(Generic[CtxT]):
             if isinstance(response, DelayedResponse):  # the connection goes on (KafkaConnection._serve)
                 if t0:
                     self._apply_quotas(ctx, conn, None, t0)
-                return DelayedResponse(self._complete_delayed(ctx, conn, spec, response))
+                return DelayedResponse(response.op, functools.partial(self._complete_delayed, ctx, conn, spec,
+                                                                      response.build))
             if t0:
                 response = self._apply_quotas(ctx, conn, response, t0)
         except Exception:
             response = self._handler_failed(ctx, conn, spec)
         return self._encode(ctx, conn, spec, response)
 
-    async def _complete_delayed(self, ctx: CtxT, conn: RequestSource, spec: ApiHandler[CtxT],
-                                delayed: DelayedResponse) -> Response:
+    def _complete_delayed(self, ctx: CtxT, conn: RequestSource, spec: ApiHandler[CtxT],
+                          build: Callable[[], HandlerResult]) -> Response:
+        """The frame of a DelayedResponse whose operation is done (called by the connection)."""
         try:
-            response = await delayed.wait
+            response = build()
         except Exception:
             response = self._handler_failed(ctx, conn, spec)
         return self._encode(ctx, conn, spec, response)

@@ -21,7 +21,7 @@ from protocol.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from protocol.records import ValidatedRecords
 
 from . import trace
-from .purgatory import DelayedProduce, PartitionProduceResult, ProduceStatus
+from .purgatory import DelayedProduce, PartitionProduceResult, ProduceStatus, Waiter
 
 log = logging.getLogger("samsa.replica")
 
@@ -59,8 +59,8 @@ class Partition:
         self.zk_version = 0
         self.controller_epoch = 0
         self.high_watermark = log_.log_end_offset
-        self._waiters: set[asyncio.Future[None]] = set()  # consumer fetches: woken by the HW
-        self._follower_waiters: set[asyncio.Future[None]] = set()  # follower fetches: by appends
+        self._waiters: set[Waiter] = set()  # consumer fetches: woken by the HW
+        self._follower_waiters: set[Waiter] = set()  # follower fetches: by appends
         # leader side: follower id -> (log end offset, last caught-up time, LEO of ours at its last
         # fetch, time of its last fetch); delayed produces: (required offset, future)
         self.followers: dict[int, FollowerState] = {}
@@ -112,7 +112,9 @@ class Partition:
             info = self.log.append(records, leader_epoch=self.leader_epoch)
         except OSError as e:
             raise self._storage_error(e) from e
-        self._wake(self._follower_waiters)  # followers long-polling for new data
+        if trace.ON:
+            trace.event("append", self.tp.topic, self.tp.partition, self.log.log_end_offset)
+        self._wake(self._follower_waiters)  # followers long-polling for new data: answered now
         self.maybe_increment_high_watermark()  # on a single replica: consumers too
         return info
 
@@ -206,17 +208,21 @@ class Partition:
         self._wake(self._follower_waiters)
 
     @staticmethod
-    def _wake(waiters: set[asyncio.Future[None]]) -> None:
-        """Complete and forget ``waiters`` (their callbacks run later, on the loop)."""
-        for fut in waiters:
-            if not fut.done():
-                fut.set_result(None)
+    def _wake(waiters: set[Waiter]) -> None:
+        """Complete and forget ``waiters``: a future's callbacks run later, on the loop; a
+        ParkedFetch answers its follower now (and may park again on this partition)."""
+        if not waiters:
+            return
+        woken = list(waiters)
         waiters.clear()
+        for w in woken:
+            if not w.done():
+                w.set_result(None)
 
-    def add_waiter(self, fut: asyncio.Future[None], follower: bool = False) -> None:
+    def add_waiter(self, fut: Waiter, follower: bool = False) -> None:
         (self._follower_waiters if follower else self._waiters).add(fut)
 
-    def remove_waiter(self, fut: asyncio.Future[None]) -> None:
+    def remove_waiter(self, fut: Waiter) -> None:
         self._waiters.discard(fut)
         self._follower_waiters.discard(fut)
 

@@ -16,6 +16,14 @@ waits on* and completed by the event that can finish it, in the same loop turn, 
   DelayedFetch completes followers on the log end offset), both by a role change, truncation
   or deletion; one timer wakes it at ``max_wait_ms``. The woken Fetch reads again.
 
+Completion is synchronous, as in Kafka, where the request thread that satisfies an operation
+completes it (``tryCompleteElseWatch`` / ``checkAndComplete``): an operation's ``on_done``
+callbacks run in the loop turn of the event that finishes it, so the connection writes an
+acks=all Produce's response from inside the follower Fetch that advanced the high watermark, and
+a leader answers a parked follower Fetch from inside the append that gave it data
+(:class:`ParkedFetch`). No task wakes in between: on a busy broker each task wake-up waits
+behind a whole loop turn of other work, and a replicated produce used to take four of them.
+
 Everything runs on the event loop thread: no locks. This module knows partitions only through
 the two calls they make (``partition_done`` / ``wake``), so it imports nothing of the broker's.
 """
@@ -23,11 +31,14 @@ the two calls they make (``partition_done`` / ``wake``), so it imports nothing o
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+import logging
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from protocol.errors import ErrorCode
+
+log = logging.getLogger("samsa.purgatory")
 
 
 class ProduceStatus(Protocol):
@@ -50,24 +61,60 @@ class PartitionProduceResult:
     record_errors: list[tuple[int, str]] = field(default_factory=list)
 
 
-class DelayedProduce:
-    """An acks=all produce waiting until every one of its partitions' high watermarks passed its
-    records. Invariant: ``future`` completes exactly once, when no status is pending."""
+class Completion:
+    """Completes once; ``on_done`` callbacks run synchronously when it does (``broker.apis.responses.Pending``).
+    A callback that raises is logged and does not stop the others, nor the event that completed it."""
 
-    __slots__ = ("future", "_timer", "_pending")
+    __slots__ = ("_listeners",)
+
+    def __init__(self) -> None:
+        self._listeners: list[Callable[[], None]] | None = []
+
+    @property
+    def done(self) -> bool:
+        return self._listeners is None
+
+    def on_done(self, callback: Callable[[], None]) -> None:
+        if self._listeners is None:
+            callback()
+        else:
+            self._listeners.append(callback)
+
+    def _notify(self) -> None:
+        listeners, self._listeners = self._listeners, None
+        for cb in listeners or ():
+            try:
+                cb()
+            except Exception:
+                log.exception("A delayed operation's completion callback failed")
+
+
+class DelayedProduce(Completion):
+    """An acks=all produce waiting until every one of its partitions' high watermarks passed its
+    records. Invariant: it completes exactly once, when no status is pending; ``future`` (for a
+    coroutine that awaits it) completes with it."""
+
+    __slots__ = ("_future", "_timer", "_pending", "_loop")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, timeout_s: float) -> None:
-        self.future: asyncio.Future[None] = loop.create_future()
+        super().__init__()
+        self._loop = loop
+        self._future: asyncio.Future[None] | None = None
         self._pending: dict[int, ProduceStatus] = {}
         self._timer = loop.call_later(max(timeout_s, 0.0), self._expire)
+
+    @property
+    def future(self) -> asyncio.Future[None]:
+        """Done when the operation is (made on first use: the request pipeline listens instead)."""
+        if self._future is None:
+            fut = self._future = self._loop.create_future()
+            if self.done:
+                fut.set_result(None)
+        return self._future
 
     def add(self, status: ProduceStatus) -> None:
         """One more partition to wait for (added before any of them can complete: same loop turn)."""
         self._pending[id(status)] = status
-
-    @property
-    def done(self) -> bool:
-        return self.future.done()
 
     def partition_done(self, status: ProduceStatus, error: ErrorCode, message: str | None = None) -> None:
         """A watching partition finished ``status`` (its high watermark passed the records, or it
@@ -84,21 +131,31 @@ class DelayedProduce:
 
     def _finish(self) -> None:
         self._timer.cancel()
-        if not self.future.done():
-            self.future.set_result(None)
+        if self.done:
+            return
+        if self._future is not None and not self._future.done():
+            self._future.set_result(None)
+        self._notify()
 
     def _expire(self) -> None:
         pending, self._pending = self._pending, {}
         for s in pending.values():
             s.error, s.message = ErrorCode.REQUEST_TIMED_OUT, \
                 "Replication to the in-sync replicas did not complete within the request timeout"
-        if not self.future.done():
-            self.future.set_result(None)
+        self._finish()
+
+
+class Waiter(Protocol):
+    """What a partition's parked-fetch sets hold: an asyncio future, or a :class:`ParkedFetch`."""
+
+    def done(self) -> bool: ...
+
+    def set_result(self, result: None, /) -> None: ...
 
 
 class Watchable(Protocol):
-    def add_waiter(self, fut: asyncio.Future[None], follower: bool = False) -> None: ...
-    def remove_waiter(self, fut: asyncio.Future[None]) -> None: ...
+    def add_waiter(self, fut: Waiter, follower: bool = False) -> None: ...
+    def remove_waiter(self, fut: Waiter) -> None: ...
 
 
 class DelayedFetch:
@@ -125,3 +182,35 @@ class DelayedFetch:
             self._timer.cancel()
             for p in self._parts:
                 p.remove_waiter(self.future)
+
+
+class ParkedFetch:
+    """A follower's Fetch parked on its partitions without a task: the partition that wakes it
+    (an append, a role change, truncation) calls ``on_wake`` at once, in its own loop turn, and
+    so does the timer at ``timeout_s``. Fires once."""
+
+    __slots__ = ("_timer", "_parts", "_on_wake", "_fired")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, parts: Iterable[Watchable], timeout_s: float,
+                 on_wake: Callable[[], None]) -> None:
+        self._fired = False
+        self._on_wake = on_wake
+        self._parts = list(parts)
+        for p in self._parts:
+            p.add_waiter(self, True)
+        self._timer = loop.call_later(max(timeout_s, 0.0), self.set_result, None)
+
+    def done(self) -> bool:
+        return self._fired
+
+    def set_result(self, _result: None = None, /) -> None:
+        if self._fired:
+            return
+        self._fired = True
+        self._timer.cancel()
+        for p in self._parts:
+            p.remove_waiter(self)
+        try:
+            self._on_wake()
+        except Exception:  # never into the append (or role change) that woke it
+            log.exception("A parked follower fetch failed when woken")

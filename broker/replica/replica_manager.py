@@ -25,8 +25,10 @@ controller's LeaderAndIsr makes each hosted partition a *leader* or a *follower*
 * A follower appends what its fetcher brings from the leader with the leader's offsets and
   epochs (``append_as_follower``) and learns the high watermark from the fetch response.
 
-Fetch requests that find nothing to read park a future on the partitions they asked for
-("delayed fetch purgatory"). A consumer's fetch reads up to the high watermark, so an advancing
+Fetch requests that find nothing to read park on the partitions they asked for ("delayed fetch
+purgatory"): a consumer's as a future its handler awaits, a follower's as a
+:class:`~broker.replica.purgatory.ParkedFetch` that the waking append answers at once
+(:meth:`ReplicaManager.fetch_for_follower`). A consumer's fetch reads up to the high watermark, so an advancing
 high watermark wakes it; a follower's reads up to the log end, so only an append wakes it, as
 Kafka's DelayedFetch completes on the log end offset for followers. (Waking followers on every
 high-watermark move too would answer each parked follower fetch with nothing whenever another
@@ -68,12 +70,12 @@ from ..config.properties import BrokerConfig
 from ..config.resolution import effective_topic_config
 from . import trace
 from .partition import FollowerState, IsrChangeCounts, IsrWriter, Partition, TopicPartition
-from .purgatory import DelayedFetch, DelayedProduce, PartitionProduceResult
+from .purgatory import Completion, DelayedFetch, DelayedProduce, ParkedFetch, PartitionProduceResult
 
 log = logging.getLogger("samsa.replica")
 produce_log = logging.getLogger("samsa.produce")
 
-__all__ = ["FetchPartitionData", "FollowerState", "IsrChangeCounts", "Partition", "PartitionProduceResult",
+__all__ = ["FetchPartitionData", "FollowerFetch", "FollowerState", "IsrChangeCounts", "Partition", "PartitionProduceResult",
            "ReplicaManager", "TopicPartition"]
 
 
@@ -386,8 +388,6 @@ class ReplicaManager:
                     if code:
                         raise KafkaError(code, "the partition is not part of the producer's open transaction")
                 info = part.append(records, required_acks=required_acks)
-                if trace.ON:
-                    trace.event("append", topic, index, part.log.log_end_offset)
                 res.base_offset, res.log_append_time, res.log_start_offset = \
                     info.first_offset, info.log_append_time, info.log_start_offset
                 res.last_offset = info.last_offset
@@ -444,6 +444,17 @@ class ReplicaManager:
                 result, total, _e, _p = self._read_local(wanted, isolation_level, max_bytes, replica_id, denied,
                                                          False)
                 return result, total
+
+    def fetch_for_follower(self, wanted: FetchWanted, *, replica_id: int, max_bytes: int, min_bytes: int,
+                           max_wait_ms: int, denied: frozenset[str] | set[str] = frozenset()) -> FollowerFetch:
+        """``fetch_messages`` for a follower's Fetch, without a task: its progress is recorded
+        (which may move the high watermark and complete delayed produces) and its partitions read
+        now; with fewer than ``min_bytes`` it parks as a :class:`ParkedFetch` that the next append
+        answers in its own loop turn. The returned operation is done when the rows are final."""
+        op = FollowerFetch(self, wanted, replica_id, max_bytes, min_bytes, denied,
+                           time.monotonic() + max(max_wait_ms, 0) / 1000)
+        op.settle(*self._read_local(wanted, 0, max_bytes, replica_id, denied, True))
+        return op
 
     def _read_local(self, wanted: FetchWanted, isolation: int, max_bytes: int,
                     replica_id: int, denied: frozenset[str] | set[str], record_progress: bool
@@ -559,3 +570,43 @@ class ReplicaManager:
         if expired:
             log.info("Removed %d expired producer ids (producer.id.expiration.ms=%d)", expired, expiration_ms)
         return deleted
+
+
+class FollowerFetch(Completion):
+    """A follower's Fetch on the leader (see :meth:`ReplicaManager.fetch_for_follower`): done
+    once its rows are final; ``outcome()`` returns them with the bytes read, or raises what
+    reading them raised."""
+
+    __slots__ = ("_rm", "_wanted", "_replica_id", "_max_bytes", "_min_bytes", "_denied", "_deadline",
+                 "_rows", "_total", "_error")
+
+    def __init__(self, rm: ReplicaManager, wanted: FetchWanted, replica_id: int, max_bytes: int, min_bytes: int,
+                 denied: frozenset[str] | set[str], deadline: float) -> None:
+        super().__init__()
+        self._rm, self._wanted, self._replica_id = rm, wanted, replica_id
+        self._max_bytes, self._min_bytes, self._denied, self._deadline = max_bytes, min_bytes, denied, deadline
+        self._rows: list[list[FetchPartitionData]] = []
+        self._total = 0
+        self._error: Exception | None = None
+
+    def settle(self, rows: list[list[FetchPartitionData]], total: int, has_error: bool,
+               parts: list[Partition]) -> None:
+        remaining = self._deadline - time.monotonic()
+        if total >= self._min_bytes or has_error or remaining <= 0 or not parts:
+            self._rows, self._total = rows, total
+            self._notify()
+        else:
+            ParkedFetch(asyncio.get_running_loop(), parts, remaining, self._woken)
+
+    def _woken(self) -> None:
+        try:
+            self.settle(*self._rm._read_local(self._wanted, 0, self._max_bytes, self._replica_id, self._denied,
+                                              False))
+        except Exception as e:  # answered as the handler's failure (UNKNOWN_SERVER_ERROR), never lost
+            self._error = e
+            self._notify()
+
+    def outcome(self) -> tuple[list[list[FetchPartitionData]], int]:
+        if self._error is not None:
+            raise self._error
+        return self._rows, self._total
