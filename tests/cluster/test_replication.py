@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import uuid
+from collections.abc import Callable
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -299,3 +300,28 @@ def test_acks_all_retry_of_a_written_batch_waits_for_the_isr_too(cluster3: Samsa
         assert after == (0, 0), after
         _err, hw, records = c.fetch(topic, 0, 0)
     assert hw == 3 and [r.value for r in records] == [b"dup-0", b"dup-1", b"dup-2"]  # written once
+
+
+def test_followers_replicate_through_sendfile_on_the_asyncio_loop(cluster_factory: Callable[..., SamsaCluster]) -> None:
+    """fetch.sendfile.enable on asyncio's own loop: a leader sends its followers' Fetch responses
+    by sendfile(2), which is the one write of a parked (delayed) response that must wait for a
+    task (KafkaConnection._drain) rather than go out in the loop turn that completes it."""
+    cluster = cluster_factory(3, overrides={"fetch.sendfile.enable": "true"}, start=False)
+    for b in cluster.brokers:
+        b.args = ["--no-uvloop"]
+    cluster.start()
+    cluster.wait_for_brokers(3)
+    topic = _topic()
+    create_topic(cluster, topic, 2, 3, {"min.insync.replicas": "2"})
+    ps = wait_full_isr(cluster, topic, 3)
+    prod = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True,
+                     "linger.ms": 0, "message.max.bytes": 2_000_000})
+    acked: list[int] = []
+    values = [(b"%d-" % i) * (1 if i % 10 else 20_000) for i in range(400)]  # some of ~100-140 KB
+    for v in values:
+        prod.produce(topic, value=v, on_delivery=lambda err, m: acked.append(m.offset()) if err is None else None)
+        prod.poll(0)
+    assert prod.flush(60) == 0
+    assert len(acked) == len(values)
+    assert_replicas_identical(cluster, topic, 2, {p: list(m.replicas) for p, m in ps.items()})
+    assert all(len(p.isrs) == 3 for p in partitions(cluster, topic).values())

@@ -234,6 +234,7 @@ class SamsaBroker(BrokerProcess):
         port: int | None = None,
     ):
         super().__init__(data_dir, log_path, host, port)
+        self.args: list[str] = []  # more command-line switches (``--no-uvloop``), set before start()
         self.overrides: dict[str, str] = dict(DEFAULT_OVERRIDES)
         for k, v in (overrides or {}).items():
             self.overrides[k] = str(v).lower() if isinstance(v, bool) else str(v)
@@ -250,7 +251,7 @@ class SamsaBroker(BrokerProcess):
         ]
         for key, value in self.overrides.items():
             cmd += ["--override", f"{key}={value}"]
-        return cmd
+        return cmd + self.args
 
 
 def tansu_binary() -> Path:
