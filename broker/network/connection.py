@@ -129,7 +129,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.arrivals: deque[float] | None = deque() if broker.metrics is not None else None
         self.mute_ms = 0  # KIP-219: after the next response, read and serve nothing for this long
         # Responses waiting to be written in request order, behind a DelayedResponse (see _enqueue):
-        # (the parked response's coroutine, or a finished response, request frame, timer, when parked)
+        # (the parked DelayedResponse, or a finished response; request frame, timer, when parked)
         self.inflight: deque[tuple[DelayedResponse | Response, bytes | memoryview, RequestTimer | None,
                                    float]] = deque()
         self.drainer: asyncio.Task[None] | None = None  # a parked response's write that must wait
@@ -377,6 +377,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     token = CURRENT_REQUEST.set(timer)  # the metrics this response notes are its request's
                     try:
                         out = waiting.build()
+                    except Exception:
+                        log.exception("Unexpected error completing a request from %s:%d", *self.peer)
+                        self.close("internal error")
+                        return
                     finally:
                         CURRENT_REQUEST.reset(token)
                     if timer is not None:
