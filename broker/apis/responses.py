@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
+
+T = TypeVar("T")
 
 
 class Pending(Protocol):
@@ -24,7 +26,7 @@ class Pending(Protocol):
     def on_done(self, callback: Callable[[], None]) -> None: ...
 
 
-class DelayedResponse:
+class DelayedResponse(Generic[T]):
     """A handler's answer whose work is done but whose response must wait: Kafka's delayed
     operations (an acks=all Produce parked until the ISR has its records; a follower's Fetch
     parked until there is something to send it).
@@ -39,11 +41,12 @@ class DelayedResponse:
 
     __slots__ = ("op", "build")
 
-    def __init__(self, op: Pending, build: Callable[[], Any]) -> None:
+    def __init__(self, op: Pending, build: Callable[[], T]) -> None:
         self.op = op
-        self.build = build  # -> ApiMessage | EncodedResponse | None; or, from the request channel, the frame
+        # a handler's: the response (ApiMessage | EncodedResponse | None); the request channel's: its frame
+        self.build = build
 
-    async def result(self) -> Any:
+    async def result(self) -> T:
         """Wait for ``op`` and build the response (for a caller outside the connection's pipeline)."""
         if not self.op.done:
             fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
