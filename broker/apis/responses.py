@@ -6,7 +6,6 @@ them, reads them without the request context (typed against the composition root
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
@@ -24,6 +23,8 @@ class Pending(Protocol):
     def done(self) -> bool: ...
 
     def on_done(self, callback: Callable[[], None]) -> None: ...
+
+    async def wait(self) -> None: ...
 
 
 class DelayedResponse(Generic[T]):
@@ -48,14 +49,7 @@ class DelayedResponse(Generic[T]):
 
     async def result(self) -> T:
         """Wait for ``op`` and build the response (for a caller outside the connection's pipeline)."""
-        if not self.op.done:
-            fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-            def done() -> None:
-                if not fut.done():
-                    fut.set_result(None)
-            self.op.on_done(done)
-            await fut
+        await self.op.wait()
         return self.build()
 
 

@@ -213,10 +213,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         transport.writelines(data)
         return True
 
-    async def _write_chunks(self, chunks: list[Chunk]) -> None:
-        """Write a response whose records are file regions (see protocol.fetch_codec)."""
-        if self._write_chunks_now(chunks):
-            return
+    async def _sendfile(self, chunks: list[Chunk]) -> None:
+        """Write a response whose file regions go by sendfile(2) (see _write_chunks_now)."""
         transport = self.transport
         assert transport is not None
         loop = asyncio.get_running_loop()
@@ -313,11 +311,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
             pass
 
     async def _write(self, out: Response) -> None:
-        if out is not None and not self.closed and self.transport is not None:
-            if isinstance(out, bytes):
-                self.transport.write(out)
-            else:
-                await self._write_chunks(out)
+        if not self._write_now(out):
+            assert isinstance(out, list)  # only file regions need the wait
+            await self._sendfile(out)
 
     async def _written(self, frame: bytes | memoryview, timer: RequestTimer | None, handled: float) -> None:
         """After a response is handed to the transport: wait while it is over its high-water mark

@@ -21,7 +21,7 @@ from protocol.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from protocol.records import ValidatedRecords
 
 from . import trace
-from .purgatory import DelayedProduce, PartitionProduceResult, ProduceStatus, Waiter
+from .purgatory import DelayedProduce, ParkedFetch, PartitionProduceResult, ProduceStatus
 
 log = logging.getLogger("samsa.replica")
 
@@ -59,8 +59,8 @@ class Partition:
         self.zk_version = 0
         self.controller_epoch = 0
         self.high_watermark = log_.log_end_offset
-        self._waiters: set[Waiter] = set()  # consumer fetches: woken by the HW
-        self._follower_waiters: set[Waiter] = set()  # follower fetches: by appends
+        self._waiters: set[ParkedFetch] = set()  # consumer fetches: woken by the HW
+        self._follower_waiters: set[ParkedFetch] = set()  # follower fetches: by appends
         # leader side: follower id -> (log end offset, last caught-up time, LEO of ours at its last
         # fetch, time of its last fetch); delayed produces: (required offset, future)
         self.followers: dict[int, FollowerState] = {}
@@ -141,7 +141,7 @@ class Partition:
         status = PartitionProduceResult()
         op.add(status)
         self.watch_produce(required_offset, op, status)
-        await op.future
+        await op.wait()
         if status.error == ErrorCode.REQUEST_TIMED_OUT:
             raise KafkaError(ErrorCode.REQUEST_TIMED_OUT,
                              f"Replication of {self.tp} up to offset {required_offset} did not complete "
@@ -208,23 +208,21 @@ class Partition:
         self._wake(self._follower_waiters)
 
     @staticmethod
-    def _wake(waiters: set[Waiter]) -> None:
-        """Complete and forget ``waiters``: a future's callbacks run later, on the loop; a
-        ParkedFetch answers its follower now (and may park again on this partition)."""
+    def _wake(waiters: set[ParkedFetch]) -> None:
+        """Wake and forget ``waiters``, now (a follower's is answered here; it may park again)."""
         if not waiters:
             return
         woken = list(waiters)
         waiters.clear()
         for w in woken:
-            if not w.done():
-                w.set_result(None)
+            w.wake()
 
-    def add_waiter(self, fut: Waiter, follower: bool = False) -> None:
-        (self._follower_waiters if follower else self._waiters).add(fut)
+    def add_waiter(self, fetch: ParkedFetch, follower: bool = False) -> None:
+        (self._follower_waiters if follower else self._waiters).add(fetch)
 
-    def remove_waiter(self, fut: Waiter) -> None:
-        self._waiters.discard(fut)
-        self._follower_waiters.discard(fut)
+    def remove_waiter(self, fetch: ParkedFetch) -> None:
+        self._waiters.discard(fetch)
+        self._follower_waiters.discard(fetch)
 
     def read(self, fetch_offset: int, max_bytes: int, *, isolation_level: int = 0,
              min_one_batch: bool = True, replica: bool = False) -> ReadInfo | None:

@@ -9,9 +9,8 @@ waits on* and completed by the event that can finish it, in the same loop turn, 
   shrank) checks its watchers and finishes those whose records are now below the high
   watermark; one that loses its leadership fails them (NOT_LEADER_OR_FOLLOWER). One timer per
   operation answers what is left with REQUEST_TIMED_OUT after the request's ``timeout_ms``.
-  The operation's future completes once, when its last partition is done: the request's
-  handler awaits that one future.
-* :class:`DelayedFetch` parks a Fetch that found fewer than ``min_bytes``: a consumer's is woken
+  The operation completes once, when its last partition is done (see below for what runs then).
+* :class:`ParkedFetch` parks a Fetch that found fewer than ``min_bytes``: a consumer's is woken
   by a high watermark that moved on one of its partitions, a follower's by an append (Kafka's
   DelayedFetch completes followers on the log end offset), both by a role change, truncation
   or deletion; one timer wakes it at ``max_wait_ms``. The woken Fetch reads again.
@@ -80,6 +79,18 @@ class Completion:
         else:
             self._listeners.append(callback)
 
+    async def wait(self) -> None:
+        """Until done (for a coroutine: a coordinator's or marker's write, a request hook)."""
+        if self._listeners is None:
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def done() -> None:
+            if not fut.done():
+                fut.set_result(None)
+        self._listeners.append(done)
+        await fut
+
     def _notify(self) -> None:
         listeners, self._listeners = self._listeners, None
         for cb in listeners or ():
@@ -91,26 +102,14 @@ class Completion:
 
 class DelayedProduce(Completion):
     """An acks=all produce waiting until every one of its partitions' high watermarks passed its
-    records. Invariant: it completes exactly once, when no status is pending; ``future`` (for a
-    coroutine that awaits it) completes with it."""
+    records. Invariant: it completes exactly once, when no status is pending."""
 
-    __slots__ = ("_future", "_timer", "_pending", "_loop")
+    __slots__ = ("_timer", "_pending")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, timeout_s: float) -> None:
         super().__init__()
-        self._loop = loop
-        self._future: asyncio.Future[None] | None = None
         self._pending: dict[int, ProduceStatus] = {}
         self._timer = loop.call_later(max(timeout_s, 0.0), self._expire)
-
-    @property
-    def future(self) -> asyncio.Future[None]:
-        """Done when the operation is (made on first use: the request pipeline listens instead)."""
-        if self._future is None:
-            fut = self._future = self._loop.create_future()
-            if self.done:
-                fut.set_result(None)
-        return self._future
 
     def add(self, status: ProduceStatus) -> None:
         """One more partition to wait for (added before any of them can complete: same loop turn)."""
@@ -131,11 +130,8 @@ class DelayedProduce(Completion):
 
     def _finish(self) -> None:
         self._timer.cancel()
-        if self.done:
-            return
-        if self._future is not None and not self._future.done():
-            self._future.set_result(None)
-        self._notify()
+        if not self.done:
+            self._notify()
 
     def _expire(self) -> None:
         pending, self._pending = self._pending, {}
@@ -145,72 +141,44 @@ class DelayedProduce(Completion):
         self._finish()
 
 
-class Waiter(Protocol):
-    """What a partition's parked-fetch sets hold: an asyncio future, or a :class:`ParkedFetch`."""
-
-    def done(self) -> bool: ...
-
-    def set_result(self, result: None, /) -> None: ...
-
-
 class Watchable(Protocol):
-    def add_waiter(self, fut: Waiter, follower: bool = False) -> None: ...
-    def remove_waiter(self, fut: Waiter) -> None: ...
-
-
-class DelayedFetch:
-    """A Fetch parked on its partitions until one of them has something for it, or ``timeout_s``."""
-
-    __slots__ = ("future", "_timer", "_parts")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, parts: Iterable[Watchable], timeout_s: float,
-                 follower: bool) -> None:
-        self.future: asyncio.Future[None] = loop.create_future()
-        self._parts = list(parts)
-        for p in self._parts:
-            p.add_waiter(self.future, follower)
-        self._timer = loop.call_later(max(timeout_s, 0.0), self._expire)
-
-    def _expire(self) -> None:
-        if not self.future.done():
-            self.future.set_result(None)
-
-    async def wait(self) -> None:
-        try:
-            await self.future
-        finally:
-            self._timer.cancel()
-            for p in self._parts:
-                p.remove_waiter(self.future)
+    def add_waiter(self, fetch: ParkedFetch, follower: bool = False) -> None: ...
+    def remove_waiter(self, fetch: ParkedFetch) -> None: ...
 
 
 class ParkedFetch:
-    """A follower's Fetch parked on its partitions without a task: the partition that wakes it
-    (an append, a role change, truncation) calls ``on_wake`` at once, in its own loop turn, and
-    so does the timer at ``timeout_s``. Fires once."""
+    """A Fetch parked on its partitions (Kafka's DelayedFetch), without a task: the partition that
+    wakes it (an append for a follower's, a moving high watermark for a consumer's, a role change,
+    truncation or deletion for both) calls ``on_wake`` at once, in its own loop turn, and so does
+    the timer at ``timeout_s``. Fires once; ``cancel`` forgets it without firing."""
 
     __slots__ = ("_timer", "_parts", "_on_wake", "_fired")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, parts: Iterable[Watchable], timeout_s: float,
-                 on_wake: Callable[[], None]) -> None:
+                 on_wake: Callable[[], None], follower: bool = True) -> None:
         self._fired = False
         self._on_wake = on_wake
         self._parts = list(parts)
         for p in self._parts:
-            p.add_waiter(self, True)
-        self._timer = loop.call_later(max(timeout_s, 0.0), self.set_result, None)
+            p.add_waiter(self, follower)
+        self._timer = loop.call_later(max(timeout_s, 0.0), self.wake)
 
+    @property
     def done(self) -> bool:
         return self._fired
 
-    def set_result(self, _result: None = None, /) -> None:
+    def cancel(self) -> None:
+        if not self._fired:
+            self._fired = True
+            self._timer.cancel()
+            for p in self._parts:
+                p.remove_waiter(self)
+
+    def wake(self) -> None:
         if self._fired:
             return
-        self._fired = True
-        self._timer.cancel()
-        for p in self._parts:
-            p.remove_waiter(self)
+        self.cancel()
         try:
             self._on_wake()
         except Exception:  # never into the append (or role change) that woke it
-            log.exception("A parked follower fetch failed when woken")
+            log.exception("A parked fetch failed when woken")

@@ -26,8 +26,8 @@ controller's LeaderAndIsr makes each hosted partition a *leader* or a *follower*
   epochs (``append_as_follower``) and learns the high watermark from the fetch response.
 
 Fetch requests that find nothing to read park on the partitions they asked for ("delayed fetch
-purgatory"): a consumer's as a future its handler awaits, a follower's as a
-:class:`~broker.replica.purgatory.ParkedFetch` that the waking append answers at once
+purgatory", :class:`~broker.replica.purgatory.ParkedFetch`): a consumer's handler awaits its
+wake-up, a follower's is answered by the waking append at once
 (:meth:`ReplicaManager.fetch_for_follower`). A consumer's fetch reads up to the high watermark, so an advancing
 high watermark wakes it; a follower's reads up to the log end, so only an append wakes it, as
 Kafka's DelayedFetch completes on the log end offset for followers. (Waking followers on every
@@ -38,7 +38,7 @@ learn the high watermark from their next fetch response.
 The request layer only decodes, authorizes and encodes: :meth:`ReplicaManager.append_records`
 (validation, the append, acks=all as a :class:`~broker.replica.purgatory.DelayedProduce`) and
 :meth:`ReplicaManager.fetch_messages` (the reads, follower progress, the long poll as a
-:class:`~broker.replica.purgatory.DelayedFetch`) are Kafka's ``appendRecords`` / ``fetchMessages``; the
+:class:`~broker.replica.purgatory.ParkedFetch`) are Kafka's ``appendRecords`` / ``fetchMessages``; the
 replica fetcher appends through :meth:`ReplicaManager.append_records_as_follower` and truncates
 through :meth:`ReplicaManager.truncate_follower`.
 
@@ -70,7 +70,7 @@ from ..config.properties import BrokerConfig
 from ..config.resolution import effective_topic_config
 from . import trace
 from .partition import FollowerState, IsrChangeCounts, IsrWriter, Partition, TopicPartition
-from .purgatory import Completion, DelayedFetch, DelayedProduce, ParkedFetch, PartitionProduceResult
+from .purgatory import Completion, DelayedProduce, ParkedFetch, PartitionProduceResult
 
 log = logging.getLogger("samsa.replica")
 produce_log = logging.getLogger("samsa.produce")
@@ -346,7 +346,16 @@ class ReplicaManager:
     async def wait_for_data(self, partitions: Iterable[Partition], timeout: float, follower: bool = False) -> None:
         """Park until any of ``partitions`` gets new data (or the timeout): for a consumer, data
         below the high watermark; for a ``follower``, an append."""
-        await DelayedFetch(asyncio.get_running_loop(), partitions, timeout, follower).wait()
+        woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def wake() -> None:
+            if not woken.done():
+                woken.set_result(None)
+        parked = ParkedFetch(asyncio.get_running_loop(), partitions, timeout, wake, follower)
+        try:
+            await woken
+        finally:
+            parked.cancel()  # the request went away meanwhile (its connection closed)
 
     # --- appendRecords / fetchMessages ---------------------------------------------------------------
     async def append_records(self, entries: list[tuple[str, int, bytes | memoryview | None]], *, required_acks: int, timeout_ms: int,
@@ -427,7 +436,7 @@ class ReplicaManager:
         """Kafka's ``fetchMessages``: read each wanted partition (``(topic or None, topic id,
         [partitions with partition, fetch_offset, partition_max_bytes, current_leader_epoch])``),
         recording a follower's (``replica_id`` >= 0) progress first. With fewer than ``min_bytes``
-        and no error, park as a :class:`DelayedFetch` until data arrives or ``max_wait_ms``, then
+        and no error, park as a :class:`ParkedFetch` until data arrives or ``max_wait_ms``, then
         read again. Returns the rows per topic and the bytes read."""
         deadline = time.monotonic() + max(max_wait_ms, 0) / 1000
         follower = replica_id >= 0

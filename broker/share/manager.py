@@ -41,6 +41,7 @@ from groupcoord.share.state import SHARE_STATE_TOPIC, ShareCoordinator, SharePar
 from protocol.errors import ErrorCode, KafkaError
 
 from ..cluster.support import MetadataSupport
+from ..replica.purgatory import ParkedFetch
 from ..replica.replica_manager import ReplicaManager
 from .partition import Acquired, SharePartition
 from .persister import SharePersister
@@ -336,17 +337,17 @@ class SharePartitionManager:
                 parts.append(self.replicas.get_partition(sp.topic, sp.partition))
             except KafkaError:
                 continue
-        for p in parts:
-            p.add_waiter(fut)
+
+        def woken() -> None:  # new data on a partition, or the timeout
+            if not fut.done():
+                fut.set_result(None)
+        parked = ParkedFetch(loop, parts, timeout, woken, follower=False)
         self._waiters.add(fut)
         try:
-            await asyncio.wait_for(fut, timeout)
-        except TimeoutError:
-            pass
+            await fut
         finally:
             self._waiters.discard(fut)
-            for p in parts:
-                p.remove_waiter(fut)
+            parked.cancel()
 
     async def _expire_locks_loop(self) -> None:
         """Release records whose acquisition lock timed out, at the earliest deadline; idle (no
