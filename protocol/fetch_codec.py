@@ -190,8 +190,10 @@ class FetchPartitionRequest:
 def encode_fetch_request(correlation_id: int, client_id: str, topics: Sequence[tuple[str, Sequence[FetchPartitionRequest]]],
                          *, replica_id: int, max_wait_ms: int, min_bytes: int, max_bytes: int,
                          isolation_level: int = 0, session_id: int = 0, session_epoch: int = -1,
-                         rack_id: str = "") -> bytes:
-    """The framed FetchRequest v12 (request header v2) that kafka-python would encode."""
+                         forgotten: Sequence[tuple[str, Sequence[int]]] = (), rack_id: str = "") -> bytes:
+    """The framed FetchRequest v12 (request header v2) that kafka-python would encode.
+
+    ``forgotten``: (topic, [partition]) an incremental fetch drops from its session (KIP-227)."""
     cid = client_id.encode()
     buf = bytearray(4)  # frame size, patched below
     buf += _REQ_HEADER.pack(1, FETCHER_VERSION, correlation_id, len(cid)) + cid + b"\x00"
@@ -205,8 +207,15 @@ def encode_fetch_request(correlation_id: int, client_id: str, topics: Sequence[t
             buf += _REQ_PART.pack(p.partition, p.current_leader_epoch, p.fetch_offset, p.last_fetched_epoch,
                                   p.log_start_offset, p.partition_max_bytes) + b"\x00"
         buf += b"\x00"  # topic tagged fields
+    buf += uvarint(len(forgotten) + 1)
+    for name, indexes in forgotten:
+        t = name.encode()
+        buf += uvarint(len(t) + 1) + t + uvarint(len(indexes) + 1)
+        for index in indexes:
+            buf += _u32.pack(index)
+        buf += b"\x00"  # forgotten topic tagged fields
     r = rack_id.encode()
-    buf += b"\x01" + uvarint(len(r) + 1) + r + b"\x00"  # no forgotten topics; rack id; tagged fields
+    buf += uvarint(len(r) + 1) + r + b"\x00"  # rack id; tagged fields
     _u32.pack_into(buf, 0, len(buf) - 4)
     return bytes(buf)
 

@@ -78,6 +78,7 @@ class CachedPartition:
     partition_max_bytes: int
     high_watermark: int = -1
     log_start_offset: int = -1
+    current_leader_epoch: int = -1  # KIP-320, checked on every read of the session (-1: unchecked)
 
 
 @dataclass(slots=True)
@@ -186,7 +187,7 @@ class FetchContext:
                 for fp, pd in zip(fparts, t.partitions, strict=True):
                     parts[(key_topic, fp.partition)] = CachedPartition(
                         fp.partition, fp.fetch_offset, fp.partition_max_bytes,
-                        pd.high_watermark, pd.log_start_offset)
+                        pd.high_watermark, pd.log_start_offset, _leader_epoch(fp))
             sid = self.cache.maybe_create(self._now_ms, self._privileged, self._uses_ids, parts)
             return _NO_ERROR, sid, topics
         session = self.session
@@ -219,6 +220,12 @@ class FetchContext:
             log.debug("Fetch session %d: incremental fetch answered %d of %d partitions", session.id,
                       sum(len(t.partitions) for t in out), len(session.partitions))
         return _NO_ERROR, session.id, out
+
+
+def _leader_epoch(fp: Any) -> int:
+    """A request partition's current leader epoch (v9+), -1 before."""
+    epoch = getattr(fp, "current_leader_epoch", -1)
+    return -1 if epoch is None else int(epoch)
 
 
 def _key_topic(uses_topic_ids: bool, name: str | None, tid: uuid.UUID | None) -> Any:
@@ -256,10 +263,12 @@ def new_context(cache: FetchSessionCache | None, version: int, req: Any, wanted:
             cp = parts.get((key_topic, fp.partition))
             if cp is None:
                 parts[(key_topic, fp.partition)] = CachedPartition(fp.partition, fp.fetch_offset,
-                                                                   fp.partition_max_bytes)
+                                                                   fp.partition_max_bytes,
+                                                                   current_leader_epoch=_leader_epoch(fp))
             else:
                 cp.fetch_offset = fp.fetch_offset
                 cp.partition_max_bytes = fp.partition_max_bytes
+                cp.current_leader_epoch = _leader_epoch(fp)
     for t in req.forgotten_topics_data or ():
         key_topic = t.topic_id if uses_ids else t.topic
         for p in t.partitions:

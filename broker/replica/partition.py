@@ -14,6 +14,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from log.log import AppendInfo, Log
 from log.segment import ReadInfo
@@ -26,8 +27,10 @@ from .purgatory import DelayedProduce, ParkedFetch, PartitionProduceResult, Prod
 log = logging.getLogger("samsa.replica")
 
 
-@dataclass(frozen=True, slots=True)
-class TopicPartition:
+class TopicPartition(NamedTuple):
+    """A partition's name. A tuple: it keys every partition map, and a tuple hashes and compares
+    in C (a frozen dataclass's ``__hash__`` and ``__init__`` run in Python on every lookup)."""
+
     topic: str
     partition: int
 
@@ -265,7 +268,8 @@ class Partition:
         if replica_id not in self.isr and fetch_offset >= self.high_watermark and \
                 fetch_offset >= self._epoch_start_offset():
             self._change_isr(sorted([*self.isr, replica_id]), f"broker {replica_id} caught up to {fetch_offset}")
-        self.maybe_increment_high_watermark()
+        if self.high_watermark < leo:  # else it cannot move: most of a fetch session's partitions are idle
+            self.maybe_increment_high_watermark()
 
     def _epoch_start_offset(self) -> int:
         entries = self.log.leader_epoch_cache.entries

@@ -78,19 +78,26 @@ def test_error_partition_records_are_empty_never_null(version: int) -> None:
     assert flat == _reference(version, topics)
 
 
-def test_fetch_request_matches_schema_encoder() -> None:
-    """The replica fetcher's FetchRequest v12 is byte for byte what kafka-python encodes."""
+@pytest.mark.parametrize("session", [(0, -1, []), (0, 0, []),
+                                     (987654, 12, [("alpha", [3, 4]), ("c" * 130, [0])])],
+                         ids=["sessionless", "full", "incremental-with-forgotten"])
+def test_fetch_request_matches_schema_encoder(session: tuple[int, int, list[tuple[str, list[int]]]]) -> None:
+    """The replica fetcher's FetchRequest v12 is byte for byte what kafka-python encodes, the
+    fetch session's id, epoch and forgotten partitions (KIP-227) included."""
     from kafka.protocol.consumer import FetchRequest as F
 
     from protocol.fetch_codec import FETCHER_VERSION, FetchPartitionRequest, encode_fetch_request
 
+    session_id, epoch, forgotten = session
     parts = {"alpha": [FetchPartitionRequest(0, 3, 1234567890123, 17, 1048576),
                        FetchPartitionRequest(7, 0, 0, 0, 65536, last_fetched_epoch=2)],
              "b" * 200: [FetchPartitionRequest(2, -1, 5, -1, 1)]}
     ours = encode_fetch_request(41, "samsa-replica-fetcher-2", list(parts.items()), replica_id=2,
-                                max_wait_ms=500, min_bytes=1, max_bytes=10485760, session_epoch=-1)
-    req = F(replica_id=2, max_wait_ms=500, min_bytes=1, max_bytes=10485760, isolation_level=0, session_id=0,
-            session_epoch=-1, forgotten_topics_data=[], rack_id="", topics=[
+                                max_wait_ms=500, min_bytes=1, max_bytes=10485760, session_id=session_id,
+                                session_epoch=epoch, forgotten=forgotten)
+    req = F(replica_id=2, max_wait_ms=500, min_bytes=1, max_bytes=10485760, isolation_level=0,
+            session_id=session_id, session_epoch=epoch, rack_id="",
+            forgotten_topics_data=[F.ForgottenTopic(topic=t, partitions=ps) for t, ps in forgotten], topics=[
                 F.FetchTopic(topic=t, partitions=[F.FetchTopic.FetchPartition(
                     partition=p.partition, current_leader_epoch=p.current_leader_epoch, fetch_offset=p.fetch_offset,
                     last_fetched_epoch=p.last_fetched_epoch, log_start_offset=p.log_start_offset,

@@ -52,6 +52,7 @@ from ...replica import trace
 from ...replica.partition import Partition, TopicPartition
 from ..interbroker import BrokerClient, Channel
 from ..support import ClusterBroker
+from .fetch_session_handler import FetchSessionHandler, FetchState
 
 log = logging.getLogger("samsa.replication")
 
@@ -102,6 +103,9 @@ class ReplicaFetcher:
         self.broker = broker
         self.leader_id = leader_id
         self.partitions: dict[TopicPartition, Partition] = {}
+        self.by_key: dict[tuple[str, int], TopicPartition] = {}  # a response's partitions, found without a new key
+        # KIP-227: after the first, each Fetch names only the partitions whose fetch offset moved
+        self.session = FetchSessionHandler(f"broker={broker.broker_id} leader={leader_id}")
         self.needs_truncation: set[TopicPartition] = set()
         # partitions whose fetch offset is beyond the leader's log end (an unclean election left
         # us longer): ask for the end of the leader's *current* epoch, i.e. its log end offset
@@ -133,11 +137,13 @@ class ReplicaFetcher:
 
     def add(self, part: Partition) -> None:
         self.partitions[part.tp] = part
+        self.by_key[part.tp.topic, part.tp.partition] = part.tp
         self.needs_truncation.add(part.tp)
         self.wakeup.set()
 
     def remove(self, tp: TopicPartition) -> None:
         self.partitions.pop(tp, None)
+        self.by_key.pop((tp.topic, tp.partition), None)
         self.needs_truncation.discard(tp)
         self.beyond_leader_end.discard(tp)
         self.delayed_until.pop(tp, None)
@@ -160,6 +166,7 @@ class ReplicaFetcher:
         if self.client is None or (self.client.host, self.client.port) != (ep.host, ep.port):
             if self.client is not None:
                 self.client.close()
+            self.session.reset()
             self.client = BrokerClient(ep.host, ep.port, f"samsa-replica-fetcher-{self.broker.broker_id}")
         return self.client
 
@@ -180,10 +187,12 @@ class ReplicaFetcher:
             except asyncio.CancelledError:
                 raise
             except ConnectionError as e:
+                self.session.reset()  # the request in flight may or may not have reached the leader
                 log.warning("[ReplicaFetcher broker=%d leader=%d] Error fetching: %s; retrying in %.1f s",
                             self.broker.broker_id, self.leader_id, e, self.backoff)
                 await asyncio.sleep(self.backoff)
             except Exception:
+                self.session.reset()
                 log.exception("[ReplicaFetcher broker=%d leader=%d] Unexpected error", self.broker.broker_id,
                               self.leader_id)
                 await asyncio.sleep(self.backoff)
@@ -237,9 +246,9 @@ class ReplicaFetcher:
         if request is None:
             await asyncio.sleep(self.backoff / 4)
             return
-        frame, corr, asked = request
+        frame, corr = request
         payload = await client.send_frame(frame, timeout=self.timeout + self.max_wait_ms / 1000)
-        if self._handle_response(client, payload, corr, asked):
+        if self._handle_response(client, payload, corr):
             await asyncio.sleep(self.backoff / 2)
             return
         if self._steady():
@@ -249,32 +258,37 @@ class ReplicaFetcher:
         """Nothing but fetching to do: no partition to truncate or sitting out a backoff."""
         return bool(self.partitions) and not self.needs_truncation and not self.delayed_until
 
-    def _next_request(self, client: BrokerClient) -> tuple[bytes, int, dict[tuple[str, int], TopicPartition]] | None:
-        """The next Fetch for the partitions ready to fetch: (frame, correlation id, asked), or None."""
+    def _next_request(self, client: BrokerClient) -> tuple[bytes, int] | None:
+        """The next Fetch for the partitions ready to fetch: (frame, correlation id), or None. Within a fetch session (fetch_session_handler.py)
+        it names only the partitions whose fetch state changed."""
         now = time.monotonic()
-        ready = [(tp, p) for tp, p in self.partitions.items()
-                 if tp not in self.needs_truncation and not self._delayed(tp, now)]
+        max_bytes = self.partition_max_bytes
+        ready: list[tuple[TopicPartition, Partition, FetchState]] = [
+            (tp, p, (p.log_end_offset, p.log_start_offset, p.leader_epoch, max_bytes))
+            for tp, p in self.partitions.items()
+            if tp not in self.needs_truncation and not self._delayed(tp, now)]
         if not ready:
             return None
+        plan = self.session.build(ready)
         by_topic: dict[str, list[FetchPartitionRequest]] = {}
-        asked: dict[tuple[str, int], TopicPartition] = {}  # the response's partitions, found without a new key
-        for tp, part in ready:
-            by_topic.setdefault(tp.topic, []).append(FetchPartitionRequest(
-                tp.partition, part.leader_epoch, part.log_end_offset, part.log_start_offset,
-                self.partition_max_bytes))
-            asked[tp.topic, tp.partition] = tp
+        for tp, _part, (offset, start, epoch, limit) in plan.send:
+            by_topic.setdefault(tp.topic, []).append(FetchPartitionRequest(tp.partition, epoch, offset, start, limit))
+        forgotten: dict[str, list[int]] = {}
+        for tp in plan.forgotten:
+            forgotten.setdefault(tp.topic, []).append(tp.partition)
         # hot path: hand-written codec (protocol/fetch_codec.py), records stay views of the frame
         corr = client.next_correlation_id()
         frame = encode_fetch_request(corr, client.client_id, list(by_topic.items()),
                                      replica_id=self.broker.broker_id, max_wait_ms=self.max_wait_ms,
-                                     min_bytes=self.min_bytes, max_bytes=self.max_bytes)
+                                     min_bytes=self.min_bytes, max_bytes=self.max_bytes,
+                                     session_id=plan.session_id, session_epoch=plan.epoch,
+                                     forgotten=list(forgotten.items()))
         if trace.ON:
-            for tp, part in ready:
+            for tp, part, _state in plan.send:
                 trace.event("fsend", tp.topic, tp.partition, part.log_end_offset)
-        return frame, corr, asked
+        return frame, corr
 
-    def _handle_response(self, client: BrokerClient, payload: bytes | memoryview, corr: int,
-                         asked: dict[tuple[str, int], TopicPartition]) -> bool:
+    def _handle_response(self, client: BrokerClient, payload: bytes | memoryview, corr: int) -> bool:
         """Append what the leader sent. Returns True if leadership moved (back off a little)."""
         if trace.ON:
             trace.event("fgot", self.leader_id, len(payload))
@@ -286,15 +300,18 @@ class ReplicaFetcher:
         if resp.correlation_id != corr:
             client.close()
             raise ConnectionError(f"correlation id {resp.correlation_id} does not match request {corr}")
+        if not self.session.handle_response(resp.error_code, resp.session_id):
+            return False  # the leader lost our fetch session: the next Fetch is a full one
         rm = self.broker.replica_manager
+        by_key = self.by_key
         moved = False
         for t in resp.topics:
             assert t.topic is not None
             for p in t.partitions:
-                asked_tp = asked.get((t.topic, p.partition_index))
-                if asked_tp is None:
+                known = by_key.get((t.topic, p.partition_index))
+                if known is None:
                     continue
-                tp = asked_tp
+                tp = known
                 followed = self.partitions.get(tp)
                 if followed is None:  # no longer followed from this leader
                     continue
@@ -363,7 +380,6 @@ class _Stream:
         self.fetcher, self.client, self.channel, self.loop = fetcher, client, channel, loop
         self.done: asyncio.Future[bool] = loop.create_future()  # True: leadership moved
         self.corr = -1
-        self.asked: dict[tuple[str, int], TopicPartition] = {}
         self.timer: asyncio.TimerHandle | None = None
         self.timeout = fetcher.timeout + fetcher.max_wait_ms / 1000
 
@@ -378,7 +394,7 @@ class _Stream:
         transport = self.channel.transport
         if request is None or transport is None or self.channel.closed:
             return False
-        frame, self.corr, self.asked = request
+        frame, self.corr = request
         transport.write(frame)
         self.timer = self.loop.call_at(self.loop.time() + self.timeout, self._timed_out)
         return True
@@ -388,7 +404,7 @@ class _Stream:
             self.timer.cancel()
             self.timer = None
         try:
-            moved = self.fetcher._handle_response(self.client, frame, self.corr, self.asked)
+            moved = self.fetcher._handle_response(self.client, frame, self.corr)
         except Exception as e:  # ConnectionError (a broken response) or a bug: the task decides
             self._finish(e)
             return
