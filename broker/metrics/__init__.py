@@ -64,6 +64,7 @@ class BrokerMetrics:
             collectors.RequestMetricsCollector(self.request_stats),
             collectors.SocketServerCollector(broker),
             collectors.ReplicaManagerCollector(broker),
+            collectors.FetchSessionCacheCollector(broker),
             collectors.GroupCoordinatorCollector(broker),
             collectors.TransactionCoordinatorCollector(broker),
             collectors.LogCleanerCollector(broker),

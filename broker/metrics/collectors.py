@@ -329,6 +329,27 @@ class ReplicaManagerCollector(Collector):
             yield from _partition_gauge_chunks(name, doc, rows, col)
 
 
+class FetchSessionCacheCollector(Collector):
+    """``kafka.server:type=FetchSessionCache``: the incremental fetch sessions (KIP-227) this broker
+    keeps for consumers and followers (broker/replica/fetch_session.py), read from the cache's
+    own counts (no walk over the sessions)."""
+
+    def __init__(self, broker: MetricsHost) -> None:
+        self.broker = broker
+
+    def collect(self) -> Iterator[Metric]:
+        cache = self.broker.fetch_sessions
+        prefix = "kafka_server_fetchsessioncache_"
+        yield _gauge(prefix + "numincrementalfetchsessions",
+                     "Incremental fetch sessions cached (consumers' and followers').", len(cache))
+        yield _gauge(prefix + "numincrementalfetchpartitionscached",
+                     "Partitions cached over all incremental fetch sessions.", cache.num_partitions)
+        yield CounterMetricFamily(prefix + "incrementalfetchsessionevictions",
+                                  "Fetch sessions evicted to make room for new ones "
+                                  "(IncrementalFetchSessionEvictionsPerSec; "
+                                  "max.incremental.fetch.session.cache.slots).", value=cache.evictions)
+
+
 class GroupCoordinatorCollector(Collector):
     """GroupMetadataManager gauges, and consumer lag the way kafka-exporter computes it."""
 

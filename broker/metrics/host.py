@@ -16,6 +16,7 @@ from broker.cluster.metadata import TopicRegistry
 from broker.cluster.support import MetadataSupport
 from broker.config.properties import BrokerConfig
 from broker.network.connection_quotas import ConnectionQuotas
+from broker.replica.fetch_session import FetchSessionCache
 from broker.replica.replica_manager import ReplicaManager
 from groupcoord.coordinator import GroupCoordinator
 from log.cleaner import BrokerLogCleaner
@@ -54,6 +55,9 @@ class MetricsHost(Protocol):
 
     @property
     def replica_manager(self) -> ReplicaManager: ...
+
+    @property
+    def fetch_sessions(self) -> FetchSessionCache: ...
 
     @property
     def metadata_support(self) -> MetadataSupport: ...

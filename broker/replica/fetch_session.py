@@ -88,18 +88,26 @@ class FetchSession:
     privileged: bool  # a follower's session: evicted after consumers'
     epoch: int = 1
     last_used_ms: float = 0.0
+    cached_size: int = 0  # len(partitions) when the cache last counted it (Kafka's cachedSize)
     # (topic, partition) -> cached state; insertion order is the read order, and a partition
     # that returned records moves to the end so the others get their turn under max_bytes.
     partitions: OrderedDict[PartitionKey, CachedPartition] = field(default_factory=OrderedDict)
 
 
 class FetchSessionCache:
-    """Sessions by id, least recently used first. Bounded by ``max_slots``."""
+    """Sessions by id, least recently used first. Bounded by ``max_slots``.
+
+    ``num_partitions`` is the sum of the sessions' ``cached_size`` (Kafka's ``numPartitions``,
+    the NumIncrementalFetchPartitionsCached gauge): counted when a session is created, touched
+    (an incremental request added or forgot partitions), removed or evicted, so reading it costs
+    nothing however many sessions there are. ``evictions`` counts sessions evicted to make room
+    (IncrementalFetchSessionEvictionsPerSec)."""
 
     def __init__(self, max_slots: int = DEFAULT_CACHE_SLOTS, eviction_ms: int = EVICTION_MS) -> None:
         self.max_slots = max_slots
         self.eviction_ms = eviction_ms
         self.sessions: OrderedDict[int, FetchSession] = OrderedDict()
+        self.num_partitions = 0
         self.evictions = 0
 
     def __len__(self) -> int:
@@ -109,11 +117,19 @@ class FetchSessionCache:
         return self.sessions.get(session_id)
 
     def remove(self, session_id: int) -> FetchSession | None:
-        return self.sessions.pop(session_id, None)
+        session = self.sessions.pop(session_id, None)
+        if session is not None:
+            self.num_partitions -= session.cached_size
+        return session
 
     def touch(self, session: FetchSession, now_ms: float) -> None:
+        """``session`` was used (and may have new or forgotten partitions): it is now the most
+        recently used, and its partitions are counted again."""
         session.last_used_ms = now_ms
         self.sessions.move_to_end(session.id)
+        size = len(session.partitions)
+        self.num_partitions += size - session.cached_size
+        session.cached_size = size
 
     def maybe_create(self, now_ms: float, privileged: bool, uses_topic_ids: bool,
                      partitions: OrderedDict[PartitionKey, CachedPartition]) -> int:
@@ -126,8 +142,9 @@ class FetchSessionCache:
         while session_id == INVALID_SESSION_ID or session_id in self.sessions:
             session_id = random.randint(1, 0x7FFFFFFF)
         session = FetchSession(session_id, uses_topic_ids, privileged, epoch=next_epoch(INITIAL_EPOCH),
-                               last_used_ms=now_ms, partitions=partitions)
+                               last_used_ms=now_ms, cached_size=len(partitions), partitions=partitions)
         self.sessions[session_id] = session
+        self.num_partitions += session.cached_size
         log.debug("Created fetch session %d with %d partitions (%s)", session_id, len(partitions),
                   "follower" if privileged else "consumer")
         return session_id
@@ -140,8 +157,10 @@ class FetchSessionCache:
             victim = min(self.sessions.values(), key=lambda s: (s.privileged, len(s.partitions), s.id))
             if not ((privileged and not victim.privileged) or size > len(victim.partitions)):
                 return False
-        del self.sessions[victim.id]
+        self.remove(victim.id)
         self.evictions += 1
+        log.debug("Evicted fetch session %d (%s, %d partitions) to make room for a new one", victim.id,
+                  "follower" if victim.privileged else "consumer", victim.cached_size)
         return True
 
 
