@@ -17,18 +17,19 @@ from tests.support.rawclient import RawClient, build_batch
 
 pytestmark = pytest.mark.timeout(120)
 
-FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH = 70, 71
+FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH, UNKNOWN_LEADER_EPOCH = 70, 71, 75
 TOPIC = "sessions"
 
 
 def _fetch(c: RawClient, version: int, session_id: int, epoch: int, parts: dict[int, int], *,
-           topic: Any = TOPIC, forgotten: list[int] | None = None, max_wait_ms: int = 50) -> Any:
+           topic: Any = TOPIC, forgotten: list[int] | None = None, max_wait_ms: int = 50,
+           leader_epoch: int = -1) -> Any:
     T = FetchRequest.FetchTopic
     P = T.FetchPartition
     F = FetchRequest.ForgottenTopic
     by_id = version >= 13
     topics = [T(**({"topic_id": topic} if by_id else {"topic": topic}), partitions=[
-        P(partition=p, current_leader_epoch=-1, fetch_offset=off, last_fetched_epoch=-1, log_start_offset=-1,
+        P(partition=p, current_leader_epoch=leader_epoch, fetch_offset=off, last_fetched_epoch=-1, log_start_offset=-1,
           partition_max_bytes=1 << 20) for p, off in parts.items()])] if parts else []
     forgotten_topics = [F(**({"topic_id": topic} if by_id else {"topic": topic}), partitions=forgotten)] \
         if forgotten else []
@@ -134,6 +135,32 @@ def test_session_by_topic_id(client: RawClient) -> None:
     # A session opened by id cannot go on by name.
     r = _fetch(c, 12, sid, 2, {})
     assert r.error_code != 0 and not _answered(r)
+
+
+def test_session_keeps_checking_the_leader_epoch_it_was_given(client: RawClient) -> None:
+    """KIP-320 within a session: a partition's current leader epoch is cached with it and checked
+    on every read of the session, also when a later incremental fetch does not name it (as Kafka's
+    CachedPartition; a follower's session carries its epochs this way)."""
+    c = client
+    T = MetadataRequest.MetadataRequestTopic
+    md = c.roundtrip(MetadataRequest(topics=[T(name=TOPIC, topic_id=None)], allow_auto_topic_creation=False),
+                     12, MetadataResponse)
+    epoch = {p.partition_index: p.leader_epoch for p in md.topics[0].partitions}[0]
+    assert epoch >= 0
+    full = _fetch(c, 12, 0, 0, {0: 0, 1: 0}, leader_epoch=epoch)
+    sid = full.session_id
+    assert sid > 0 and {p: a[0] for p, a in _answered(full).items()} == {0: 0, 1: 0}
+    # p0 named with an epoch from the future: UNKNOWN_LEADER_EPOCH, now and on the next read
+    r = _fetch(c, 12, sid, 1, {0: 2}, leader_epoch=epoch + 5)
+    assert (r.error_code, _answered(r)) == (0, {0: (UNKNOWN_LEADER_EPOCH, -1, 0)})
+    r = _fetch(c, 12, sid, 2, {})
+    assert (r.error_code, _answered(r)) == (0, {0: (UNKNOWN_LEADER_EPOCH, -1, 0)})
+    # named again with the leader's epoch: answered (its high watermark again) and quiet after
+    r = _fetch(c, 12, sid, 3, {0: 2}, leader_epoch=epoch)
+    assert (r.error_code, _answered(r)) == (0, {0: (0, 2, 0)})
+    _produce(c, 1, 1)
+    r = _fetch(c, 12, sid, 4, {})
+    assert r.error_code == 0 and set(_answered(r)) == {1}
 
 
 def test_cache_is_bounded(broker_factory: Any) -> None:
