@@ -62,6 +62,7 @@ class Partition:
         self.zk_version = 0
         self.controller_epoch = 0
         self.high_watermark = log_.log_end_offset
+        self._wake_scheduled = False  # an append scheduled the parked follower fetches' wake-up
         self._waiters: set[ParkedFetch] = set()  # consumer fetches: woken by the HW
         self._follower_waiters: set[ParkedFetch] = set()  # follower fetches: by appends
         # leader side: follower id -> (log end offset, last caught-up time, LEO of ours at its last
@@ -117,7 +118,12 @@ class Partition:
             raise self._storage_error(e) from e
         if trace.ON:
             trace.event("append", self.tp.topic, self.tp.partition, self.log.log_end_offset)
-        self._wake(self._follower_waiters)  # followers long-polling for new data: answered now
+        if self._follower_waiters and not self._wake_scheduled:
+            # Followers long-polling for new data are answered at the end of this loop turn, so
+            # that every append of the turn (a producer's pipelined requests, other producers'
+            # arrivals read in the same turn) goes out in one Fetch response, not one per round.
+            self._wake_scheduled = True
+            asyncio.get_running_loop().call_soon(self._wake_followers)
         self.maybe_increment_high_watermark()  # on a single replica: consumers too
         return info
 
@@ -203,6 +209,10 @@ class Partition:
         waiters, self._produce_waiters = self._produce_waiters, []
         for _offset, op, status in waiters:
             op.partition_done(status, error.code, error.message)
+
+    def _wake_followers(self) -> None:
+        self._wake_scheduled = False
+        self._wake(self._follower_waiters)
 
     def wake_waiters(self) -> None:
         """Wake every parked fetch, consumers' and followers' (the partition changed role, its

@@ -12,16 +12,18 @@ waits on* and completed by the event that can finish it, in the same loop turn, 
   The operation completes once, when its last partition is done (see below for what runs then).
 * :class:`ParkedFetch` parks a Fetch that found fewer than ``min_bytes``: a consumer's is woken
   by a high watermark that moved on one of its partitions, a follower's by an append (Kafka's
-  DelayedFetch completes followers on the log end offset), both by a role change, truncation
+  DelayedFetch completes followers on the log end offset) at the end of the append's loop turn
+  (so the turn's other appends go in the same response), both by a role change, truncation
   or deletion; one timer wakes it at ``max_wait_ms``. The woken Fetch reads again.
 
 Completion is synchronous, as in Kafka, where the request thread that satisfies an operation
 completes it (``tryCompleteElseWatch`` / ``checkAndComplete``): an operation's ``on_done``
 callbacks run in the loop turn of the event that finishes it, so the connection writes an
 acks=all Produce's response from inside the follower Fetch that advanced the high watermark, and
-a leader answers a parked follower Fetch from inside the append that gave it data
-(:class:`ParkedFetch`). No task wakes in between: on a busy broker each task wake-up waits
-behind a whole loop turn of other work, and a replicated produce used to take four of them.
+a leader answers a parked follower Fetch from a callback at the end of the loop turn of the append
+that gave it data (:class:`ParkedFetch`; one callback per partition and turn, so one response
+carries all of the turn's appends). No task wakes in between: on a busy broker each task wake-up
+waits behind a whole loop turn of other work, and a replicated produce used to take four of them.
 
 Everything runs on the event loop thread: no locks. This module knows partitions only through
 the two calls they make (``partition_done`` / ``wake``), so it imports nothing of the broker's.

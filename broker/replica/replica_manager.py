@@ -459,7 +459,7 @@ class ReplicaManager:
         """``fetch_messages`` for a follower's Fetch, without a task: its progress is recorded
         (which may move the high watermark and complete delayed produces) and its partitions read
         now; with fewer than ``min_bytes`` it parks as a :class:`ParkedFetch` that the next append
-        answers in its own loop turn. The returned operation is done when the rows are final."""
+        answers at the end of its loop turn. The returned operation is done when the rows are final."""
         op = FollowerFetch(self, wanted, replica_id, max_bytes, min_bytes, denied,
                            time.monotonic() + max(max_wait_ms, 0) / 1000)
         op.settle(*self._read_local(wanted, 0, max_bytes, replica_id, denied, True))

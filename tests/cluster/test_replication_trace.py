@@ -9,14 +9,18 @@ watermark passing it, and the Produce response leaving after that.
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from kafka.protocol.producer import ProduceResponse
 
 from tests.cluster.conftest import ClusterFactory
 from tests.support.cluster import SamsaCluster
+from tests.support.rawclient import RawClient, build_batch, produce_request
+from tests.support.replicas import create_topic, wait_full_isr
 
 
 def _events(directory: Path) -> list[tuple[int, int, str, list[str]]]:
@@ -77,3 +81,39 @@ def test_an_acks_all_produce_is_traced_hop_by_hop(cluster_factory: ClusterFactor
     outs = [t for t, pid, n, f in events if pid == leader_pid and n == "out" and f[0] == "0" and t >= hws[0]]
     assert outs, "the Produce response left after the high watermark moved"
 
+
+
+def test_appends_of_one_loop_turn_reach_each_follower_in_one_fetch_response(
+        cluster_factory: ClusterFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ten acks=all Produce requests written to the leader in one piece are read and appended in
+    one loop turn; the followers' parked Fetches are answered at the end of that turn
+    (Partition.append), so each follower reads all ten batches in its first read after them,
+    not the first batch alone followed by a second round for the other nine."""
+    trace_dir = tmp_path / "trace"
+    monkeypatch.setenv("SAMSA_REPLICATION_TRACE", str(trace_dir))
+    cluster: SamsaCluster = cluster_factory(3)
+    monkeypatch.delenv("SAMSA_REPLICATION_TRACE")
+    cluster.wait_for_brokers(3)
+    create_topic(cluster, "burst", 1, 3, {"min.insync.replicas": "3"})
+    leader = cluster[wait_full_isr(cluster, "burst", 3)[0].leader]
+    with RawClient(leader.host, leader.port, timeout=30) as c:
+        wire = b""
+        for corr in range(1, 11):
+            req = produce_request("burst", 0, build_batch([(None, b"v%d-%d" % (corr, j), []) for j in range(3)]))
+            req.with_header(correlation_id=corr, client_id="burst-test")  # type: ignore[attr-defined]
+            wire += req.encode(version=9, header=True, framed=True)  # type: ignore[attr-defined]
+        c.send_frame(wire)  # one write: the leader reads all ten requests at once
+        for corr in range(1, 11):
+            payload = c.recv_frame()
+            resp = ProduceResponse.decode(payload, version=9, header=True)  # type: ignore[attr-defined]
+            assert struct.unpack_from(">i", payload, 0)[0] == corr
+            assert resp.responses[0].partition_responses[0].error_code == 0
+    cluster.shutdown()  # SIGTERM: the brokers flush their traces as they exit
+    events = _events(trace_dir)
+    reads: dict[str, list[tuple[int, int]]] = {}  # follower id -> [(fetch offset, leader's log end)]
+    for _t, _pid, name, f in events:
+        if name == "read" and f[:2] == ["burst", "0"]:
+            reads.setdefault(f[2], []).append((int(f[3]), int(f[4])))
+    assert len(reads) == 2, f"both followers read from the leader: {reads}"
+    for follower, rows in reads.items():
+        assert rows[0] == (0, 30), f"follower {follower}'s first read took {rows[0]}, not all 30 records: {rows}"
