@@ -43,7 +43,14 @@ Why both: librdkafka's idempotent producer allows 5 in-flight *messages* per par
 that window is full, so at 10k msg/s on RF 3 the client itself takes over a core and the brokers
 wait in the run queue of this 2-core machine. The Java client (what OpenMessaging Benchmark and
 Kafka's published figures use) blocks instead, which separates the broker's latency from the
-client's. ``--plot`` writes a PNG of the ack and e2e percentiles against the rate, one line per
+client's.
+
+``--one-scheduling-group`` is a diagnostic, not the issue's setup: the brokers start in this
+script's session instead of one session each (as ``samsa cluster up`` and the test support start
+them), so that with the kernel's autogroup scheduling (``/proc/sys/kernel/sched_autogroup_enabled``)
+the brokers and the client are one scheduling group, whose threads the scheduler weighs against
+one another directly, rather than four groups weighed first against each other. Same code, same
+machine: what moves is only how the kernel hands the two cores out. ``--plot`` writes a PNG of the ack and e2e percentiles against the rate, one line per
 target, client and size.
 
 Usage::
@@ -52,6 +59,7 @@ Usage::
     python bench/latency.py --targets samsa3-all --rates 1000,10000 --sizes 100 --seconds 10
     python bench/latency.py --targets samsa3-all --rates 10000 --sizes 100 --client confluent,java
     python bench/latency.py --json out.json --plot latency.png
+    python bench/latency.py --targets samsa3-all --rates 10000 --sizes 100 --client java --one-scheduling-group
 
 It is a script, not a test: nothing here asserts a latency.
 """
@@ -89,6 +97,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 from hdrh.histogram import HdrHistogram  # noqa: E402
 
+import tests.support.brokers as brokers  # noqa: E402
 from tests.support import jars  # noqa: E402
 from tests.support.brokers import SamsaBroker, TansuBroker  # noqa: E402
 from tests.support.cluster import SamsaCluster  # noqa: E402
@@ -578,7 +587,12 @@ def main() -> None:
                     help="producer client(s), comma-separated: confluent (librdkafka), java (kafka-clients)")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--plot", help="write a PNG of the percentiles against the rate here")
+    ap.add_argument("--one-scheduling-group", action="store_true",
+                    help="diagnostic: brokers in this script's session (one autogroup with the client)")
     args = ap.parse_args()
+    if args.one_scheduling_group:
+        brokers.NEW_SESSION = False
+        print("# --one-scheduling-group: the brokers share this script's session and autogroup", file=sys.stderr)
     results: list[Result] = []
     print(f"# load {os.getloadavg()}, {os.cpu_count()} cores; ms from the intended send time", file=sys.stderr)
     show_client = args.client != ["confluent"]

@@ -35,6 +35,11 @@ DEFAULT_OVERRIDES: dict[str, str] = {
     "group.initial.rebalance.delay.ms": "0",
 }
 
+# Each broker process starts in a session of its own (a Ctrl-C to pytest must not hit the broker
+# first). bench/latency.py --one-scheduling-group sets this False: the brokers then share the
+# starting process's session, hence its scheduling autogroup, as its client does.
+NEW_SESSION = True
+
 _LIVE: set[subprocess.Popen[bytes]] = set()
 
 
@@ -114,7 +119,7 @@ class BrokerProcess:
                 stdin=subprocess.DEVNULL,
                 cwd=str(REPO_ROOT),
                 env=self.env(),
-                start_new_session=True,  # a Ctrl-C to pytest must not hit the broker first
+                start_new_session=NEW_SESSION,
             )
         _LIVE.add(self.proc)
         self.wait_ready(timeout)
