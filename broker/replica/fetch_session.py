@@ -241,7 +241,7 @@ class FetchContext:
         return _NO_ERROR, session.id, out
 
 
-def _leader_epoch(fp: Any) -> int:
+def _leader_epoch(fp: object) -> int:
     """A request partition's current leader epoch (v9+), -1 before."""
     epoch = getattr(fp, "current_leader_epoch", -1)
     return -1 if epoch is None else int(epoch)
