@@ -3,7 +3,11 @@
 Theory of operation: one :class:`ReplicaFetcher` task per source broker batches every partition
 this broker follows from that leader into one Fetch request (``replica_id`` = our broker id,
 ``fetch_offset`` = our log end offset), appends what comes back with the leader's offsets and
-epochs, and takes the leader's high watermark. A partition added to a fetcher (we became its
+epochs, and takes the leader's high watermark. The fetches run in an incremental fetch session
+(KIP-227, :mod:`.fetch_session_handler`): after the first full Fetch each one names only the
+partitions whose fetch offset (or log start, epoch) moved, and the leader answers only those with
+records, a new high watermark or an error, so a round costs what moved, not every partition
+followed. A partition added to a fetcher (we became its
 follower) is first *truncated*: OffsetForLeaderEpoch asks the leader where our latest leader
 epoch ended on its log, and everything past that (a divergent tail written by an old leader
 that was never committed) is dropped, as KIP-101 describes. When a fetch says the offset is out
