@@ -60,6 +60,7 @@ Usage::
     python bench/latency.py --targets samsa3-all --rates 10000 --sizes 100 --client confluent,java
     python bench/latency.py --json out.json --plot latency.png
     python bench/latency.py --targets samsa3-all --rates 10000 --sizes 100 --client java --one-scheduling-group
+    python bench/latency.py --targets samsa3-all --rates 10000 --sizes 100 --client java --schedstat
 
 It is a script, not a test: nothing here asserts a latency.
 """
@@ -173,6 +174,31 @@ def cpu_seconds(procs: list[psutil.Process]) -> float:
     return total
 
 
+def run_queue_ns(procs: list[psutil.Process]) -> list[dict[str, tuple[int, int]]]:
+    """Per process, per thread: (ns on a CPU, ns runnable but waiting for one), from
+    ``/proc/<pid>/task/<tid>/schedstat`` (``--schedstat``)."""
+    out = []
+    for p in procs:
+        threads = {}
+        for task in Path(f"/proc/{p.pid}/task").glob("*"):
+            try:
+                fields = (task / "schedstat").read_text().split()
+            except OSError:
+                continue
+            threads[task.name] = (int(fields[0]), int(fields[1]))
+        out.append(threads)
+    return out
+
+
+def run_queue_delta(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> tuple[int, int]:
+    """(ns on a CPU, ns waiting) between two snapshots, over the threads alive at both."""
+    run = wait = 0
+    for tid, (r1, w1) in after.items():
+        r0, w0 = before.get(tid, (r1, w1))
+        run, wait = run + r1 - r0, wait + w1 - w0
+    return run, wait
+
+
 class Target:
     """A running broker or cluster: its bootstrap, acks and the PIDs whose CPU is the broker's."""
 
@@ -260,27 +286,41 @@ class Produced:
     wall: float  # seconds from the first measured message to the last acknowledgement
     broker_cpu: float  # CPU seconds in that time
     client_cpu: float
+    run_queue: str = ""  # --schedstat: each broker's and the client's share of time on and waiting for a CPU
 
 
 class Snapshots:
     """Monotonic time and the CPU seconds of the brokers and of the client processes, taken at the
-    start and the end of the measured phase."""
+    start and the end of the measured phase (and, with ``--schedstat``, their run-queue times)."""
+
+    SCHEDSTAT = False  # --schedstat
 
     def __init__(self, target: Target, client_pids: list[int]) -> None:
         self.target = target
         self.client = [psutil.Process(p) for p in client_pids]
         self.start = (0, 0.0, 0.0)
+        self.queues: list[dict[str, tuple[int, int]]] = []
 
     def take(self) -> tuple[int, float, float]:
         return time.monotonic_ns(), self.target.cpu_seconds(), cpu_seconds(self.client)
 
     def begin(self) -> None:
         self.start = self.take()
+        if self.SCHEDSTAT:
+            self.queues = run_queue_ns(self.target.procs + self.client)
 
     def produced(self, ack: HdrHistogram, sent: int, acked: int, errors: int) -> Produced:
         t1, b1, c1 = self.take()
         t0, b0, c0 = self.start
-        return Produced(ack, sent, acked, errors, (t1 - t0) / 1e9, b1 - b0, c1 - c0)
+        queues = ""
+        if self.SCHEDSTAT:
+            wall = t1 - t0
+            names = [f"broker/zk {p.pid}" for p in self.target.procs] + [f"client {p.pid}" for p in self.client]
+            deltas = [run_queue_delta(b, a) for b, a in
+                      zip(self.queues, run_queue_ns(self.target.procs + self.client), strict=True)]
+            queues = ", ".join(f"{name} on {100 * run / wall:.0f} % waiting {100 * wait / wall:.0f} %"
+                               for name, (run, wait) in zip(names, deltas, strict=True))
+        return Produced(ack, sent, acked, errors, (t1 - t0) / 1e9, b1 - b0, c1 - c0, queues)
 
 
 def run_case(target: Target, size: int, rate: int, seconds: float, warmup: float,
@@ -327,6 +367,8 @@ def _measure(case: Case, res: Result, client: str, java_cp: str | None) -> None:
     res.client_cpu = 100 * p.client_cpu / p.wall
     res.load_after = os.getloadavg()[0]
     res.ack, res.e2e = summary(p.ack), summary(e2e_h)
+    if p.run_queue:  # --schedstat: % of the measured wall time on a CPU and runnable but waiting
+        print(f"# run queue ({client} {case.target.name} {case.rate}/s): {p.run_queue}", file=sys.stderr)
 
 
 def confluent_producer(case: Case, measure_at: Synchronized[int], consumer_pid: int) -> Produced:
@@ -587,9 +629,12 @@ def main() -> None:
                     help="producer client(s), comma-separated: confluent (librdkafka), java (kafka-clients)")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--plot", help="write a PNG of the percentiles against the rate here")
+    ap.add_argument("--schedstat", action="store_true",
+                    help="print each broker's and client process's time on a CPU and waiting for one (/proc schedstat)")
     ap.add_argument("--one-scheduling-group", action="store_true",
                     help="diagnostic: brokers in this script's session (one autogroup with the client)")
     args = ap.parse_args()
+    Snapshots.SCHEDSTAT = args.schedstat
     if args.one_scheduling_group:
         brokers.NEW_SESSION = False
         print("# --one-scheduling-group: the brokers share this script's session and autogroup", file=sys.stderr)
