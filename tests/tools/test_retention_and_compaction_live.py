@@ -100,7 +100,9 @@ def test_retention_by_size_and_time(broker_factory: Any) -> None:
         strict.close()
         # ... and a reset to the new start with auto.offset.reset=earliest.
         recs = consume_all(broker.bootstrap, "ret", isolation="read_uncommitted")
-        assert recs[0].offset == lo and recs[-1].offset == 99
+        # the log start at the reset: lo, or later if the retention pass deleted another segment
+        # since lo was read (seen once in CI: 78 against 72)
+        assert lo <= recs[0].offset <= offsets(admin, tp)[0] and recs[-1].offset == 99
 
         # Time: records stamped an hour ago go as soon as retention.ms says so (the active
         # segment excepted).
