@@ -33,8 +33,8 @@ from dataclasses import dataclass
 
 from protocol.errors import ErrorCode
 
-from ...replica.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID, next_epoch
-from ...replica.partition import Partition, TopicPartition
+from ...replica.fetch_session import INITIAL_EPOCH, INVALID_SESSION_ID, next_epoch
+from ...replica.partition import TopicPartition
 
 log = logging.getLogger("samsa.replication")
 
@@ -50,41 +50,40 @@ class FetchPlan:
 
     session_id: int
     epoch: int
-    send: list[tuple[TopicPartition, Partition, FetchState]]
+    send: list[tuple[TopicPartition, FetchState]]
     forgotten: list[TopicPartition]
 
     @property
     def full(self) -> bool:
-        return self.epoch == INITIAL_EPOCH or self.epoch == FINAL_EPOCH
+        return self.epoch == INITIAL_EPOCH
 
 
 class FetchSessionHandler:
     """The session a replica fetcher keeps with one leader (see the module doc)."""
 
-    def __init__(self, name: str, enabled: bool = True) -> None:
+    def __init__(self, name: str) -> None:
         self.name = name  # for the log: "broker=1 leader=2"
-        self.enabled = enabled
         self.session_id = INVALID_SESSION_ID
-        self.epoch = INITIAL_EPOCH if enabled else FINAL_EPOCH
+        self.epoch = INITIAL_EPOCH
         self.sent: dict[TopicPartition, FetchState] = {}
         self.in_flight: FetchPlan | None = None
 
-    def build(self, ready: list[tuple[TopicPartition, Partition, FetchState]]) -> FetchPlan:
+    def build(self, ready: list[tuple[TopicPartition, FetchState]]) -> FetchPlan:
         """The next Fetch for the ``ready`` partitions (all this fetcher fetches now)."""
-        if self.epoch == INITIAL_EPOCH or self.epoch == FINAL_EPOCH:
+        if self.epoch == INITIAL_EPOCH:
             plan = FetchPlan(self.session_id, self.epoch, ready, [])
-            self.sent = {tp: state for tp, _part, state in ready}
+            self.sent = dict(ready)
         else:
             sent = self.sent
-            send = [(tp, part, state) for tp, part, state in ready if sent.get(tp) != state]
+            send = [(tp, state) for tp, state in ready if sent.get(tp) != state]
             forgotten = []
-            new = sum(1 for tp, _part, _state in send if tp not in sent)
+            new = sum(1 for tp, _state in send if tp not in sent)
             if len(ready) - new != len(sent):  # a partition fetched before is not fetched now
-                now = {tp for tp, _part, _state in ready}
+                now = {tp for tp, _state in ready}
                 forgotten = [tp for tp in sent if tp not in now]
                 for tp in forgotten:
                     del sent[tp]
-            for tp, _part, state in send:
+            for tp, state in send:
                 sent[tp] = state
             plan = FetchPlan(self.session_id, self.epoch, send, forgotten)
         self.in_flight = plan
@@ -94,8 +93,6 @@ class FetchSessionHandler:
         """The leader answered the request in flight. False if the session is gone (the answer
         carries no partitions and the next Fetch is full)."""
         plan, self.in_flight = self.in_flight, None
-        if not self.enabled:
-            return True
         if error_code in _SESSION_GONE:
             log.info("[ReplicaFetcher %s] Fetch session %d: %s; the next fetch is a full one", self.name,
                      self.session_id, ErrorCode(error_code).name)
@@ -116,6 +113,5 @@ class FetchSessionHandler:
         """The request in flight failed or the connection broke: the next Fetch is full, and
         names the old session so that the leader closes it."""
         self.in_flight = None
-        if self.enabled:
-            self.epoch = INITIAL_EPOCH
+        self.epoch = INITIAL_EPOCH
         self.sent.clear()

@@ -107,7 +107,6 @@ class ReplicaFetcher:
         self.broker = broker
         self.leader_id = leader_id
         self.partitions: dict[TopicPartition, Partition] = {}
-        self.by_key: dict[tuple[str, int], TopicPartition] = {}  # a response's partitions, found without a new key
         # KIP-227: after the first, each Fetch names only the partitions whose fetch offset moved
         self.session = FetchSessionHandler(f"broker={broker.broker_id} leader={leader_id}")
         self.needs_truncation: set[TopicPartition] = set()
@@ -141,13 +140,11 @@ class ReplicaFetcher:
 
     def add(self, part: Partition) -> None:
         self.partitions[part.tp] = part
-        self.by_key[part.tp.topic, part.tp.partition] = part.tp
         self.needs_truncation.add(part.tp)
         self.wakeup.set()
 
     def remove(self, tp: TopicPartition) -> None:
         self.partitions.pop(tp, None)
-        self.by_key.pop((tp.topic, tp.partition), None)
         self.needs_truncation.discard(tp)
         self.beyond_leader_end.discard(tp)
         self.delayed_until.pop(tp, None)
@@ -263,19 +260,20 @@ class ReplicaFetcher:
         return bool(self.partitions) and not self.needs_truncation and not self.delayed_until
 
     def _next_request(self, client: BrokerClient) -> tuple[bytes, int] | None:
-        """The next Fetch for the partitions ready to fetch: (frame, correlation id), or None. Within a fetch session (fetch_session_handler.py)
-        it names only the partitions whose fetch state changed."""
+        """The next Fetch for the partitions ready to fetch: (frame, correlation id), or None.
+        Within the fetch session (fetch_session_handler.py) it names only the partitions whose
+        fetch state changed."""
         now = time.monotonic()
         max_bytes = self.partition_max_bytes
-        ready: list[tuple[TopicPartition, Partition, FetchState]] = [
-            (tp, p, (p.log_end_offset, p.log_start_offset, p.leader_epoch, max_bytes))
+        ready: list[tuple[TopicPartition, FetchState]] = [
+            (tp, (p.log_end_offset, p.log_start_offset, p.leader_epoch, max_bytes))
             for tp, p in self.partitions.items()
             if tp not in self.needs_truncation and not self._delayed(tp, now)]
         if not ready:
             return None
         plan = self.session.build(ready)
         by_topic: dict[str, list[FetchPartitionRequest]] = {}
-        for tp, _part, (offset, start, epoch, limit) in plan.send:
+        for tp, (offset, start, epoch, limit) in plan.send:
             by_topic.setdefault(tp.topic, []).append(FetchPartitionRequest(tp.partition, epoch, offset, start, limit))
         forgotten: dict[str, list[int]] = {}
         for tp in plan.forgotten:
@@ -288,8 +286,8 @@ class ReplicaFetcher:
                                      session_id=plan.session_id, session_epoch=plan.epoch,
                                      forgotten=list(forgotten.items()))
         if trace.ON:
-            for tp, part, _state in plan.send:
-                trace.event("fsend", tp.topic, tp.partition, part.log_end_offset)
+            for tp, (offset, _start, _epoch, _limit) in plan.send:
+                trace.event("fsend", tp.topic, tp.partition, offset)
         return frame, corr
 
     def _handle_response(self, client: BrokerClient, payload: bytes | memoryview, corr: int) -> bool:
@@ -307,15 +305,11 @@ class ReplicaFetcher:
         if not self.session.handle_response(resp.error_code, resp.session_id):
             return False  # the leader lost our fetch session: the next Fetch is a full one
         rm = self.broker.replica_manager
-        by_key = self.by_key
         moved = False
         for t in resp.topics:
             assert t.topic is not None
             for p in t.partitions:
-                known = by_key.get((t.topic, p.partition_index))
-                if known is None:
-                    continue
-                tp = known
+                tp = TopicPartition(t.topic, p.partition_index)
                 followed = self.partitions.get(tp)
                 if followed is None:  # no longer followed from this leader
                     continue
