@@ -182,12 +182,15 @@ class LogSegment:
         self.base_offset = base_offset
         prefix = filename_prefix(base_offset)
         self.log_path = dir / (prefix + LOG_SUFFIX + file_suffix)
-        self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        self.size = os.fstat(self.fd).st_size
+        # The indexes are created before the .log: a crash at any instant of a roll leaves no
+        # .log without its .index and .timeindex (recovery would rebuild them, but the offline
+        # check and an operator listing the directory should never see that state).
         self.index = OffsetIndex(dir / (prefix + INDEX_SUFFIX + file_suffix), base_offset,
                                  config.max_index_entries)
         self.time_index = TimeIndex(dir / (prefix + TIME_INDEX_SUFFIX + file_suffix), base_offset,
                                     config.segment_index_bytes // TimeIndex.ENTRY_SIZE)
+        self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self.size = os.fstat(self.fd).st_size
         self.index_interval_bytes = config.index_interval_bytes
         self.bytes_since_last_index_entry = 0
         self.max_timestamp_so_far = -1
