@@ -40,6 +40,7 @@ from pathlib import Path
 
 from protocol.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from protocol.records import (
+    LOG_OVERHEAD,
     BatchHeader,
     ValidatedRecords,
     patch_base_offset,
@@ -331,10 +332,11 @@ class Log:
         offset = leo
         max_ts, offset_of_max_ts = -1, leo
         append_time = config.log_append_time
+        max_message_bytes = config.max_message_bytes
         for h in batches:
-            if h.size > config.max_message_bytes:
+            if h.batch_length + LOG_OVERHEAD > max_message_bytes:  # (h.size, read in line)
                 raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE,
-                                 f"batch of {h.size} bytes exceeds max.message.bytes {config.max_message_bytes}")
+                                 f"batch of {h.size} bytes exceeds max.message.bytes {max_message_bytes}")
             if assign_offsets:
                 patch_base_offset(buf, h.position, offset)
                 h.base_offset = offset

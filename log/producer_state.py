@@ -52,7 +52,7 @@ from protocol.errors import (
     KafkaError,
     OutOfOrderSequenceError,
 )
-from protocol.records import HEADER_SIZE, BatchHeader
+from protocol.records import ATTR_CONTROL, ATTR_TRANSACTIONAL, HEADER_SIZE, BatchHeader
 from protocol.varint import read_varint
 
 from .checkpoint import write_atomically
@@ -176,7 +176,7 @@ class CompletedTxn:
     is_aborted: bool
 
 
-@dataclass
+@dataclass(slots=True)
 class ProducerAppendInfo:
     """The validated, not yet committed, batches of one producer in one append."""
 
@@ -200,11 +200,13 @@ class ProducerAppendInfo:
         # A transactional batch without a sequence is written by a coordinator, not a client
         # (TxnOffsetCommit's offsets in __consumer_offsets): Kafka appends those with origin
         # COORDINATOR, which skips the sequence check. Clients always send a sequence.
-        if not h.is_control and origin_client and not (h.is_transactional and h.base_sequence == NO_SEQUENCE):
+        attributes = h.attributes  # (the flags read in line: this runs for every idempotent batch)
+        control = attributes & ATTR_CONTROL
+        if not control and origin_client and not (attributes & ATTR_TRANSACTIONAL and h.base_sequence == NO_SEQUENCE):
             self._check_sequence(h, cur_epoch)
         self.batches.append(h)
         self.epoch = h.producer_epoch
-        if not h.is_control:
+        if not control:
             self.last_seq = h.last_sequence
             self.has_updates = True
         elif not self.has_updates:
@@ -273,13 +275,14 @@ class ProducerStateManager:
             if pid < 0:
                 continue
             current = self.producers.get(pid)
-            if h.is_control and buffer is not None and current is not None:
+            control = h.attributes & ATTR_CONTROL
+            if control and buffer is not None and current is not None:
                 marker = _end_txn_marker(buffer, h)
                 if marker is not None and current.coordinator_epoch > marker[1]:
                     raise KafkaError(ErrorCode.TRANSACTION_COORDINATOR_FENCED,
                                      f"Invalid coordinator epoch for producer {pid}: {marker[1]} (zombie), "
                                      f"{current.coordinator_epoch} (current)")
-            if origin_client and current is not None and not h.is_control and h.base_sequence != NO_SEQUENCE:
+            if origin_client and current is not None and not control and h.base_sequence != NO_SEQUENCE:
                 dup = current.find_duplicate_batch(h)
                 if dup is not None:
                     raise DuplicateSequenceError(dup.first_offset, dup.last_offset, dup.timestamp)
@@ -295,7 +298,7 @@ class ProducerStateManager:
         completed: list[CompletedTxn] = []
         for info in infos.values():
             for h in info.batches:
-                marker = _end_txn_marker(buffer, h) if h.is_control else None
+                marker = _end_txn_marker(buffer, h) if h.attributes & ATTR_CONTROL else None
                 c = self._apply(h, None if marker is None else marker[0], None if marker is None else marker[1])
                 if c is not None:
                     completed.append(c)
@@ -317,7 +320,8 @@ class ProducerStateManager:
         if entry is None:
             entry = self.producers[pid] = ProducerStateEntry(pid)
         last_offset = h.base_offset + h.last_offset_delta
-        if h.is_control:
+        attributes = h.attributes
+        if attributes & ATTR_CONTROL:
             if h.producer_epoch != entry.producer_epoch:
                 entry.batch_metadata.clear()
                 entry.producer_epoch = h.producer_epoch
@@ -331,7 +335,7 @@ class ProducerStateManager:
             self.ongoing_txns.pop(first, None)
             return CompletedTxn(pid, first, last_offset, control_type == CONTROL_ABORT)
         entry.add_batch(h.producer_epoch, h.last_sequence, last_offset, h.last_offset_delta, h.max_timestamp)
-        if h.is_transactional and entry.current_txn_first_offset < 0:
+        if attributes & ATTR_TRANSACTIONAL and entry.current_txn_first_offset < 0:
             entry.current_txn_first_offset = h.base_offset
             self.ongoing_txns[h.base_offset] = TxnMetadata(pid, h.base_offset)
         return None

@@ -247,25 +247,41 @@ def decode_fetch_response(payload: bytes | bytearray | memoryview) -> FetchRespo
     Records come back as ``memoryview`` slices of ``payload``; KIP-951's current leader (partition
     tag 1) fills ``current_leader``; other tagged fields are skipped. Raises ValueError when a
     length runs past the frame.
+
+    This runs once per replication round: the common one-byte lengths and counts and the empty
+    tagged-field sections are read in line; anything longer goes through ``read_uvarint`` and
+    ``_skip_tags``.
     """
     buf = memoryview(payload)
     end = len(buf)
     (corr,) = _u32.unpack_from(buf, 0)
-    pos = _skip_tags(buf, 4)  # response header v1
+    pos = 5 if buf[4] == 0 else _skip_tags(buf, 4)  # response header v1
     throttle, error_code, session_id = _RESP_TOP.unpack_from(buf, pos)
-    pos += _RESP_TOP.size
-    n_topics, pos = read_uvarint(buf, pos)
+    pos += 10  # _RESP_TOP.size
+    n_topics = buf[pos]
+    pos += 1
+    if n_topics & 0x80:
+        n_topics, pos = read_uvarint(buf, pos - 1)
     topics: list[TopicData] = []
-    for _ in range(max(n_topics - 1, 0)):
-        ln, pos = read_uvarint(buf, pos)
-        name = bytes(buf[pos:pos + ln - 1]).decode()
+    for _ in range(n_topics - 1):
+        ln = buf[pos]
+        pos += 1
+        if ln & 0x80:
+            ln, pos = read_uvarint(buf, pos - 1)
+        name = str(buf[pos:pos + ln - 1], "utf-8")
         pos += ln - 1
-        n_parts, pos = read_uvarint(buf, pos)
+        n_parts = buf[pos]
+        pos += 1
+        if n_parts & 0x80:
+            n_parts, pos = read_uvarint(buf, pos - 1)
         parts: list[PartitionData] = []
-        for _ in range(max(n_parts - 1, 0)):
+        for _ in range(n_parts - 1):
             index, code, hw, lso, start = _RESP_PART.unpack_from(buf, pos)
-            pos += _RESP_PART.size
-            n_aborted, pos = read_uvarint(buf, pos)
+            pos += 30  # _RESP_PART.size
+            n_aborted = buf[pos]
+            pos += 1
+            if n_aborted & 0x80:
+                n_aborted, pos = read_uvarint(buf, pos - 1)
             aborted: list[tuple[int, int]] | None = None
             if n_aborted:
                 aborted = []
@@ -273,21 +289,27 @@ def decode_fetch_response(payload: bytes | bytearray | memoryview) -> FetchRespo
                     aborted.append(_ABORTED.unpack_from(buf, pos))
                     pos = _skip_tags(buf, pos + _ABORTED.size)
             (preferred,) = _u32.unpack_from(buf, pos)
-            ln, pos = read_uvarint(buf, pos + 4)
-            size = max(ln - 1, 0)
+            pos += 4
+            ln = buf[pos]
+            pos += 1
+            if ln & 0x80:
+                ln, pos = read_uvarint(buf, pos - 1)
+            size = ln - 1 if ln else 0
             if pos + size > end:
                 raise ValueError(f"records of partition {name}-{index} run past the frame")
             p = PartitionData(index, code, hw, lso, start, aborted, preferred, buf[pos:pos + size])
             pos += size
-
-            def on_tag(tag: int, value: memoryview, p: PartitionData = p) -> None:
-                if tag == 1:  # CurrentLeader {LeaderId int32, LeaderEpoch int32, tagged fields}
-                    p.current_leader = (_u32.unpack_from(value, 0)[0], _u32.unpack_from(value, 4)[0])
-            pos = _skip_tags(buf, pos, on_tag)
+            if buf[pos] == 0:
+                pos += 1
+            else:
+                def on_tag(tag: int, value: memoryview, p: PartitionData = p) -> None:
+                    if tag == 1:  # CurrentLeader {LeaderId int32, LeaderEpoch int32, tagged fields}
+                        p.current_leader = (_u32.unpack_from(value, 0)[0], _u32.unpack_from(value, 4)[0])
+                pos = _skip_tags(buf, pos, on_tag)
             parts.append(p)
-        pos = _skip_tags(buf, pos)
+        pos = pos + 1 if buf[pos] == 0 else _skip_tags(buf, pos)
         topics.append(TopicData(name, None, parts))
-    pos = _skip_tags(buf, pos)
+    pos = pos + 1 if buf[pos] == 0 else _skip_tags(buf, pos)
     if pos > end:
         raise ValueError(f"FetchResponse fields end at {pos}, past the frame ({end} bytes)")
     return FetchResponseData(corr, throttle, error_code, session_id, topics)

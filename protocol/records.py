@@ -288,6 +288,7 @@ def validate_batches(records: bytes | bytearray | memoryview, *, max_batch_bytes
     # protocol.framing): validated and patched in place. Anything else is copied first.
     buf = records if isinstance(records, memoryview) and not records.readonly else bytearray(records)
     batches: list[BatchHeader] = []
+    view: memoryview | None = None  # made once, for the CRC checks
     pos, end = 0, len(buf)
     if end == 0:
         raise InvalidRecordError(message="empty record set")
@@ -302,19 +303,23 @@ def validate_batches(records: bytes | bytearray | memoryview, *, max_batch_bytes
         if end - pos < HEADER_SIZE:
             raise CorruptRecordError(message="truncated batch header")
         h = read_header(buf, pos)
-        if h.batch_length < HEADER_SIZE - LOG_OVERHEAD or pos + h.size > end:
+        size = h.batch_length + LOG_OVERHEAD
+        if size < HEADER_SIZE or pos + size > end:
             raise CorruptRecordError(message="batch length does not match the record set")
-        if max_batch_bytes is not None and h.size > max_batch_bytes:
+        if max_batch_bytes is not None and size > max_batch_bytes:
             raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE,
-                             f"batch of {h.size} bytes exceeds max.message.bytes {max_batch_bytes}")
-        if not crc_ok(buf, h):
+                             f"batch of {size} bytes exceeds max.message.bytes {max_batch_bytes}")
+        if view is None:
+            view = memoryview(buf)
+        if _crc32c.crc32c(view[pos + 21: pos + size]) != h.crc:
             raise CorruptRecordError(message=f"batch at position {pos} fails its CRC-32C check")
-        if h.records_count < 0 or (h.records_count != h.last_offset_delta + 1 and not h.is_control):
+        count = h.records_count
+        if count < 0 or (count != h.last_offset_delta + 1 and not h.attributes & ATTR_CONTROL):
             raise InvalidRecordError(message="records_count does not match last_offset_delta")
-        if h.records_count == 0:
+        if count == 0:
             raise InvalidRecordError(message="batch holds no records")
         if deep:
-            body = memoryview(buf)[pos + HEADER_SIZE: pos + h.size]
+            body = view[pos + HEADER_SIZE: pos + size]
             try:
                 raw = body if h.compression == COMPRESSION_NONE else decompress(h.compression, body)
                 n = count_records(raw)
@@ -325,5 +330,5 @@ def validate_batches(records: bytes | bytearray | memoryview, *, max_batch_bytes
             if n != h.records_count:
                 raise InvalidRecordError(message=f"batch says {h.records_count} records but holds {n}")
         batches.append(h)
-        pos += h.size
+        pos += size
     return ValidatedRecords(buf, batches)

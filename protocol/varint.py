@@ -58,9 +58,14 @@ def put_varint(out: bytearray, n: int) -> None:
 
 def uvarint(n: int) -> bytes:
     """``n`` as an unsigned varint."""
+    if 0 <= n < 0x80:  # the common case (short strings and arrays, empty tagged fields): one byte
+        return _ONE_BYTE[n]
     out = bytearray()
     put_uvarint(out, n)
     return bytes(out)
+
+
+_ONE_BYTE = [bytes((i,)) for i in range(0x80)]
 
 
 def varint(n: int) -> bytes:

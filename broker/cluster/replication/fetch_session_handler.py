@@ -75,16 +75,17 @@ class FetchSessionHandler:
             self.sent = dict(ready)
         else:
             sent = self.sent
-            send = [(tp, state) for tp, state in ready if sent.get(tp) != state]
+            send = []
+            for tp, state in ready:
+                if sent.get(tp) != state:
+                    send.append((tp, state))
+                    sent[tp] = state
             forgotten = []
-            new = sum(1 for tp, _state in send if tp not in sent)
-            if len(ready) - new != len(sent):  # a partition fetched before is not fetched now
+            if len(ready) != len(sent):  # a partition fetched before (so still in sent) is not fetched now
                 now = {tp for tp, _state in ready}
                 forgotten = [tp for tp in sent if tp not in now]
                 for tp in forgotten:
                     del sent[tp]
-            for tp, state in send:
-                sent[tp] = state
             plan = FetchPlan(self.session_id, self.epoch, send, forgotten)
         self.in_flight = plan
         return plan

@@ -263,12 +263,16 @@ class ReplicaFetcher:
         """The next Fetch for the partitions ready to fetch: (frame, correlation id), or None.
         Within the fetch session (fetch_session_handler.py) it names only the partitions whose
         fetch state changed."""
-        now = time.monotonic()
         max_bytes = self.partition_max_bytes
-        ready: list[tuple[TopicPartition, FetchState]] = [
-            (tp, (p.log_end_offset, p.log_start_offset, p.leader_epoch, max_bytes))
-            for tp, p in self.partitions.items()
-            if tp not in self.needs_truncation and not self._delayed(tp, now)]
+        ready: list[tuple[TopicPartition, FetchState]]
+        if self.needs_truncation or self.delayed_until:
+            now = time.monotonic()
+            ready = [(tp, (p.log.log_end_offset, p.log.log_start_offset, p.leader_epoch, max_bytes))
+                     for tp, p in self.partitions.items()
+                     if tp not in self.needs_truncation and not self._delayed(tp, now)]
+        else:  # the steady state: every partition is fetched
+            ready = [(tp, (p.log.log_end_offset, p.log.log_start_offset, p.leader_epoch, max_bytes))
+                     for tp, p in self.partitions.items()]
         if not ready:
             return None
         plan = self.session.build(ready)
@@ -305,17 +309,19 @@ class ReplicaFetcher:
         if not self.session.handle_response(resp.error_code, resp.session_id):
             return False  # the leader lost our fetch session: the next Fetch is a full one
         rm = self.broker.replica_manager
+        partitions = self.partitions
         moved = False
         for t in resp.topics:
-            assert t.topic is not None
+            topic = t.topic
+            assert topic is not None
             for p in t.partitions:
-                tp = TopicPartition(t.topic, p.partition_index)
-                followed = self.partitions.get(tp)
+                # (a plain tuple finds a TopicPartition key: same hash, equal)
+                followed = partitions.get((topic, p.partition_index))  # type: ignore[call-overload]
                 if followed is None:  # no longer followed from this leader
                     continue
                 part = followed
-                code = ErrorCode(p.error_code)
-                if code == ErrorCode.NONE:
+                tp = part.tp
+                if p.error_code == 0:  # ErrorCode.NONE (IntEnum lookups cost, once per round)
                     try:
                         assert isinstance(p.records, memoryview)  # decode_fetch_response's views
                         n = rm.append_records_as_follower(part, p.records, p.high_watermark, p.log_start_offset)
@@ -329,7 +335,9 @@ class ReplicaFetcher:
                         self.needs_truncation.add(tp)
                         # a full or failing disk fails every retry alike: sit out replica.fetch.backoff.ms
                         self.delayed_until[tp] = time.monotonic() + self.backoff
-                elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
+                    continue
+                code = ErrorCode(p.error_code)
+                if code == ErrorCode.OFFSET_OUT_OF_RANGE:
                     self._handle_out_of_range(tp, part, p)
                 elif code in _LEADERSHIP_MOVED:
                     moved = True
@@ -378,7 +386,11 @@ class _Stream:
         self.fetcher, self.client, self.channel, self.loop = fetcher, client, channel, loop
         self.done: asyncio.Future[bool] = loop.create_future()  # True: leadership moved
         self.corr = -1
+        # One timer for the whole stream, not one per request: each send only moves the
+        # deadline, and the timer, when it fires early, is set again for the deadline (a timer
+        # made and cancelled each round cost ~2 us of the round's CPU).
         self.timer: asyncio.TimerHandle | None = None
+        self.deadline = 0.0
         self.timeout = fetcher.timeout + fetcher.max_wait_ms / 1000
 
     async def run(self) -> bool:
@@ -394,13 +406,13 @@ class _Stream:
             return False
         frame, self.corr = request
         transport.write(frame)
-        self.timer = self.loop.call_at(self.loop.time() + self.timeout, self._timed_out)
+        self.deadline = self.loop.time() + self.timeout
+        if self.timer is None:
+            self.timer = self.loop.call_at(self.deadline, self._timed_out)
         return True
 
     def on_frame(self, frame: bytes | memoryview) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
+        # (the timer stays: the next send moves its deadline, _finish stops it)
         try:
             moved = self.fetcher._handle_response(self.client, frame, self.corr)
         except Exception as e:  # ConnectionError (a broken response) or a bug: the task decides
@@ -416,6 +428,9 @@ class _Stream:
 
     def _timed_out(self) -> None:
         self.timer = None
+        if self.loop.time() < self.deadline:  # a response came and another request went since
+            self.timer = self.loop.call_at(self.deadline, self._timed_out)
+            return
         self._finish(TimeoutError(f"no Fetch response within {self.timeout:.1f} s"))
 
     def _finish(self, outcome: bool | Exception) -> None:
