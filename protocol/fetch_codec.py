@@ -169,9 +169,12 @@ def encode_fetch_response(version: int, correlation_id: int, topics: Sequence[To
 
 FETCHER_VERSION = 12  # flexible, topics by name: what the replica fetcher speaks
 _REQ_HEADER = struct.Struct(">hhih")  # api key, api version, correlation id, client id length
-_REQ_TOP = struct.Struct(">iiiibii")  # replica id, max wait, min bytes, max bytes, isolation, session
-_REQ_PART = struct.Struct(">iiqiqi")  # partition, current epoch, fetch offset, last fetched epoch,
-#                                       log start offset, partition max bytes
+# the request header's (empty) tagged fields; replica id, max wait, min bytes, max bytes,
+# isolation, session id, session epoch
+_REQ_TOP_TAGGED = struct.Struct(">biiiibii")
+# partition, current epoch, fetch offset, last fetched epoch, log start offset, partition max
+# bytes; (empty) tagged fields
+_REQ_PART_TAGGED = struct.Struct(">iiqiqib")
 _RESP_PART = struct.Struct(">ihqqq")  # partition, error, high watermark, last stable, log start
 _RESP_TOP = struct.Struct(">ihi")  # throttle time, error code, session id
 _u32 = struct.Struct(">i")
@@ -193,31 +196,38 @@ def encode_fetch_request(correlation_id: int, client_id: str, topics: Sequence[t
                          forgotten: Sequence[tuple[str, Sequence[int]]] = (), rack_id: str = "") -> bytes:
     """The framed FetchRequest v12 (request header v2) that kafka-python would encode.
 
-    ``forgotten``: (topic, [partition]) an incremental fetch drops from its session (KIP-227)."""
+    ``forgotten``: (topic, [partition]) an incremental fetch drops from its session (KIP-227).
+    (Chunks joined once, the size prefix filled in last: this runs once per replication round.)"""
     cid = client_id.encode()
-    buf = bytearray(4)  # frame size, patched below
-    buf += _REQ_HEADER.pack(1, FETCHER_VERSION, correlation_id, len(cid)) + cid + b"\x00"
-    buf += _REQ_TOP.pack(replica_id, max_wait_ms, min_bytes, max_bytes, isolation_level, session_id,
-                         session_epoch)
-    buf += uvarint(len(topics) + 1)
+    chunks = [b"", _REQ_HEADER.pack(1, FETCHER_VERSION, correlation_id, len(cid)), cid,
+              _REQ_TOP_TAGGED.pack(0, replica_id, max_wait_ms, min_bytes, max_bytes, isolation_level, session_id,
+                                   session_epoch),
+              uvarint(len(topics) + 1)]
+    append = chunks.append
     for name, parts in topics:
         t = name.encode()
-        buf += uvarint(len(t) + 1) + t + uvarint(len(parts) + 1)
-        for p in parts:
-            buf += _REQ_PART.pack(p.partition, p.current_leader_epoch, p.fetch_offset, p.last_fetched_epoch,
-                                  p.log_start_offset, p.partition_max_bytes) + b"\x00"
-        buf += b"\x00"  # topic tagged fields
-    buf += uvarint(len(forgotten) + 1)
+        append(uvarint(len(t) + 1))
+        append(t)
+        append(uvarint(len(parts) + 1))
+        for p in parts:  # each with its empty tagged fields
+            append(_REQ_PART_TAGGED.pack(p.partition, p.current_leader_epoch, p.fetch_offset, p.last_fetched_epoch,
+                                         p.log_start_offset, p.partition_max_bytes, 0))
+        append(b"\x00")  # topic tagged fields
+    append(uvarint(len(forgotten) + 1))
     for name, indexes in forgotten:
         t = name.encode()
-        buf += uvarint(len(t) + 1) + t + uvarint(len(indexes) + 1)
+        append(uvarint(len(t) + 1))
+        append(t)
+        append(uvarint(len(indexes) + 1))
         for index in indexes:
-            buf += _u32.pack(index)
-        buf += b"\x00"  # forgotten topic tagged fields
+            append(_u32.pack(index))
+        append(b"\x00")  # forgotten topic tagged fields
     r = rack_id.encode()
-    buf += uvarint(len(r) + 1) + r + b"\x00"  # rack id; tagged fields
-    _u32.pack_into(buf, 0, len(buf) - 4)
-    return bytes(buf)
+    append(uvarint(len(r) + 1))
+    append(r)
+    append(b"\x00")  # rack id; tagged fields
+    chunks[0] = _u32.pack(sum(map(len, chunks)))
+    return b"".join(chunks)
 
 
 @dataclass(slots=True)
