@@ -13,8 +13,9 @@ Unknown topic config names are rejected with INVALID_CONFIG, as Kafka's
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar, cast
 
 from protocol.errors import InvalidConfigError
 
@@ -97,6 +98,9 @@ BROKER_TO_TOPIC: dict[str, str] = {
 TOPIC_CONFIG_NAMES: frozenset[str] = frozenset(_FIELDS) | frozenset(_OTHER_TOPIC_CONFIGS)
 
 
+_T = TypeVar("_T")
+
+
 @dataclass
 class LogConfig:
     """One topic's log settings. Field names are Kafka's topic config names, dots to underscores."""
@@ -112,6 +116,20 @@ class LogConfig:
     max_message_bytes: int = 1048588         # max.message.bytes
     cleanup_policy: str = "delete"           # cleanup.policy
     others: dict[str, str] = field(default_factory=dict)  # other known topic configs, as strings
+    # What derived() computed from this object (not a config: no name, not compared, not copied)
+    _derived: dict[Callable[[LogConfig], object], object] = field(default_factory=dict, init=False, repr=False,
+                                                                  compare=False)
+
+    def derived(self, compute: Callable[[LogConfig], _T]) -> _T:
+        """``compute(self)``, computed once per object. A topic's config is replaced by a new
+        LogConfig when it is altered (ReplicaManager.apply_topic_config), never changed in place,
+        so a value derived from one stays right; this spares the Produce path parsing the same
+        strings in ``others`` on every request (issue #26)."""
+        try:
+            return cast(_T, self._derived[compute])
+        except KeyError:
+            value = self._derived[compute] = compute(self)
+            return value
 
     @property
     def log_append_time(self) -> bool:

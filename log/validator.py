@@ -71,6 +71,10 @@ def timestamp_bounds(config: LogConfig) -> tuple[int, int]:
     return before, after
 
 
+def _compacted(config: LogConfig) -> bool:
+    return "compact" in config.cleanup_policy.split(",")
+
+
 def validate_client_batches(records: ValidatedRecords, topic_partition: str, config: LogConfig, *,
                             api_version: int, now_ms: int) -> None:
     """Raise KafkaError / RecordValidationError if a client may not append ``records``."""
@@ -84,9 +88,9 @@ def validate_client_batches(records: ValidatedRecords, topic_partition: str, con
         raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
                          f"Produce requests with version {api_version} are not allowed to use ZStandard compression")
     _validate_batch(h, topic_partition)
-    compacted = "compact" in config.cleanup_policy.split(",")
+    compacted = config.derived(_compacted)
     create_time = not config.log_append_time
-    before, after = timestamp_bounds(config)
+    before, after = config.derived(timestamp_bounds)
     check_ts = create_time and (
         h.timestamp_type == 1
         or (before != LONG_MAX and h.base_timestamp != NO_TIMESTAMP and now_ms - h.base_timestamp > before)

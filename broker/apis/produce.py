@@ -162,7 +162,8 @@ def _encoded(ctx: RequestContext, req: ProduceRequest, results: list[list[Partit
     """The response framed here (the same bytes kafka-python's ProduceResponse encodes to, ~8 % of
     a cluster's CPU under acks=all; issue #26), with the error counts the request channel would
     have taken from the response object."""
-    topics_out = [TopicResponse(name, topic.topic_id, [
+    by_id = ctx.version >= 13  # before v13 a request's topics have no id (read as the default, slowly)
+    topics_out = [TopicResponse(name, topic.topic_id if by_id else None, [
         PartitionResponse(pdata.index, int(r.error), r.base_offset, r.log_append_time, r.log_start_offset,
                           r.record_errors, r.message)
         for pdata, r in zip(topic.partition_data, rows, strict=True)])

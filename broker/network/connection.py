@@ -106,6 +106,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         # one pread per region at ~1.0-1.5 GB/s for ~1 MB fetches against 0.3-0.6 GB/s for asyncio with
         # sendfile, which only wins (~1.2x) on 8 MB fetches; uvloop also serves small requests ~2x faster.
         self.sendfile = bool(broker.config["fetch.sendfile.enable"])
+        self.regions_by: str | None = None  # see _regions_by
         self.queue: deque[bytes | memoryview] = deque()
         self.queued_bytes = 0
         self.last_active = 0.0  # loop time of the last read: the least recently active is shed first
@@ -135,8 +136,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.drainer: asyncio.Task[None] | None = None  # a parked response's write that must wait
         self.pumping = False
         self.drained = asyncio.Event()
+        self.loop: asyncio.AbstractEventLoop  # the loop serving it, from connection_made
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.loop = asyncio.get_running_loop()
         self.transport = transport  # type: ignore[assignment]  # uvloop's transports are not subclasses
         peer = transport.get_extra_info("peername")
         if peer:
@@ -150,7 +153,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.broker.connections.add(self)
         if self.listener is not None and not self.broker.security.on_connection(self, self.listener):
             return
-        self.task = asyncio.get_running_loop().create_task(self._serve())
+        self.task = self.loop.create_task(self._serve())
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return self.decoder.get_buffer(sizehint)
@@ -195,14 +198,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
         no waiting: False (nothing written) when its regions go by sendfile(2)."""
         transport = self.transport
         assert transport is not None
-        write_regions = getattr(transport, "write_regions", None)
-        if write_regions is not None:  # TLS on pyOpenSSL: read, encrypt and send in slices
-            write_regions(chunks)
+        mode = self.regions_by
+        if mode is None:  # chosen at the first response with regions: the transport is final by then
+            mode = self.regions_by = self._regions_by(transport)
+        if mode == "tls":  # TLS on pyOpenSSL: read, encrypt and send in slices
+            transport.write_regions(chunks)  # type: ignore[attr-defined]
             return True
-        # TLS encrypts: no sendfile.  uvloop has no loop.sendfile (AbstractEventLoop's raises
-        # NotImplementedError): only asyncio's own loop sends a file region by sendfile(2).
-        if self.sendfile and not self.security_protocol.endswith("SSL") and \
-                isinstance(asyncio.get_running_loop(), asyncio.BaseEventLoop):
+        if mode == "sendfile":
             return False
         # One pread per region into the socket buffer: no encode-buffer copies.
         try:
@@ -212,6 +214,18 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return True
         transport.writelines(data)
         return True
+
+    def _regions_by(self, transport: asyncio.Transport) -> str:
+        """How this connection sends a response's file regions: "tls" (the pyOpenSSL transport's
+        write_regions), "sendfile" or "pread" (one pread per region, then one write)."""
+        if getattr(transport, "write_regions", None) is not None:
+            return "tls"
+        # TLS encrypts: no sendfile.  uvloop has no loop.sendfile (AbstractEventLoop's raises
+        # NotImplementedError): only asyncio's own loop sends a file region by sendfile(2).
+        if self.sendfile and not self.security_protocol.endswith("SSL") and \
+                isinstance(asyncio.get_running_loop(), asyncio.BaseEventLoop):
+            return "sendfile"
+        return "pread"
 
     async def _sendfile(self, chunks: list[Chunk]) -> None:
         """Write a response whose file regions go by sendfile(2) (see _write_chunks_now)."""
@@ -277,7 +291,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         try:
             while not self.closed:
                 if not self.queue:
-                    self.waiter = asyncio.get_running_loop().create_future()
+                    self.waiter = self.loop.create_future()
                     await self.waiter
                     continue
                 frame = self.queue.popleft()
@@ -296,15 +310,22 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     log.exception("Unexpected error serving a request from %s:%d", *self.peer)
                     self.close("internal error")
                     return
+                # The steps below await only when they must (a full queue, a mute, a transport over
+                # its high-water mark, a sendfile region): no coroutine per request otherwise.
                 if self.inflight or isinstance(out, DelayedResponse):
                     # A response is waiting (acks=all): this one leaves after it. Go on serving.
-                    await self._enqueue(out, frame, timer)
+                    if self._enqueue(out, frame, timer):
+                        await self._hold_back()
                     continue
                 handled = time.perf_counter() if timer is not None else 0.0
-                await self._write(out)
+                if not self._write_now(out):
+                    assert isinstance(out, list)  # only file regions need the wait
+                    await self._sendfile(out)
                 if trace.ON:
                     self._trace("out", (frame,))
-                await self._written(frame, timer, handled)
+                if not self.write_ok.is_set():
+                    await self.write_ok.wait()
+                self._record(frame, timer, handled)
                 if self.mute_ms and not self.closed:
                     await self._mute()
         except asyncio.CancelledError:
@@ -342,12 +363,19 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     MAX_INFLIGHT = 16
 
-    async def _enqueue(self, out: Response | DelayedResponse, frame: bytes | memoryview,
-                       timer: RequestTimer | None) -> None:
-        self.inflight.append((out, frame, timer, time.perf_counter()))
+    def _enqueue(self, out: Response | DelayedResponse, frame: bytes | memoryview,
+                 timer: RequestTimer | None) -> bool:
+        """Park ``out`` in the line and write what is ready; True if serving must then wait
+        (:meth:`_hold_back`)."""
+        self.inflight.append((out, frame, timer, time.perf_counter() if timer is not None else 0.0))
         if isinstance(out, DelayedResponse) and not out.op.done:
             out.op.on_done(self._pump)
         self._pump()
+        return len(self.inflight) >= self.MAX_INFLIGHT or bool(self.mute_ms)
+
+    async def _hold_back(self) -> None:
+        """After :meth:`_enqueue`: wait while MAX_INFLIGHT responses are parked, and serve a muted
+        connection's next request only once its responses are out and the mute is over."""
         if len(self.inflight) >= self.MAX_INFLIGHT:
             self.drained.clear()
             await self.drained.wait()
@@ -386,7 +414,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     out = waiting
                 handled = time.perf_counter() if timer is not None else 0.0
                 if not self.write_ok.is_set() or not self._write_now(out):
-                    self.drainer = asyncio.get_running_loop().create_task(self._drain(handled))
+                    self.drainer = self.loop.create_task(self._drain(handled))
                     return
                 if trace.ON:
                     self._trace("out", (frame,))

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from log.config import LogConfig
 from log.log import AppendInfo, Log
 from log.segment import ReadInfo
 from protocol.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
@@ -44,6 +45,13 @@ class IsrChangeCounts:
 
     shrinks: int = 0
     expands: int = 0
+
+
+def _min_insync_replicas(config: LogConfig) -> int:
+    try:
+        return int(config.others.get("min.insync.replicas", "1"))
+    except ValueError:
+        return 1
 
 
 class Partition:
@@ -168,8 +176,8 @@ class Partition:
     @property
     def min_insync_replicas(self) -> int:
         try:
-            return int(self.log.config.others.get("min.insync.replicas", "1"))
-        except (AttributeError, ValueError):
+            return self.log.config.derived(_min_insync_replicas)
+        except AttributeError:
             return 1
 
     def maybe_increment_high_watermark(self) -> bool:

@@ -249,7 +249,9 @@ class ReplicaManager:
     def get_partition(self, topic: str, partition: int, *, require_leader: bool = True) -> Partition:
         """The local replica of ``topic``-``partition``; unless asked otherwise it must be the leader
         (NOT_LEADER_OR_FOLLOWER otherwise, so that clients refresh their metadata)."""
-        part = self.partitions.get(TopicPartition(topic, partition))
+        # A plain tuple finds the TopicPartition key (a NamedTuple hashes and compares as one)
+        # without building it: this runs for every partition of every Produce and Fetch.
+        part = self.partitions.get((topic, partition))  # type: ignore[call-overload]
         if part is None:
             if TopicPartition(topic, partition) in self.offline_partitions:
                 raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR,

@@ -67,6 +67,11 @@ def _parts(others: dict[str, str]) -> list[str]:
     return [p for p in ("key", "value") if _enabled(others, p)] if others else []
 
 
+def _checked_parts(config: LogConfig) -> tuple[str, ...]:
+    """The parts a topic's records are checked for, once per config object (asked on every Produce)."""
+    return tuple(_parts(config.others))
+
+
 _CHECKERS: weakref.WeakKeyDictionary[BrokerHost, SchemaIdChecker] = weakref.WeakKeyDictionary()
 
 
@@ -100,15 +105,16 @@ async def prepare_schema_validation(broker: BrokerHost, entries: Sequence[tuple[
             cfg = broker.replica_manager.get_partition(topic, index).log.config
         except KafkaError:
             continue
-        parts = _parts(cfg.others)
+        parts = cfg.derived(_checked_parts)
         if parts:
-            wanted.append((raw, cfg, parts))
+            wanted.append((raw, cfg, list(parts)))
     if wanted:
         await _checker(broker).prepare(broker, wanted)
 
 
 def validate_schema_ids(broker: BrokerHost, topic: str, records: ValidatedRecords, config: LogConfig) -> None:
     """Raise RecordValidationError (INVALID_RECORD) if a record lacks a valid schema id."""
-    parts = _parts(config.others)
+    parts = config.derived(_checked_parts)
     if parts:
-        _checker(broker).validate(broker, topic, records, parts, {p: _strategy(config.others, p) for p in parts})
+        _checker(broker).validate(broker, topic, records, list(parts),
+                                  {p: _strategy(config.others, p) for p in parts})
