@@ -309,7 +309,11 @@ class Log:
     def append(self, records: ValidatedRecords, *, leader_epoch: int = 0, now_ms: int | None = None,
                assign_offsets: bool = True) -> AppendInfo:
         """Append validated batches; see the module docstring. Raises before writing anything
-        on duplicate / out-of-order / fenced producer batches."""
+        on duplicate / out-of-order / fenced producer batches from a client.
+
+        ``assign_offsets=False`` is a follower's append of what its leader wrote (Kafka's
+        ``appendAsFollower``, origin REPLICATION): the leader's offsets are kept and its producer
+        checks are not made again (``ProducerStateManager.validate_append(origin_client=False)``)."""
         batches = records.batches
         if not batches:
             raise KafkaError(ErrorCode.INVALID_RECORD, "empty append")
@@ -326,7 +330,7 @@ class Log:
         infos = None
         for h in batches:
             if h.producer_id >= 0:
-                infos = self.producer_state.validate_append(batches, buffer=buf)
+                infos = self.producer_state.validate_append(batches, buffer=buf, origin_client=assign_offsets)
                 break
         leo = self.log_end_offset
         offset = leo

@@ -190,13 +190,18 @@ class ProducerAppendInfo:
     has_updates: bool = False
 
     def check(self, h: BatchHeader, origin_client: bool = True) -> None:
-        """Kafka's ``ProducerAppendInfo.append`` checks for one batch (raises, writes nothing)."""
+        """Kafka's ``ProducerAppendInfo.append`` checks for one batch (raises, writes nothing).
+
+        ``origin_client=False`` is Kafka's ``AppendOrigin.REPLICATION`` (a follower appending what
+        its leader wrote): no sequence check, and a lower producer epoch is logged, not refused."""
         cur_epoch = self.epoch if self.has_updates else (
             self.current.producer_epoch if self.current is not None else NO_PRODUCER_EPOCH)
         if h.producer_epoch < cur_epoch:
-            raise InvalidProducerEpochError(
-                message=f"Epoch of producer {self.producer_id} is {h.producer_epoch}, "
-                        f"which is smaller than the last seen epoch {cur_epoch}")
+            message = (f"Epoch of producer {self.producer_id} at offset {h.base_offset} is {h.producer_epoch}, "
+                       f"which is smaller than the last seen epoch {cur_epoch}")
+            if origin_client:
+                raise InvalidProducerEpochError(message=message)
+            logger.warning("%s (appended as replicated from the leader)", message)
         # A transactional batch without a sequence is written by a coordinator, not a client
         # (TxnOffsetCommit's offsets in __consumer_offsets): Kafka appends those with origin
         # COORDINATOR, which skips the sequence check. Clients always send a sequence.
@@ -267,7 +272,12 @@ class ProducerStateManager:
 
         ``buffer`` (the append's bytes) lets transaction markers be checked against the
         producer's coordinator epoch (TRANSACTION_COORDINATOR_FENCED, as Kafka's
-        ``appendEndTxnMarker``).
+        ``appendEndTxnMarker``). ``origin_client=False`` (a follower's append of its leader's
+        batches, Kafka's ``AppendOrigin.REPLICATION``) checks nothing a leader already decided:
+        no duplicate or sequence check, and a lower producer or coordinator epoch is logged and
+        appended, so a follower whose producer state differs from its leader's (state the leader
+        lost with a failover or expiry) still copies the leader's log instead of failing the
+        partition's replication for good.
         """
         infos: dict[int, ProducerAppendInfo] = {}
         for h in batches:
@@ -279,9 +289,11 @@ class ProducerStateManager:
             if control and buffer is not None and current is not None:
                 marker = _end_txn_marker(buffer, h)
                 if marker is not None and current.coordinator_epoch > marker[1]:
-                    raise KafkaError(ErrorCode.TRANSACTION_COORDINATOR_FENCED,
-                                     f"Invalid coordinator epoch for producer {pid}: {marker[1]} (zombie), "
-                                     f"{current.coordinator_epoch} (current)")
+                    message = (f"Invalid coordinator epoch for producer {pid}: {marker[1]} (zombie), "
+                               f"{current.coordinator_epoch} (current)")
+                    if origin_client:
+                        raise KafkaError(ErrorCode.TRANSACTION_COORDINATOR_FENCED, message)
+                    logger.info("%s in a marker replicated from the leader: appended", message)
             if origin_client and current is not None and not control and h.base_sequence != NO_SEQUENCE:
                 dup = current.find_duplicate_batch(h)
                 if dup is not None:
