@@ -285,3 +285,10 @@ def encode_response(api_key: int, version: int, correlation_id: int, response: A
     if api_key != ApiKey.API_VERSIONS and response.flexible_version_q(version):
         return _FLEX_HDR.pack(len(body) + 5, correlation_id, 0) + bytes(body)
     return _HDR0.pack(len(body) + 4, correlation_id) + bytes(body)
+
+
+def encode_response_header(api_key: int, version: int, correlation_id: int, body: bytes) -> bytes:
+    """Frame a response body encoded already, as :func:`encode_response` frames one."""
+    if api_key != ApiKey.API_VERSIONS and RESPONSE_CLASSES[api_key].flexible_version_q(version):
+        return _FLEX_HDR.pack(len(body) + 5, correlation_id, 0) + body
+    return _HDR0.pack(len(body) + 4, correlation_id) + body
