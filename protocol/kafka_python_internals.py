@@ -21,6 +21,13 @@ which this module meets by relying on kafka-python's internals:
   generated decoder builds, as it does: :func:`new_decoded` makes one without ``__init__``
   and sets the bookkeeping slots every ``DataContainer`` has (``_version``, ``tags``,
   ``unknown_tags``); the decoder then sets the version's untagged fields.
+* **Encoding into a buffer of our own.** ``ApiMessage.encode`` returns the body alone (a copy
+  out of kafka-python's pooled buffer), so framing it costs two more copies and the encoder's
+  lookups per response. :func:`compiled_encoder` returns the encoder kafka-python compiles per
+  version, ``cls._struct.compiled_encode_into(version, compact=, tagged=)`` -> ``f(message,
+  out)``, which writes at ``out.pos`` of an ``EncodeBuffer`` (``buf``, ``pos``, ``ensure``;
+  ``kafka.protocol.schemas.fields.codecs``): ``protocol.messages.encode_response`` leaves room
+  for the response header in front and frames the response in one copy.
 * **A field's ``mapKey`` flag.** Error responses built from the schemas (``broker/hooks.py``)
   match a response entry to its request entry by key fields; :func:`is_map_key` reads the flag
   from the field's schema JSON (``field._json``), which kafka-python keeps but does not expose.
@@ -41,6 +48,7 @@ import kafka
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.data_container import DataContainer
 from kafka.protocol.schemas.fields.base import BaseField
+from kafka.protocol.schemas.fields.codecs import EncodeBuffer
 from kafka.protocol.schemas.fields.codecs.types import Bytes, UnsignedVarInt32
 
 # The kafka-python releases these internals were checked against (pyproject.toml says the same).
@@ -51,6 +59,9 @@ SchemaField: TypeAlias = BaseField
 
 # A compiled decoder: (body, position) -> (the decoded message, the position after it).
 Decoder = Callable[[memoryview, int], tuple[ApiMessage, int]]
+# A compiled encoder: (message, buffer) -> None, writing the message at ``buffer.pos`` and
+# moving it on (growing ``buffer.buf`` as needed).
+Encoder = Callable[[ApiMessage, EncodeBuffer], None]
 
 
 class RecordsView(Bytes):
@@ -131,6 +142,14 @@ def compiled_decoder(cls: type[ApiMessage], version: int) -> Decoder:
     return decoder
 
 
+def compiled_encoder(cls: type[ApiMessage], version: int) -> Encoder:
+    """kafka-python's compiled encoder of ``cls`` at ``version``: ``(message, out)``, writing at
+    ``out.pos`` of an :class:`EncodeBuffer`."""
+    flexible = cls.flexible_version_q(version)
+    encoder: Encoder = cls._struct.compiled_encode_into(version, compact=flexible, tagged=flexible)
+    return encoder
+
+
 def check_internals(produce_request: type[ApiMessage]) -> list[str]:
     """What no longer matches the internals this module relies on (empty when all is well),
     each naming the kafka-python name that changed. ``produce_request``: the ProduceRequest class
@@ -151,6 +170,18 @@ def check_internals(produce_request: type[ApiMessage]) -> list[str]:
         missing = [p for p in ("version", "compact", "tagged", "data_class") if p not in params]
         if missing:
             problems.append(f"`_struct.compiled_decode_from` no longer takes {missing}")
+    if struct is not None:
+        if not callable(getattr(struct, "compiled_encode_into", None)):
+            problems.append("the schema struct lost `compiled_encode_into(version, compact, tagged)` "
+                            "(encoding into a buffer of our own)")
+        else:
+            params = inspect.signature(struct.compiled_encode_into).parameters
+            missing = [p for p in ("version", "compact", "tagged") if p not in params]
+            if missing:
+                problems.append(f"`_struct.compiled_encode_into` no longer takes {missing}")
+    if set(getattr(EncodeBuffer, "__slots__", ())) != {"buf", "pos"} or not callable(getattr(EncodeBuffer, "ensure", None)):
+        problems.append("kafka.protocol.schemas.fields.codecs.EncodeBuffer is no longer `buf`, `pos` "
+                        "and `ensure` (the buffer responses are encoded into)")
     for codec in (Bytes, UnsignedVarInt32):
         if not callable(getattr(codec, "emit_decode_from", None)):
             problems.append(f"kafka.protocol.schemas.fields.codecs.types.{codec.__name__} lost "

@@ -27,6 +27,7 @@ records codec) is in :mod:`protocol.kafka_python_internals`, and only there.
 from __future__ import annotations
 
 import struct
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -44,7 +45,15 @@ from . import kip848 as _kip848
 from . import kip932 as _kip932
 from .api_keys import ApiKey
 from .fetch_codec import decode_fetch_request
-from .kafka_python_internals import SchemaField, compiled_decoder, decode_records_in_place
+from .kafka_python_internals import (
+    Decoder,
+    EncodeBuffer,
+    Encoder,
+    SchemaField,
+    compiled_decoder,
+    compiled_encoder,
+    decode_records_in_place,
+)
 from .produce_codec import decode_produce_request
 from .varint import read_uvarint
 
@@ -173,15 +182,14 @@ def decode_body(header: RequestHeader, frame: bytes | memoryview) -> ApiMessage:
 
 def decode_generic(header: RequestHeader, frame: bytes | memoryview) -> ApiMessage:
     """Decode the body with kafka-python's generated decoder for the class and version."""
-    cls = REQUEST_CLASSES.get(header.api_key)
-    if cls is None:
-        raise MalformedRequest(f"unknown API key {header.api_key}")
-    if not 0 <= header.api_version <= cls.max_version:
-        raise UnsupportedVersion(f"{cls.name} v{header.api_version}")
+    plan = _PLANS.get((header.api_key, header.api_version))
+    if plan is None:
+        plan = _plan(header.api_key, header.api_version)
+    cls, decoder, null_check = plan
     version = header.api_version
     body = memoryview(frame)[header.size:]
     try:
-        request, end = compiled_decoder(cls, version)(body, 0)
+        request, end = decoder(body, 0)
     except Exception as e:
         raise MalformedRequest(f"cannot decode {cls.name} v{version}: {e}") from e
     # kafka-python's decoders slice without bounds checks: a length prefix that runs past the
@@ -190,10 +198,30 @@ def decode_generic(header: RequestHeader, frame: bytes | memoryview) -> ApiMessa
     if end > len(body):
         raise MalformedRequest(f"{cls.name} v{version} body is {len(body)} bytes but its fields "
                                f"overrun it (they end at {end})")
-    null_field = _null_check(header.api_key, version, cls)(request)
-    if null_field is not None:
-        raise MalformedRequest(f"{cls.name} v{version}: non-nullable field {null_field} was serialized as null")
+    if null_check is not None:
+        null_field = null_check(request)
+        if null_field is not None:
+            raise MalformedRequest(f"{cls.name} v{version}: non-nullable field {null_field} was serialized as null")
     return request
+
+
+# (api key, version) -> (request class, its compiled decoder, its null check or None): looked up
+# once per request instead of asked of kafka-python's class each time. Built on first use.
+_PLANS: dict[tuple[int, int], tuple[type[ApiMessage], Decoder, NullCheck | None]] = {}
+
+
+def _plan(api_key: int, version: int) -> tuple[type[ApiMessage], Decoder, NullCheck | None]:
+    cls = REQUEST_CLASSES.get(api_key)
+    if cls is None:
+        raise MalformedRequest(f"unknown API key {api_key}")
+    if not 0 <= version <= cls.max_version:
+        raise UnsupportedVersion(f"{cls.name} v{version}")
+    try:
+        decoder = compiled_decoder(cls, version)
+    except Exception as e:
+        raise MalformedRequest(f"cannot decode {cls.name} v{version}: {e}") from e
+    plan = _PLANS[(api_key, version)] = (cls, decoder, _struct_check(cls.fields, version))
+    return plan
 
 
 # --- non-nullable fields -------------------------------------------------------------------
@@ -207,15 +235,7 @@ def decode_generic(header: RequestHeader, frame: bytes | memoryview) -> ApiMessa
 # partition, never a look at the records.
 
 NullCheck = Callable[[DataContainer], "str | None"]
-_NULL_CHECKS: dict[tuple[int, int], NullCheck] = {}
 _NULLABLE_TYPES = frozenset({"string", "bytes", "records"})
-
-
-def _null_check(api_key: int, version: int, cls: type[ApiMessage]) -> NullCheck:
-    check = _NULL_CHECKS.get((api_key, version))
-    if check is None:
-        check = _NULL_CHECKS[(api_key, version)] = _struct_check(cls.fields, version) or (lambda _r: None)
-    return check
 
 
 def _struct_check(fields: Mapping[str, SchemaField], version: int) -> NullCheck | None:
@@ -277,14 +297,41 @@ def encode_response(api_key: int, version: int, correlation_id: int, response: A
 
     Response header v1 (flexible versions) is the correlation id plus an empty tagged-field
     section; ApiVersions always answers with header v0 so that a client that does not yet know
-    our versions can read it (KIP-511).
+    our versions can read it (KIP-511). The body is encoded by kafka-python's compiled encoder
+    into a buffer of this thread's, after room for the size and the header, and leaves it in
+    one copy (``ApiMessage.encode`` would copy it out, and framing it would copy it twice more).
     """
     if response.API_VERSION != version:
         response.API_VERSION = version
-    body = response.encode(header=False, framed=False)
-    if api_key != ApiKey.API_VERSIONS and response.flexible_version_q(version):
-        return _FLEX_HDR.pack(len(body) + 5, correlation_id, 0) + bytes(body)
-    return _HDR0.pack(len(body) + 4, correlation_id) + bytes(body)
+    cls = type(response)
+    plan = _ENCODERS.get((cls, version))
+    if plan is None:
+        plan = _ENCODERS[(cls, version)] = (api_key != ApiKey.API_VERSIONS and cls.flexible_version_q(version),
+                                            compiled_encoder(cls, version))
+    flexible, encoder = plan
+    try:
+        out: EncodeBuffer = _LOCAL.out
+    except AttributeError:
+        out = _LOCAL.out = EncodeBuffer(_OUT_SIZE)
+    out.pos = 9 if flexible else 8
+    encoder(response, out)
+    buf, end = out.buf, out.pos  # re-read: the encoder may have grown the buffer
+    if flexible:
+        _FLEX_HDR.pack_into(buf, 0, end - 4, correlation_id, 0)
+    else:
+        _HDR0.pack_into(buf, 0, end - 4, correlation_id)
+    frame = bytes(memoryview(buf)[:end])
+    if len(buf) > _OUT_KEPT:  # a huge response: its buffer is not kept for the thread's life
+        _LOCAL.out = EncodeBuffer(_OUT_SIZE)
+    return frame
+
+
+# (response class, version) -> (whether its header is v1, kafka-python's compiled encoder).
+_ENCODERS: dict[tuple[type[ApiMessage], int], tuple[bool, Encoder]] = {}
+# The buffer responses are encoded into, one per thread (the event loop's, and any worker's).
+_LOCAL = threading.local()
+_OUT_SIZE = 64 * 1024
+_OUT_KEPT = 1 << 20
 
 
 def encode_response_header(api_key: int, version: int, correlation_id: int, body: bytes) -> bytes:
