@@ -21,7 +21,7 @@ import os
 import time
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import crc32c as _crc32c
@@ -60,6 +60,17 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+class TailGeneration:
+    """What a segment's cached tail bytes are valid for: cleared (``valid`` False) when the
+    segment's file changes under what was appended (truncation, recovery), so a region handed out
+    before then reads the file again, exactly as it would have without the cache."""
+
+    __slots__ = ("valid",)
+
+    def __init__(self) -> None:
+        self.valid = True
+
+
 @dataclass(slots=True)
 class ReadInfo:
     """A region of one segment file holding whole batches, ready to be sent as is.
@@ -67,6 +78,8 @@ class ReadInfo:
     ``fd`` is the segment's open descriptor (kept open for ``file.delete.delay.ms`` after the
     segment is deleted, as Kafka keeps files around, so a region handed out stays readable);
     a sendfile-based fetch path can use ``fd``/``position``/``size`` directly.
+    A region within the segment's last append also carries its bytes (``data``, valid while
+    ``generation`` is), so reading it back at the log's tail (a follower's fetch) costs no pread.
     """
 
     path: str
@@ -74,11 +87,16 @@ class ReadInfo:
     size: int
     first_offset: int
     fd: int = -1
+    data: bytes | None = field(default=None, compare=False, repr=False)
+    generation: TailGeneration | None = field(default=None, compare=False, repr=False)
 
     def read(self) -> bytes:
         """The region's bytes. OSError, naming the file and position, if they cannot be read or
         the file no longer holds all of them (cut since the read chose the region): a caller
         framing them behind a length prefix must not send fewer."""
+        data = self.data
+        if data is not None and self.generation is not None and self.generation.valid:
+            return data
         try:
             if self.fd >= 0:
                 data = _pread_full(self.fd, self.size, self.position)
@@ -98,6 +116,11 @@ class ReadInfo:
         """Fill ``buf`` with the region's bytes from ``offset`` on, through the open descriptor
         (a region read in slices, TLS's Fetch path). The same OSError as :meth:`read` when they
         cannot all be read."""
+        data = self.data
+        if data is not None and self.generation is not None and self.generation.valid \
+                and offset + len(buf) <= len(data):
+            buf[:] = data[offset:offset + len(buf)]
+            return
         at, got = self.position + offset, 0
         try:
             while got < len(buf):
@@ -203,11 +226,17 @@ class LogSegment:
         # drop_behind (follower replicas): writeback was started below the first, pages dropped below the second
         self.writeback_started = 0
         self.dropped_to = 0
-        # (last offset, file position) of the last batches appended, contiguous and in file order: a
-        # read near the end (a follower's or a tailing consumer's fetch) starts its header scan at
-        # the batch itself instead of at the index entry before it (up to index.interval.bytes of
-        # headers, ~24 small batches). Forgotten on truncation and recovery; empty once inactive.
-        self.recent: deque[tuple[int, int]] = deque(maxlen=self.RECENT_BATCHES)
+        # (last offset, file position, base offset, size) of the last batches appended, contiguous
+        # and in file order: a read near the end (a follower's or a tailing consumer's fetch) finds
+        # its first batch here without reading the file (no index lookup, no header scan).
+        # Forgotten on truncation and recovery; empty once inactive.
+        self.recent: deque[tuple[int, int, int, int]] = deque(maxlen=self.RECENT_BATCHES)
+        # The bytes of the last append (up to TAIL_BYTES) and their file position: a read of them
+        # (the follower's fetch of what was just appended) is served without a pread. A new
+        # generation on truncation and recovery; dropped once inactive.
+        self.tail_position = -1
+        self.tail_bytes = b""
+        self.tail_generation = TailGeneration()
 
     # -- opening --------------------------------------------------------------------------
     @classmethod
@@ -272,6 +301,10 @@ class LogSegment:
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR,
                              f"Error while appending to {self.log_path}: {e}") from e
         self.size = start + len(buf)
+        if len(buf) <= self.TAIL_BYTES:
+            self.tail_position, self.tail_bytes = start, bytes(buf)
+        else:
+            self.tail_position, self.tail_bytes = -1, b""
         interval = self.index_interval_bytes
         for h in batches:
             if h.max_timestamp > self.max_timestamp_so_far:
@@ -290,9 +323,11 @@ class LogSegment:
             if len(batches) >= self.RECENT_BATCHES:
                 recent.clear()  # only the newest are kept: no gap between what stays and what comes
                 batches = batches[-self.RECENT_BATCHES:]
-            recent.extend([(h.base_offset + h.last_offset_delta, start + h.position) for h in batches])
+            recent.extend([(h.base_offset + h.last_offset_delta, start + h.position, h.base_offset,
+                            h.batch_length + LOG_OVERHEAD) for h in batches])
 
     RECENT_BATCHES = 16
+    TAIL_BYTES = 16 << 10  # per active segment: a small append's bytes, what a follower reads at once
     DROP_CHUNK = 4 << 20
     DROP_RETRY = 16 << 20  # behind the drop point, advised again at every chunk (pages dirty before)
 
@@ -333,37 +368,59 @@ class LogSegment:
         if self.max_timestamp_so_far >= 0:
             self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
 
+    def _forget_tail(self) -> None:
+        """The file changes under what was appended: no cached position or bytes may serve a read,
+        not even through a region already handed out."""
+        self.recent.clear()
+        self.tail_position, self.tail_bytes = -1, b""
+        self.tail_generation.valid = False
+        self.tail_generation = TailGeneration()
+
     def release_index_files(self) -> None:
         """Close the index descriptors (reopened on the next write): inactive segments need none."""
         self.index.close()
         self.time_index.close()
         self.recent.clear()
+        self.tail_position, self.tail_bytes = -1, b""
 
     # -- reading --------------------------------------------------------------------------
-    def translate_offset(self, offset: int, start_position: int = 0) -> BatchHeader | None:
-        """Header of the first batch whose last offset >= ``offset`` (index lookup + short scan)."""
+    def _recent_batch(self, offset: int) -> tuple[int, int, int, int] | None:
+        """The entry of :attr:`recent` for the batch holding ``offset``, if it is one of them."""
         recent = self.recent
         if recent and recent[0][0] < offset <= recent[-1][0]:
-            # one of the last batches appended holds it: the one after the last that ends below it
+            # the batch after the last one that ends below it
             i = len(recent) - 1
             while recent[i - 1][0] >= offset:
                 i -= 1
-            pos = recent[i][1]
-        else:
-            _, pos = self.index.lookup(offset)
+            return recent[i]
+        return None
+
+    def translate_offset(self, offset: int, start_position: int = 0) -> BatchHeader | None:
+        """Header of the first batch whose last offset >= ``offset`` (index lookup + short scan)."""
+        entry = self._recent_batch(offset)
+        pos = entry[1] if entry is not None else self.index.lookup(offset)[1]
         for h in scan_headers(self.fd, max(pos, start_position), self.size):
             if h.base_offset + h.last_offset_delta >= offset:
                 return h
         return None
 
+    def _locate(self, offset: int) -> tuple[int, int, int] | None:
+        """(base offset, file position, size) of the first batch whose last offset >= ``offset``."""
+        entry = self._recent_batch(offset)
+        if entry is not None:
+            return entry[2], entry[1], entry[3]
+        h = self.translate_offset(offset)
+        return None if h is None else (h.base_offset, h.position, h.batch_length + LOG_OVERHEAD)
+
     def position_bound(self, max_offset: int) -> int:
         """File position of the first batch whose base offset >= ``max_offset`` (or the size)."""
         if max_offset >= self.next_offset:
             return self.size
-        h = self.translate_offset(max_offset)
-        if h is None:
+        found = self._locate(max_offset)
+        if found is None:
             return self.size
-        return h.position if h.base_offset >= max_offset else h.position + h.size
+        base, position, size = found
+        return position if base >= max_offset else position + size
 
     def _last_boundary(self, start: int, limit: int) -> int:
         """The largest batch boundary in ``[start, limit]``."""
@@ -383,25 +440,31 @@ class LogSegment:
         Returns None if no batch in this segment has a last offset >= ``start_offset`` or the
         first one starts at or beyond ``max_offset``.
         """
-        first = self.translate_offset(start_offset)
+        first = self._locate(start_offset)
         if first is None:
             return None
-        if max_offset is not None and first.base_offset >= max_offset:
+        first_base, start, first_size = first
+        if max_offset is not None and first_base >= max_offset:
             return None
-        start = first.position
         max_position = self.size if max_offset is None else self.position_bound(max_offset)
         limit = min(start + max(max_size, 0), max_position)
         if limit >= max_position:
             end = max_position
-        elif limit >= start + first.size:
+        elif limit >= start + first_size:
             end = self._last_boundary(start, limit)
         else:
             end = start
         if end <= start:
             if not min_one_batch:
                 return None
-            end = start + first.size
-        return ReadInfo(str(self.log_path), start, end - start, first.base_offset, self.fd)
+            end = start + first_size
+        tail = self.tail_position
+        if 0 <= tail <= start and end <= tail + len(self.tail_bytes):
+            data = self.tail_bytes
+            if start != tail or end - start != len(data):
+                data = data[start - tail:end - tail]
+            return ReadInfo(str(self.log_path), start, end - start, first_base, self.fd, data, self.tail_generation)
+        return ReadInfo(str(self.log_path), start, end - start, first_base, self.fd)
 
     def batches(self, start_offset: int | None = None, chunk: int = 1 << 20) -> Iterator[BatchHeader]:
         """Headers of every batch (from the one holding ``start_offset``)."""
@@ -496,7 +559,7 @@ class LogSegment:
         A batch is valid if it is v2, its length is sane, its CRC-32C matches and its offsets
         increase and fit this segment (Kafka's ``LogSegment.recover`` + ``ensureValid``).
         """
-        self.recent.clear()
+        self._forget_tail()
         entries: list[tuple[int, int]] = []
         time_entries: list[tuple[int, int]] = []
         valid = 0
@@ -566,7 +629,7 @@ class LogSegment:
         h = self.translate_offset(offset)
         if h is None:
             return 0
-        self.recent.clear()
+        self._forget_tail()
         position = h.position
         removed = self.size - position
         self.index.truncate_to(offset)

@@ -85,6 +85,10 @@ _i16 = struct.Struct(">h").pack
 _i32 = struct.Struct(">i").pack
 _i64 = struct.Struct(">q").pack
 _PART_V4 = struct.Struct(">ihqq")  # partition, error, high watermark, last stable offset
+_PART_V5 = struct.Struct(">ihqqq")  # ... and log start offset (v5+)
+_ERROR_SESSION = struct.Struct(">hi")  # v7+: top-level error code, session id
+_NULL_ARRAY = _i32(-1)
+_ZERO_UUID = uuid.UUID(int=0)
 _ABORTED = struct.Struct(">qq")
 
 
@@ -92,53 +96,65 @@ def encode_fetch_response(version: int, correlation_id: int, topics: Sequence[To
                           throttle_time_ms: int = 0, error_code: int = 0, session_id: int = 0,
                           node_endpoints: Sequence[tuple[int, str, int, str | None]] = (),
                           ) -> tuple[list[bytes | Region], int]:
-    """Return (chunks, total size) of the framed response; chunks are bytes or regions."""
+    """Return (chunks, total size) of the framed response; chunks are bytes or regions.
+
+    Every Fetch a follower or consumer gets is framed here (two per replicated acks=all message
+    on its leader), so the version's choices are taken once, not per partition (issue #26)."""
     flexible = version >= 12
+    by_id = version >= 13
+    with_start = version >= 5
+    with_replica = version >= 11
+    no_aborted = b"\x00" if flexible else _NULL_ARRAY
     chunks: list[bytes | Region] = []
-    buf = bytearray()
-
-    def arr_len(n: int) -> bytes:
-        return uvarint(n + 1) if flexible else _i32(n)
-
+    total = 0
     # response header: correlation id (+ empty tagged fields when flexible)
-    buf += _i32(correlation_id)
+    buf = bytearray(_i32(correlation_id))
     if flexible:
         buf += b"\x00"
     buf += _i32(throttle_time_ms)
     if version >= 7:
-        buf += _i16(error_code) + _i32(session_id)
-    buf += arr_len(len(topics))
+        buf += _ERROR_SESSION.pack(error_code, session_id)
+    buf += uvarint(len(topics) + 1) if flexible else _i32(len(topics))
     for t in topics:
-        if version >= 13:
-            buf += (t.topic_id or uuid.UUID(int=0)).bytes
+        if by_id:
+            buf += (t.topic_id or _ZERO_UUID).bytes
         else:
             name = (t.topic or "").encode()
             buf += (uvarint(len(name) + 1) if flexible else _i16(len(name))) + name
-        buf += arr_len(len(t.partitions))
-        for p in t.partitions:
-            buf += _PART_V4.pack(p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset)
-            if version >= 5:
-                buf += _i64(p.log_start_offset)
+        parts = t.partitions
+        buf += uvarint(len(parts) + 1) if flexible else _i32(len(parts))
+        for p in parts:
+            if with_start:
+                buf += _PART_V5.pack(p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset,
+                                     p.log_start_offset)
+            else:
+                buf += _PART_V4.pack(p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset)
             aborted = p.aborted_transactions
             if aborted is None:
-                buf += b"\x00" if flexible else _i32(-1)
+                buf += no_aborted
             else:
-                buf += arr_len(len(aborted))
+                buf += uvarint(len(aborted) + 1) if flexible else _i32(len(aborted))
                 for pid, first in aborted:
                     buf += _ABORTED.pack(pid, first)
                     if flexible:
                         buf += b"\x00"
-            if version >= 11:
+            if with_replica:
                 buf += _i32(p.preferred_read_replica)
-            rec = p.records if p.records is not None else b""
-            size = len(rec) if isinstance(rec, (bytes, bytearray, memoryview)) else rec.size
-            buf += uvarint(size + 1) if flexible else _i32(size)
-            if size:
-                if isinstance(rec, (bytes, bytearray, memoryview)):
+            rec = p.records
+            if rec is None:
+                rec = b""
+            if isinstance(rec, (bytes, bytearray, memoryview)):
+                size = len(rec)
+                buf += uvarint(size + 1) if flexible else _i32(size)
+                if size:
                     buf += rec
-                else:
+            else:
+                size = rec.size
+                buf += uvarint(size + 1) if flexible else _i32(size)
+                if size:
                     chunks.append(bytes(buf))
                     chunks.append(rec)
+                    total += len(buf) + size
                     buf = bytearray()
             if flexible:
                 if p.current_leader is not None:  # tagged field 1: CurrentLeader {LeaderId, LeaderEpoch}
@@ -160,7 +176,7 @@ def encode_fetch_response(version: int, correlation_id: int, topics: Sequence[To
             buf += b"\x00"  # response tagged fields
     if buf:
         chunks.append(bytes(buf))
-    total = sum(len(c) if isinstance(c, bytes) else c.size for c in chunks)
+        total += len(buf)
     chunks.insert(0, _i32(total))
     return chunks, total + 4
 

@@ -42,7 +42,6 @@ from __future__ import annotations
 import logging
 import random
 import time
-import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -217,18 +216,20 @@ class FetchContext:
             key_topic = tid if session.uses_topic_ids else name
             keep = []
             for cp, pd in zip(fparts, t.partitions, strict=True):
-                must = pd.error_code != _NO_ERROR or _records_size(pd.records) > 0
+                failed = pd.error_code != _NO_ERROR
+                has_records = _records_size(pd.records) > 0
+                must = failed or has_records
                 if cp.high_watermark != pd.high_watermark:
                     must = True
                     cp.high_watermark = pd.high_watermark
                 if cp.log_start_offset != pd.log_start_offset:
                     must = True
                     cp.log_start_offset = pd.log_start_offset
-                if pd.error_code != _NO_ERROR:
+                if failed:
                     cp.high_watermark = -1  # as Kafka: the partition is sent again once it recovers
                 if must:
                     keep.append(pd)
-                    if _records_size(pd.records) > 0:
+                    if has_records:
                         moved.append((key_topic, cp.partition))
             if keep:
                 t.partitions = keep
@@ -245,10 +246,6 @@ def _leader_epoch(fp: object) -> int:
     """A request partition's current leader epoch (v9+), -1 before."""
     epoch = getattr(fp, "current_leader_epoch", -1)
     return -1 if epoch is None else int(epoch)
-
-
-def _key_topic(uses_topic_ids: bool, name: str | None, tid: uuid.UUID | None) -> Any:
-    return tid if uses_topic_ids else name
 
 
 def new_context(cache: FetchSessionCache | None, version: int, req: Any, wanted: list[Any],
@@ -277,17 +274,19 @@ def new_context(cache: FetchSessionCache | None, version: int, req: Any, wanted:
     uses_ids = session.uses_topic_ids
     parts = session.partitions
     for name, tid, fparts in wanted:
-        key_topic = _key_topic(uses_ids, name, tid)
+        key_topic = tid if uses_ids else name
         for fp in fparts:
             cp = parts.get((key_topic, fp.partition))
+            epoch = getattr(fp, "current_leader_epoch", -1)  # _leader_epoch(fp), in line: every fetch
+            epoch = -1 if epoch is None else int(epoch)
             if cp is None:
                 parts[(key_topic, fp.partition)] = CachedPartition(fp.partition, fp.fetch_offset,
                                                                    fp.partition_max_bytes,
-                                                                   current_leader_epoch=_leader_epoch(fp))
+                                                                   current_leader_epoch=epoch)
             else:
                 cp.fetch_offset = fp.fetch_offset
                 cp.partition_max_bytes = fp.partition_max_bytes
-                cp.current_leader_epoch = _leader_epoch(fp)
+                cp.current_leader_epoch = epoch
     for t in req.forgotten_topics_data or ():
         key_topic = t.topic_id if uses_ids else t.topic
         for p in t.partitions:
