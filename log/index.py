@@ -2,7 +2,8 @@
 
 Theory of operation: Kafka memory-maps preallocated index files. We keep the entries in two
 ``array`` columns in memory (binary-searched with ``bisect``) and append each new entry to the
-file with one ``os.write`` on a raw, unbuffered descriptor, so the file is always exactly
+file with one ``os.write`` on a raw, unbuffered descriptor (one ``os.write`` for all of one
+log append's entries), so the file is always exactly
 ``entries * entry_size`` bytes and an entry written before a SIGKILL is on disk. A torn or
 inconsistent file is detected on load (:meth:`load` returns False) and the segment rebuilds
 it from the log, as Kafka does after a failed ``sanityCheck``.
@@ -150,14 +151,23 @@ class OffsetIndex(_IndexFile):
         return [(self.base_offset + r, p) for r, p in zip(self._rel, self._pos, strict=True)]
 
     # -- mutation -------------------------------------------------------------------------
-    def append(self, offset: int, position: int) -> None:
-        """Add an entry for the batch ending at ``offset`` that starts at ``position``."""
+    def append(self, offset: int, position: int, out: list[bytes] | None = None) -> None:
+        """Add an entry for the batch ending at ``offset`` that starts at ``position``. With
+        ``out``, its bytes go there instead of to the file: the caller writes them all at once
+        with :meth:`write_entries` (one append's entries, one ``os.write``)."""
         rel = offset - self.base_offset
         if self._rel and (rel <= self._rel[-1] or position <= self._pos[-1]):
             return  # never break monotonicity (e.g. an empty append); Kafka throws here
         self._rel.append(rel)
         self._pos.append(position)
-        os.write(self._fd if self._fd >= 0 else self._open(), _OFFSET_ENTRY.pack(rel, position))
+        if out is not None:
+            out.append(_OFFSET_ENTRY.pack(rel, position))
+        else:
+            os.write(self._fd if self._fd >= 0 else self._open(), _OFFSET_ENTRY.pack(rel, position))
+
+    def write_entries(self, out: list[bytes]) -> None:
+        """Write the entries :meth:`append` put in ``out``, with one ``os.write``."""
+        os.write(self._fd if self._fd >= 0 else self._open(), out[0] if len(out) == 1 else b"".join(out))
 
     def rewrite(self, entries: list[tuple[int, int]]) -> None:
         """Replace the whole index with ``entries`` (absolute offset, position): one write."""
@@ -257,8 +267,9 @@ class TimeIndex(_IndexFile):
     def entries(self) -> list[tuple[int, int]]:
         return [(t, self.base_offset + r) for t, r in zip(self._ts, self._rel, strict=True)]
 
-    def maybe_append(self, timestamp: int, offset: int) -> None:
-        """Add (timestamp, offset) if the timestamp is larger than the last entry's."""
+    def maybe_append(self, timestamp: int, offset: int, out: list[bytes] | None = None) -> None:
+        """Add (timestamp, offset) if the timestamp is larger than the last entry's. With ``out``,
+        as :meth:`OffsetIndex.append`: the bytes go there, for :meth:`write_entries`."""
         if self._ts and timestamp <= self._ts[-1]:
             return
         rel = offset - self.base_offset
@@ -266,7 +277,14 @@ class TimeIndex(_IndexFile):
             return
         self._ts.append(timestamp)
         self._rel.append(rel)
-        os.write(self._fd if self._fd >= 0 else self._open(), _TIME_ENTRY.pack(timestamp, rel))
+        if out is not None:
+            out.append(_TIME_ENTRY.pack(timestamp, rel))
+        else:
+            os.write(self._fd if self._fd >= 0 else self._open(), _TIME_ENTRY.pack(timestamp, rel))
+
+    def write_entries(self, out: list[bytes]) -> None:
+        """Write the entries :meth:`maybe_append` put in ``out``, with one ``os.write``."""
+        os.write(self._fd if self._fd >= 0 else self._open(), out[0] if len(out) == 1 else b"".join(out))
 
     def rewrite(self, entries: list[tuple[int, int]]) -> None:
         self._ts = array("q", (t for t, _ in entries))

@@ -306,6 +306,8 @@ class LogSegment:
         else:
             self.tail_position, self.tail_bytes = -1, b""
         interval = self.index_interval_bytes
+        index_out: list[bytes] = []  # one append's index entries: one write per index file
+        time_out: list[bytes] = []
         for h in batches:
             if h.max_timestamp > self.max_timestamp_so_far:
                 self.max_timestamp_so_far = h.max_timestamp
@@ -313,10 +315,15 @@ class LogSegment:
             if self.rolling_based_timestamp is None:
                 self.rolling_based_timestamp = h.max_timestamp
             if self.bytes_since_last_index_entry > interval:
-                self.index.append(h.last_offset, start + h.position)
-                self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
+                self.index.append(h.last_offset, start + h.position, index_out)
+                self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far,
+                                             time_out)
                 self.bytes_since_last_index_entry = 0
             self.bytes_since_last_index_entry += h.batch_length + LOG_OVERHEAD
+        if index_out:
+            self.index.write_entries(index_out)
+        if time_out:
+            self.time_index.write_entries(time_out)
         if batches:
             self.next_offset = batches[-1].base_offset + batches[-1].last_offset_delta + 1
             recent = self.recent

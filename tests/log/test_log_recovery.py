@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import struct
 from pathlib import Path
 
 import pytest
@@ -294,4 +295,19 @@ def test_roll_flushes_in_the_background_and_then_moves_the_recovery_point(d: Pat
     log.truncate_to(bases[-1] - 1)
     gate.set_result(None)
     assert log.recovery_point <= log.log_end_offset < bases[-1]
+    log.close()
+
+
+def test_a_multi_batch_appends_index_entries_are_all_on_disk(d: Path) -> None:
+    """One append of many batches writes its index entries together: the files then hold exactly
+    the entries in memory (each index's file is entries * entry size bytes, in order)."""
+    log = Log.open(d, LogConfig(index_interval_bytes=64))
+    log.append(records(*[build_batch([b"v%d" % i * 20], timestamps=[1000 + i]) for i in range(12)]))
+    seg = log.segments[-1]
+    offsets, times = seg.index.entries(), seg.time_index.entries()
+    assert len(offsets) >= 10 and len(times) >= 10
+    assert (d / (seg.log_path.stem + ".index")).read_bytes() == b"".join(
+        struct.pack(">ii", o - seg.base_offset, p) for o, p in offsets)
+    assert (d / (seg.log_path.stem + ".timeindex")).read_bytes() == b"".join(
+        struct.pack(">qi", t, o - seg.base_offset) for t, o in times)
     log.close()
