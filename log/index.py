@@ -56,6 +56,17 @@ class _IndexFile:
             self._fd = _open_rw(self.path)
         return self._fd
 
+    def _emit(self, entry: bytes, out: list[bytes] | None) -> None:
+        """One new entry's bytes: to ``out`` when given (written by :meth:`write_entries`), else to the file."""
+        if out is not None:
+            out.append(entry)
+        else:
+            os.write(self._fd if self._fd >= 0 else self._open(), entry)
+
+    def write_entries(self, out: list[bytes]) -> None:
+        """Write the entries an append put in ``out`` (one append's entries), with one ``os.write``."""
+        os.write(self._fd if self._fd >= 0 else self._open(), out[0] if len(out) == 1 else b"".join(out))
+
     def flush(self) -> None:
         if self._fd >= 0:
             os.fsync(self._fd)
@@ -160,14 +171,7 @@ class OffsetIndex(_IndexFile):
             return  # never break monotonicity (e.g. an empty append); Kafka throws here
         self._rel.append(rel)
         self._pos.append(position)
-        if out is not None:
-            out.append(_OFFSET_ENTRY.pack(rel, position))
-        else:
-            os.write(self._fd if self._fd >= 0 else self._open(), _OFFSET_ENTRY.pack(rel, position))
-
-    def write_entries(self, out: list[bytes]) -> None:
-        """Write the entries :meth:`append` put in ``out``, with one ``os.write``."""
-        os.write(self._fd if self._fd >= 0 else self._open(), out[0] if len(out) == 1 else b"".join(out))
+        self._emit(_OFFSET_ENTRY.pack(rel, position), out)
 
     def rewrite(self, entries: list[tuple[int, int]]) -> None:
         """Replace the whole index with ``entries`` (absolute offset, position): one write."""
@@ -277,14 +281,7 @@ class TimeIndex(_IndexFile):
             return
         self._ts.append(timestamp)
         self._rel.append(rel)
-        if out is not None:
-            out.append(_TIME_ENTRY.pack(timestamp, rel))
-        else:
-            os.write(self._fd if self._fd >= 0 else self._open(), _TIME_ENTRY.pack(timestamp, rel))
-
-    def write_entries(self, out: list[bytes]) -> None:
-        """Write the entries :meth:`maybe_append` put in ``out``, with one ``os.write``."""
-        os.write(self._fd if self._fd >= 0 else self._open(), out[0] if len(out) == 1 else b"".join(out))
+        self._emit(_TIME_ENTRY.pack(timestamp, rel), out)
 
     def rewrite(self, entries: list[tuple[int, int]]) -> None:
         self._ts = array("q", (t for t, _ in entries))

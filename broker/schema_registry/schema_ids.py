@@ -96,7 +96,7 @@ class SchemaIdChecker:
         view = self.view
         return view.state if view is not None and view.store.ready.is_set() else None
 
-    async def prepare(self, broker: BrokerHost, entries: Sequence[tuple[RawRecords, LogConfig, list[str]]]) -> None:
+    async def prepare(self, broker: BrokerHost, entries: Sequence[tuple[RawRecords, LogConfig, Sequence[str]]]) -> None:
         """Make sure the ids the records of ``entries`` (records, their topic's config, the parts
         it checks) name are known if they are registered, reading ``_schemas`` to its end once
         when one is not. Malformed records are left to the append's own validation."""
@@ -118,7 +118,7 @@ class SchemaIdChecker:
                     log.warning("Schema validation: cannot read %s to its end: %s", store.topic, e.message)
                 return  # read to the end once per request is enough
 
-    def validate(self, broker: BrokerHost, topic: str, records: ValidatedRecords, parts: list[str], strategies: dict[str, str]) -> None:
+    def validate(self, broker: BrokerHost, topic: str, records: ValidatedRecords, parts: Sequence[str], strategies: dict[str, str]) -> None:
         """Raise RecordValidationError (INVALID_RECORD) if a record lacks a valid schema id."""
         st = self._state(broker)
         errors: list[tuple[int, str]] = []

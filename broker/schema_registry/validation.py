@@ -97,7 +97,7 @@ async def prepare_schema_validation(broker: BrokerHost, entries: Sequence[tuple[
     """Before a produce's append: where a partition's topic validates schema ids, make sure the
     ids its records name are known if they are registered (reading ``_schemas`` to its end once
     when one is not). Malformed records are left to the append's own validation."""
-    wanted: list[tuple[RawRecords, LogConfig, list[str]]] = []
+    wanted: list[tuple[RawRecords, LogConfig, Sequence[str]]] = []
     for topic, index, raw in entries:
         if raw is None:
             continue
@@ -107,7 +107,7 @@ async def prepare_schema_validation(broker: BrokerHost, entries: Sequence[tuple[
             continue
         parts = cfg.derived(_checked_parts)
         if parts:
-            wanted.append((raw, cfg, list(parts)))
+            wanted.append((raw, cfg, parts))
     if wanted:
         await _checker(broker).prepare(broker, wanted)
 
@@ -116,5 +116,4 @@ def validate_schema_ids(broker: BrokerHost, topic: str, records: ValidatedRecord
     """Raise RecordValidationError (INVALID_RECORD) if a record lacks a valid schema id."""
     parts = config.derived(_checked_parts)
     if parts:
-        _checker(broker).validate(broker, topic, records, list(parts),
-                                  {p: _strategy(config.others, p) for p in parts})
+        _checker(broker).validate(broker, topic, records, parts, {p: _strategy(config.others, p) for p in parts})
