@@ -17,10 +17,16 @@ With ``--compare DIR`` a second cluster runs the code of another checkout (``git
 ``git archive | tar -x``) side by side, and the rounds alternate between the two, so both see the
 same load; the medians and minima of the rounds are printed for each.
 
+A cluster in use has more partitions than the one written: ``--offsets-topic`` creates
+``__consumer_offsets`` first (50 partitions, as a consumer group's first commit does) and
+``--idle-partitions N`` a topic of N partitions never written. Every follower's fetch session
+holds them, so each replication round also pays for the idle partitions of the session.
+
 Usage::
 
     python bench/cpu_per_message.py                            # this checkout, 6 rounds x 1000
     python bench/cpu_per_message.py --compare /tmp/main-copy   # A/B: the other checkout vs this one
+    python bench/cpu_per_message.py --offsets-topic --idle-partitions 300
 
 It is a script, not a test: nothing here asserts a cost.
 """
@@ -42,7 +48,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 import psutil  # noqa: E402
-from confluent_kafka import Producer  # noqa: E402
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 import tests.support.brokers as brokers  # noqa: E402
@@ -57,7 +63,8 @@ quiet.propagate = False
 class Setup:
     """A cluster (or one broker) running the code of ``code``, a topic, and a warmed-up producer."""
 
-    def __init__(self, code: Path, size: int, workdir: Path) -> None:
+    def __init__(self, code: Path, size: int, workdir: Path, offsets_topic: bool = False,
+                 idle_partitions: int = 0) -> None:
         self.code = code
         brokers.REPO_ROOT = code  # the broker subprocesses run from this checkout
         self.cluster: SamsaCluster | None = None
@@ -75,19 +82,52 @@ class Setup:
         admin = AdminClient({"bootstrap.servers": boot, "logger": quiet})
         self.topic = f"cpu-{uuid.uuid4().hex[:8]}"
         cfg = {"min.insync.replicas": "2"} if rf == 3 else {}
-        for f in admin.create_topics([NewTopic(self.topic, 3, rf, config=cfg)]).values():
-            f.result(30)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            t = admin.list_topics(self.topic, timeout=5).topics[self.topic]
-            if t.error is None and len(t.partitions) == 3 and all(
-                    p.leader >= 0 and len(p.isrs) == rf for p in t.partitions.values()):
-                break
-            time.sleep(0.05)
+        new = [NewTopic(self.topic, 3, rf, config=cfg)]
+        if idle_partitions:  # never written: each follower's fetch session holds them all the same
+            new.append(NewTopic(f"{self.topic}-idle", idle_partitions, rf))
+        for f in admin.create_topics(new).values():
+            f.result(60)
+        for topic in (t.topic for t in new):
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                t = admin.list_topics(topic, timeout=5).topics[topic]
+                if t.error is None and t.partitions and all(
+                        p.leader >= 0 and len(p.isrs) == rf for p in t.partitions.values()):
+                    break
+                time.sleep(0.05)
+        if offsets_topic:
+            self._create_offsets_topic(boot, admin)
         self.producer = Producer({"bootstrap.servers": boot, "acks": "all", "linger.ms": 0,
                                   "enable.idempotence": True, "max.in.flight.requests.per.connection": 1,
                                   "logger": quiet})
         self.send(300)  # connections, metadata, producer id, page cache
+
+    def _create_offsets_topic(self, boot: str, admin: AdminClient) -> None:
+        """A consumer group's first commit creates ``__consumer_offsets`` (50 partitions, RF 3 on a
+        cluster), as on every cluster with a consumer group: each follower's fetch session then
+        holds its idle partitions beside the measured topic's."""
+        consumer = Consumer({"bootstrap.servers": boot, "group.id": f"cpu-{uuid.uuid4().hex[:8]}",
+                             "enable.auto.commit": False, "logger": quiet})
+        try:
+            consumer.assign([TopicPartition(self.topic, 0, 0)])
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    consumer.commit(offsets=[TopicPartition(self.topic, 0, 0)], asynchronous=False)
+                    break
+                except KafkaException:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.2)
+        finally:
+            consumer.close()
+        while time.monotonic() < deadline:
+            t = admin.list_topics("__consumer_offsets", timeout=5).topics.get("__consumer_offsets")
+            if t is not None and t.error is None and t.partitions and all(
+                    p.leader >= 0 and len(p.isrs) == len(p.replicas) for p in t.partitions.values()):
+                return
+            time.sleep(0.1)
+        raise RuntimeError("__consumer_offsets did not get its leaders and full ISRs within 60 s")
 
     def send(self, n: int) -> None:
         for i in range(n):
@@ -114,15 +154,22 @@ def main() -> None:
     ap.add_argument("--brokers", type=int, default=3)
     ap.add_argument("--messages", type=int, default=1000, help="messages per round")
     ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("--offsets-topic", action="store_true",
+                    help="create __consumer_offsets first (a consumer group's commit), as on a cluster in use")
+    ap.add_argument("--idle-partitions", type=int, default=0,
+                    help="also create a topic of this many partitions that is never written")
     args = ap.parse_args()
     codes = ([args.compare.resolve()] if args.compare else []) + [REPO_ROOT]
     setups: list[Setup] = []
     with tempfile.TemporaryDirectory(prefix="samsa-cpu-") as tmp:
         try:
             for i, code in enumerate(codes):
-                setups.append(Setup(code, args.brokers, Path(tmp) / str(i)))
+                setups.append(Setup(code, args.brokers, Path(tmp) / str(i), args.offsets_topic,
+                                    args.idle_partitions))
             costs: dict[Path, list[float]] = {s.code: [] for s in setups}
-            print(f"# {args.brokers} broker(s), acks=all, one 100-byte message per Produce, closed loop; "
+            print(f"# {args.brokers} broker(s), acks=all, one 100-byte message per Produce, closed loop"
+                  f"{', __consumer_offsets present' if args.offsets_topic else ''}"
+                  f"{f', {args.idle_partitions} idle partitions' if args.idle_partitions else ''}; "
                   f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
             for r in range(args.rounds):
                 for s in setups:

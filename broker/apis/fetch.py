@@ -84,16 +84,17 @@ async def handle_fetch(ctx: RequestContext, req: FetchRequest) -> FetchResponse 
         denied = _unauthorized(ctx, req, wanted)
 
     rm = broker.replica_manager
+    omit = fs.kind == fetch_session.INCREMENTAL  # the session's partitions with nothing to say get no row
     if replica_id >= 0:  # a follower: answered from the append that gives it data (no task waits)
         op = rm.fetch_for_follower(wanted, replica_id=replica_id, max_bytes=max_bytes, min_bytes=req.min_bytes,
-                                   max_wait_ms=req.max_wait_ms, denied=denied)
+                                   max_wait_ms=req.max_wait_ms, denied=denied, omit_unchanged=omit)
         if not op.done:
             return DelayedResponse(op, lambda: _respond(ctx, wanted, fs, replica_id, *op.outcome()))
         result, total = op.outcome()
     else:
         result, total = await rm.fetch_messages(
             wanted, replica_id=replica_id, isolation_level=req.isolation_level, max_bytes=max_bytes,
-            min_bytes=req.min_bytes, max_wait_ms=req.max_wait_ms, denied=denied)
+            min_bytes=req.min_bytes, max_wait_ms=req.max_wait_ms, denied=denied, omit_unchanged=omit)
     return _respond(ctx, wanted, fs, replica_id, result, total)
 
 
@@ -117,7 +118,7 @@ def _respond(ctx: RequestContext, wanted: list[tuple[str | None, uuid.UUID | Non
     if broker.metrics is not None:  # BrokerTopicMetrics: bytes out, failed fetches, per partition
         if replica_id >= 0:
             mark_follower_fetch()  # RequestMetrics: FetchFollower rather than FetchConsumer
-        broker.metrics.topic_stats.fetched([(w[0], rows) for w, rows in zip(wanted, result, strict=True)],
+        broker.metrics.topic_stats.fetched([(w[0], len(w[2]), rows) for w, rows in zip(wanted, result, strict=True)],
                                            follower=replica_id >= 0)
     topics_out = []
     for (name, tid, _parts), rows in zip(wanted, result, strict=True):

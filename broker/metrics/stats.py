@@ -127,20 +127,23 @@ class BrokerTopicStats:
         s = self.topics.get(topic) or self.topic(topic)
         s.replication_bytes_in += nbytes
 
-    def fetched(self, rows_by_topic: list[tuple[str | None, list[FetchPartitionData]]], *,
+    def fetched(self, rows_by_topic: list[tuple[str | None, int, list[FetchPartitionData]]], *,
                 follower: bool = False) -> None:
-        """One Fetch response: ``(topic, [(partition, code, hw, lso, start, aborted, data), ...])``.
+        """One Fetch response: ``(topic, partitions read, [(partition, code, hw, lso, start,
+        aborted, data), ...])``. Every partition read counts as a fetch of its topic (Kafka's
+        TotalFetchRequestsPerSec), those an incremental session's read left without a row (nothing
+        to say: ReplicaManager.fetch_messages' ``omit_unchanged``) as successful ones.
 
         A follower's fetch is replication traffic: its bytes count as ReplicationBytesOut, not
         BytesOut, as in Kafka (``BrokerTopicStats.updateBytesOut``)."""
-        for name, rows in rows_by_topic:
+        for name, read, rows in rows_by_topic:
             if name is None:
                 continue
             s = self.topics.get(name)
             if s is None:  # a new label only for a topic that answered (a made-up name does not)
-                s = self.topic(name) if any(r[1] == 0 for r in rows) else self.retired
+                s = self.topic(name) if read > len(rows) or any(r[1] == 0 for r in rows) else self.retired
+            s.total_fetch += read
             for row in rows:
-                s.total_fetch += 1
                 code = row[1]
                 if code:
                     if code not in NOT_FAILED_FETCH:

@@ -212,10 +212,13 @@ class FetchContext:
         assert session is not None
         out = []
         moved: list[PartitionKey] = []
-        for (name, tid, fparts), t in zip(self.wanted, topics, strict=True):
-            key_topic = tid if session.uses_topic_ids else name
+        cached = session.partitions
+        uses_ids = session.uses_topic_ids
+        for t in topics:  # (the read left out partitions with nothing to say: found by key)
+            key_topic = t.topic_id if uses_ids else t.topic
             keep = []
-            for cp, pd in zip(fparts, t.partitions, strict=True):
+            for pd in t.partitions:
+                cp = cached[(key_topic, pd.partition_index)]
                 failed = pd.error_code != _NO_ERROR
                 has_records = _records_size(pd.records) > 0
                 must = failed or has_records

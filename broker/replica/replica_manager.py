@@ -433,19 +433,25 @@ class ReplicaManager:
 
     async def fetch_messages(self, wanted: FetchWanted, *, replica_id: int,
                              isolation_level: int, max_bytes: int, min_bytes: int, max_wait_ms: int,
-                             denied: frozenset[str] | set[str] = frozenset()
+                             denied: frozenset[str] | set[str] = frozenset(), omit_unchanged: bool = False
                              ) -> tuple[list[list[FetchPartitionData]], int]:
         """Kafka's ``fetchMessages``: read each wanted partition (``(topic or None, topic id,
         [partitions with partition, fetch_offset, partition_max_bytes, current_leader_epoch])``),
         recording a follower's (``replica_id`` >= 0) progress first. With fewer than ``min_bytes``
         and no error, park as a :class:`ParkedFetch` until data arrives or ``max_wait_ms``, then
-        read again. Returns the rows per topic and the bytes read."""
+        read again. Returns the rows per topic and the bytes read.
+
+        ``omit_unchanged`` (an incremental fetch session's read, whose ``wanted`` holds the
+        session's cached partitions): a partition with nothing to say -- no records to read, the
+        high watermark and log start offset it was last answered with -- gets no row, as the
+        session's answer would leave it out anyway (fetch_session.FetchContext.respond); most of
+        a session's partitions are such, on every fetch."""
         deadline = time.monotonic() + max(max_wait_ms, 0) / 1000
         follower = replica_id >= 0
         record_progress = follower  # a follower's fetch offset is its progress once, when the fetch arrives
         while True:
             result, total, has_error, parts_seen = self._read_local(wanted, isolation_level, max_bytes, replica_id,
-                                                                    denied, record_progress)
+                                                                    denied, record_progress, omit_unchanged)
             record_progress = False
             remaining = deadline - time.monotonic()
             if total >= min_bytes or has_error or remaining <= 0 or not parts_seen:
@@ -453,23 +459,27 @@ class ReplicaManager:
             await self.wait_for_data(parts_seen, remaining, follower=follower)
             if time.monotonic() >= deadline:
                 result, total, _e, _p = self._read_local(wanted, isolation_level, max_bytes, replica_id, denied,
-                                                         False)
+                                                         False, omit_unchanged)
                 return result, total
 
     def fetch_for_follower(self, wanted: FetchWanted, *, replica_id: int, max_bytes: int, min_bytes: int,
-                           max_wait_ms: int, denied: frozenset[str] | set[str] = frozenset()) -> FollowerFetch:
+                           max_wait_ms: int, denied: frozenset[str] | set[str] = frozenset(),
+                           omit_unchanged: bool = False) -> FollowerFetch:
         """``fetch_messages`` for a follower's Fetch, without a task: its progress is recorded
         (which may move the high watermark and complete delayed produces) and its partitions read
         now; with fewer than ``min_bytes`` it parks as a :class:`ParkedFetch` that the next append
         answers at the end of its loop turn. The returned operation is done when the rows are final."""
         op = FollowerFetch(self, wanted, replica_id, max_bytes, min_bytes, denied,
-                           time.monotonic() + max(max_wait_ms, 0) / 1000)
-        op.settle(*self._read_local(wanted, 0, max_bytes, replica_id, denied, True))
+                           time.monotonic() + max(max_wait_ms, 0) / 1000, omit_unchanged)
+        op.settle(*self._read_local(wanted, 0, max_bytes, replica_id, denied, True, omit_unchanged))
         return op
 
     def _read_local(self, wanted: FetchWanted, isolation: int, max_bytes: int,
-                    replica_id: int, denied: frozenset[str] | set[str], record_progress: bool
-                    ) -> tuple[list[list[FetchPartitionData]], int, bool, list[Partition]]:
+                    replica_id: int, denied: frozenset[str] | set[str], record_progress: bool,
+                    omit_unchanged: bool = False) -> tuple[list[list[FetchPartitionData]], int, bool, list[Partition]]:
+        """Each wanted partition's row (one list per topic; see fetch_messages for
+        ``omit_unchanged``), the bytes read, whether a row is an error, and the partitions read
+        (a parked fetch waits on them all, omitted ones included)."""
         total = 0
         now_ms = time.time() * 1000 if record_progress else 0.0
         has_error = False
@@ -499,6 +509,17 @@ class ReplicaManager:
                     has_error = True
                     continue
                 parts_seen.append(part)
+                if omit_unchanged and fp.log_start_offset == part.log.log_start_offset:  # type: ignore[attr-defined]
+                    # (fp is the session's CachedPartition: what it was last answered with)
+                    offset = fp.fetch_offset
+                    if replica_id >= 0:
+                        if fp.high_watermark == offset and (  # type: ignore[attr-defined]
+                                part.idle_follower_fetch(replica_id, offset, now_ms) if record_progress
+                                else offset == part.high_watermark == part.log.log_end_offset):
+                            continue
+                    elif fp.high_watermark == part.high_watermark and offset == (  # type: ignore[attr-defined]
+                            part.last_stable_offset if isolation == 1 else part.high_watermark):
+                        continue
                 if record_progress:
                     try:
                         if trace.ON:  # before: the high watermark may move in the update
@@ -589,13 +610,14 @@ class FollowerFetch(Completion):
     reading them raised."""
 
     __slots__ = ("_rm", "_wanted", "_replica_id", "_max_bytes", "_min_bytes", "_denied", "_deadline",
-                 "_rows", "_total", "_error")
+                 "_omit_unchanged", "_rows", "_total", "_error")
 
     def __init__(self, rm: ReplicaManager, wanted: FetchWanted, replica_id: int, max_bytes: int, min_bytes: int,
-                 denied: frozenset[str] | set[str], deadline: float) -> None:
+                 denied: frozenset[str] | set[str], deadline: float, omit_unchanged: bool) -> None:
         super().__init__()
         self._rm, self._wanted, self._replica_id = rm, wanted, replica_id
         self._max_bytes, self._min_bytes, self._denied, self._deadline = max_bytes, min_bytes, denied, deadline
+        self._omit_unchanged = omit_unchanged
         self._rows: list[list[FetchPartitionData]] = []
         self._total = 0
         self._error: Exception | None = None
@@ -612,7 +634,7 @@ class FollowerFetch(Completion):
     def _woken(self) -> None:
         try:
             self.settle(*self._rm._read_local(self._wanted, 0, self._max_bytes, self._replica_id, self._denied,
-                                              False))
+                                              False, self._omit_unchanged))
         except Exception as e:  # answered as the handler's failure (UNKNOWN_SERVER_ERROR), never lost
             self._error = e
             self._notify()

@@ -8,6 +8,7 @@ down and clearing when it is back.
 
 from __future__ import annotations
 
+import time
 import uuid
 
 from confluent_kafka import Producer
@@ -15,7 +16,7 @@ from confluent_kafka import Producer
 from tests.support.cluster import SamsaCluster
 from tests.support.metrics import Samples, scrape, topic_sum, value
 from tests.support.net import free_port
-from tests.support.replicas import create_topic, wait_for, wait_full_isr
+from tests.support.replicas import create_topic, partitions, wait_for, wait_full_isr
 
 
 def _scrape_all(ports: dict[int, int], running: list[int]) -> dict[int, Samples]:
@@ -116,6 +117,23 @@ def test_isr_shrinks_and_expands_are_counted_by_the_leaders(cluster_factory) -> 
         return sum(value(s[i], f"kafka_server_replicamanager_{name}_total") for i in s)
 
     shrinks0, expands0 = totals([0, 1, 2], "isrshrinks"), totals([0, 1, 2], "isrexpands")
+
+    # Followers that keep up stay in the ISR, idle partitions included: an incremental fetch
+    # session leaves a partition with nothing to say out of the leader's read (idle_follower_fetch)
+    # but must still count the follower caught up on it. Three lag windows of fetches that carry
+    # only the written topic's records, then not one shrink, and the idle topic's ISR still full.
+    idle = f"idle-{uuid.uuid4().hex[:8]}"
+    create_topic(cluster, idle, 3, 3)
+    wait_full_isr(cluster, idle, 3)
+    end = time.monotonic() + 6.0
+    while time.monotonic() < end:
+        for i in range(3):
+            prod.produce(topic, value=b"busy", partition=i)
+        assert prod.flush(30) == 0
+        time.sleep(0.01)
+    assert totals([0, 1, 2], "isrshrinks") == shrinks0
+    assert all(len(m.isrs) == 3 for m in partitions(cluster, idle).values())
+
     victim = 2
     led_by_survivors = sum(1 for m in ps.values() if m.leader != victim)
     assert led_by_survivors >= 1
