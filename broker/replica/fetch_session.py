@@ -10,8 +10,11 @@ offset and max bytes the client asked for, and the high watermark and log start 
 answered -- under a new session id, returned in the response with epoch 1 expected next. Each
 *incremental* fetch (``session_id`` = that id, ``session_epoch`` = the expected epoch) then lists
 only partitions whose fetch parameters changed (new ones, new fetch offsets) and those to drop
-(``forgotten_topics_data``). The broker reads *every* partition of the session, and answers only
+(``forgotten_topics_data``). The broker looks at *every* partition of the session, and answers only
 those with something to say: records, a changed high watermark or log start offset, or an error.
+A partition with nothing to say is left out of the read itself (``omit_unchanged`` in
+``ReplicaManager.fetch_messages``: no row is built for it, a follower's caught-up time still moves),
+so the trim below (:meth:`FetchContext.respond`) finds the rows it got by key.
 
 :func:`new_context` turns a request into a :class:`FetchContext` that says what to read
 (``wanted``, in the shape ``broker/apis/fetch.py`` reads) and, once read,

@@ -486,6 +486,8 @@ class ReplicaManager:
         parts_seen = []
         result = []
         E = FetchPartitionData
+        hosted = self.partitions.get  # (get_partition in line for a partition led here: every partition of every fetch)
+        local = self.broker_id
         for name, _tid, fparts in wanted:
             rows: list[FetchPartitionData] = []
             for fp in fparts:
@@ -496,12 +498,14 @@ class ReplicaManager:
                 if denied and name in denied:  # not has_error: the authorized partitions may long-poll
                     rows.append(E(fp.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1, -1, -1, None, b""))
                     continue
-                try:
-                    part = self.get_partition(name, fp.partition)
-                except KafkaError as e:
-                    rows.append(E(fp.partition, e.code, -1, -1, -1, None, b""))
-                    has_error = True
-                    continue
+                part = hosted((name, fp.partition))  # type: ignore[call-overload]
+                if part is None or part.leader_id != local:
+                    try:
+                        part = self.get_partition(name, fp.partition)  # raises the error to answer
+                    except KafkaError as e:
+                        rows.append(E(fp.partition, e.code, -1, -1, -1, None, b""))
+                        has_error = True
+                        continue
                 epoch = getattr(fp, "current_leader_epoch", -1)
                 if epoch >= 0 and epoch != part.leader_epoch:  # KIP-320 (v9+): the client's view is stale or ahead
                     rows.append(E(fp.partition, ErrorCode.FENCED_LEADER_EPOCH if epoch < part.leader_epoch
