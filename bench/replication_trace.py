@@ -15,8 +15,10 @@ bench/latency.py), then merges the brokers' traces and prints, over the measured
 * **stalls**: moments when *no* broker recorded anything for 5 ms or more while records were
   waiting to be replicated, and how long each broker went silent;
 * **client**: CPU of the producer's threads (librdkafka's ``rdk:broker*`` threads apart);
-* **run queue** (``--perf-sched``, needs ``perf``): how long each broker's event-loop thread
-  waited for a CPU once runnable (``perf sched timehist``'s scheduling delay).
+* **run queue** (``--perf-sched``, needs ``perf``, with either client): how long each broker's
+  event-loop thread waited for a CPU once woken (``perf sched timehist``'s scheduling delay), how
+  often it was preempted while running and how long it then stayed runnable off the CPU, and
+  which threads ran in its place.
 
 Usage::
 
@@ -193,27 +195,59 @@ def stalls(events: list[Event], start: int, end: int, pids: list[int], threshold
     return lines
 
 
-TIMEHIST = re.compile(r"\[(\d+)(?:/(\d+))?\]\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$")
+# perf sched timehist --state: time, [cpu], comm[tid/pid], wait, sched delay, run time (ms), state at switch-out
+TIMEHIST = re.compile(r"^\s*([\d.]+)\s+\[(\d+)\]\s+(.*?)\[(\d+)(?:/(\d+))?\]\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\S+)\s*$")
 
 
 def perf_sched(data: Path, pids: list[int]) -> list[str]:
-    proc = subprocess.run(["perf", "sched", "timehist", "-i", str(data)], capture_output=True, text=True)
+    """Each broker's event-loop thread over the recorded window: how long it waited for a CPU once
+    woken (scheduling delay), how often it was preempted while running and how long it then
+    waited to run again, and which tasks took the CPU from it (by thread name)."""
+    proc = subprocess.run(["perf", "sched", "timehist", "--state", "-i", str(data)], capture_output=True, text=True)
     delays: dict[int, list[float]] = defaultdict(list)
+    preempted_waits: dict[int, list[float]] = defaultdict(list)
+    on_cpu: dict[int, float] = defaultdict(float)
+    last_state: dict[int, str] = {}
+    preemptors: dict[str, int] = defaultdict(int)
+    prev_on_cpu: dict[str, tuple[int, str]] = {}  # cpu -> (tid, state) of the last slice that ended there
+    first = last = 0.0
+    watched = set(pids)
     for line in proc.stdout.splitlines():
-        m = TIMEHIST.search(line)
+        m = TIMEHIST.match(line)
         if m is None:
             continue
-        tid = int(m.group(1))
-        pid = int(m.group(2) or tid)
-        if tid == pid and pid in pids:  # the broker's main thread: its event loop
-            delays[pid].append(float(m.group(4)))
+        t, cpu, comm, tid_s, _pid, wait, sch_delay, run, state = m.groups()
+        tid = int(tid_s)
+        first = first or float(t)
+        last = float(t)
+        before = prev_on_cpu.get(cpu)
+        if before is not None and before[0] in watched and before[1] == "R" and tid not in watched:
+            preemptors[comm.strip()] += 1  # the task that ran after a broker was preempted here
+        prev_on_cpu[cpu] = (tid, state)
+        if tid not in watched:  # (a broker's event loop is its main thread: tid == pid)
+            continue
+        on_cpu[tid] += float(run)
+        if last_state.get(tid) == "R":  # preempted at its last switch-out: waited runnable since
+            preempted_waits[tid].append(float(wait))
+        else:
+            delays[tid].append(float(sch_delay))
+        last_state[tid] = state
+    wall = (last - first) * 1000 or 1.0
     lines = []
     for pid in pids:
-        v = sorted(delays[pid])
-        if v:
-            lines.append(f"broker pid {pid} event loop: {len(v)} wake-ups, run-queue delay p50 {pct(v, 50):.3f} "
-                         f"p99 {pct(v, 99):.2f} max {v[-1]:.2f} ms, {sum(x > 5 for x in v)} over 5 ms")
-    return lines or ["perf sched: no samples (is perf allowed here? try as root)"]
+        v, w = sorted(delays[pid]), preempted_waits[pid]
+        if not v:
+            continue
+        lines.append(f"broker pid {pid} event loop: on a CPU {100 * on_cpu[pid] / wall:.0f} % of the window; "
+                     f"{len(v)} wake-ups, waiting p50 {pct(v, 50):.3f} p99 {pct(v, 99):.2f} max {v[-1]:.2f} ms; "
+                     f"preempted {len(w) / wall * 1000:.0f} times/s, then waited {sum(w) / len(w) if w else 0:.3f} ms "
+                     f"on average: {100 * sum(w) / wall:.0f} % of the window runnable and off the CPU")
+    if not lines:
+        return ["perf sched: no samples (is perf allowed here? try as root)"]
+    total = sum(preemptors.values()) or 1
+    lines.append("what ran when a broker was preempted: " + ", ".join(
+        f"{name} {100 * n / total:.0f} %" for name, n in sorted(preemptors.items(), key=lambda kv: -kv[1])[:6]))
+    return lines
 
 
 def thread_cpu() -> dict[str, float]:
@@ -246,6 +280,15 @@ def with_java(args: argparse.Namespace, tmp: Path, trace_dir: Path) -> None:
     os.environ.pop("SAMSA_REPLICATION_TRACE")
     assert target.cluster is not None
     pids = [b.proc.pid for b in target.cluster.brokers if b.proc is not None]
+    perf: list[subprocess.Popen[bytes]] = []
+    sched_data = tmp / "sched.data"
+    if args.perf_sched and shutil.which("perf"):
+        # the JVM starts, warms up for --warmup s, then measures: record inside the measured part
+        def record() -> None:
+            perf.append(subprocess.Popen(["perf", "sched", "record", "-a", "-o", str(sched_data), "--", "sleep",
+                                          str(max(1.0, min(args.seconds - 1.0, 4.0)))],
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        threading.Timer(args.warmup + 2.0, record).start()
     try:
         res = run_case(target, args.size, args.rate, args.seconds, args.warmup, args.partitions, "java", java_cp)
     finally:
@@ -259,6 +302,10 @@ def with_java(args: argparse.Namespace, tmp: Path, trace_dir: Path) -> None:
           f"Java producer (idempotent); load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print("client (bench/latency.py row): " + row(res, True))
     report(events, start, end, pids, args.sample)
+    for proc in perf:
+        proc.wait(60)
+        for line in perf_sched(sched_data, pids):
+            print(line)
 
 
 def main() -> None:
