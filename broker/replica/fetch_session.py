@@ -221,7 +221,10 @@ class FetchContext:
             key_topic = t.topic_id if uses_ids else t.topic
             keep = []
             for pd in t.partitions:
-                cp = cached[(key_topic, pd.partition_index)]
+                cp = cached.get((key_topic, pd.partition_index))
+                if cp is None:  # forgotten meanwhile by the session's next fetch (another connection)
+                    keep.append(pd)  # what was read for this request is still its answer
+                    continue
                 failed = pd.error_code != _NO_ERROR
                 has_records = _records_size(pd.records) > 0
                 must = failed or has_records

@@ -112,6 +112,36 @@ def test_session_lifecycle(client: RawClient, version: int) -> None:
     assert r.error_code == FETCH_SESSION_ID_NOT_FOUND
 
 
+def test_a_parked_fetch_answers_a_partition_its_session_forgot_meanwhile(client: RawClient) -> None:
+    """A session is not tied to a connection: while one incremental fetch long-polls, the session's
+    next fetch may arrive on another connection and forget a partition. The parked fetch, woken by
+    records on that partition, still answers with them (it read them for its own request), and
+    neither connection gets an error."""
+    c = client
+    sid = _fetch(c, 12, 0, 0, {0: 2, 1: 0, 2: 0}).session_id
+    assert sid > 0
+    # Epoch 1 long-polls on the first connection: nothing new anywhere.
+    req = FetchRequest(replica_id=-1, max_wait_ms=10_000, min_bytes=1, max_bytes=1 << 22, isolation_level=0,
+                       session_id=sid, session_epoch=1, topics=[], forgotten_topics_data=[], rack_id="")
+    req.with_header(correlation_id=9001, client_id="parked")
+    c.sock.sendall(req.encode(version=12, header=True, framed=True))
+    broker = c.broker  # type: ignore[attr-defined]
+    with RawClient(broker.host, broker.port) as other:
+        # Epoch 2 on the other connection forgets p1 (and long-polls no time).
+        r = _fetch(other, 12, sid, 2, {}, forgotten=[1], max_wait_ms=0)
+        assert r.error_code == 0 and r.session_id == sid
+        _produce(other, 1, 2)  # wakes the parked fetch, which reads p1 for its own request
+    resp = FetchResponse.decode(c.recv_frame(), version=12, header=True)
+    assert resp.error_code == 0 and resp.session_id == sid
+    got = _answered(resp)
+    assert set(got) == {1} and got[1][:2] == (0, 2) and got[1][2] > 0
+    # The session goes on without p1.
+    _produce(c, 0, 1)
+    _produce(c, 1, 1)
+    r = _fetch(c, 12, sid, 3, {})
+    assert r.error_code == 0 and set(_answered(r)) == {0}
+
+
 def test_forgetting_every_partition_closes_the_session(client: RawClient) -> None:
     c = client
     sid = _fetch(c, 12, 0, 0, {0: 0, 1: 0}).session_id
