@@ -87,14 +87,8 @@ class Setup:
             new.append(NewTopic(f"{self.topic}-idle", idle_partitions, rf))
         for f in admin.create_topics(new).values():
             f.result(60)
-        for topic in (t.topic for t in new):
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:
-                t = admin.list_topics(topic, timeout=5).topics[topic]
-                if t.error is None and t.partitions and all(
-                        p.leader >= 0 and len(p.isrs) == rf for p in t.partitions.values()):
-                    break
-                time.sleep(0.05)
+        for t in new:
+            _wait_full_isr(admin, t.topic, 120)
         if offsets_topic:
             self._create_offsets_topic(boot, admin)
         self.producer = Producer({"bootstrap.servers": boot, "acks": "all", "linger.ms": 0,
@@ -108,9 +102,9 @@ class Setup:
         holds its idle partitions beside the measured topic's."""
         consumer = Consumer({"bootstrap.servers": boot, "group.id": f"cpu-{uuid.uuid4().hex[:8]}",
                              "enable.auto.commit": False, "logger": quiet})
+        deadline = time.monotonic() + 60
         try:
             consumer.assign([TopicPartition(self.topic, 0, 0)])
-            deadline = time.monotonic() + 60
             while True:
                 try:
                     consumer.commit(offsets=[TopicPartition(self.topic, 0, 0)], asynchronous=False)
@@ -121,13 +115,7 @@ class Setup:
                     time.sleep(0.2)
         finally:
             consumer.close()
-        while time.monotonic() < deadline:
-            t = admin.list_topics("__consumer_offsets", timeout=5).topics.get("__consumer_offsets")
-            if t is not None and t.error is None and t.partitions and all(
-                    p.leader >= 0 and len(p.isrs) == len(p.replicas) for p in t.partitions.values()):
-                return
-            time.sleep(0.1)
-        raise RuntimeError("__consumer_offsets did not get its leaders and full ISRs within 60 s")
+        _wait_full_isr(admin, "__consumer_offsets", 60)
 
     def send(self, n: int) -> None:
         for i in range(n):
@@ -146,6 +134,18 @@ class Setup:
             self.cluster.close()
         if self.broker is not None:
             self.broker.kill()
+
+
+def _wait_full_isr(admin: AdminClient, topic: str, timeout: float) -> None:
+    """Until every partition of ``topic`` has a leader and all its replicas in sync."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        t = admin.list_topics(topic, timeout=5).topics.get(topic)
+        if t is not None and t.error is None and t.partitions and all(
+                p.leader >= 0 and len(p.isrs) == len(p.replicas) for p in t.partitions.values()):
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"{topic} did not get its leaders and full ISRs within {timeout:.0f} s")
 
 
 def main() -> None:

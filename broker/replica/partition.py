@@ -289,18 +289,20 @@ class Partition:
         if self.high_watermark < leo:  # else it cannot move: most of a fetch session's partitions are idle
             self.maybe_increment_high_watermark()
 
-    def idle_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: float) -> bool:
-        """A follower's fetch that moves nothing: the follower is in the ISR and already known to
-        be at ``fetch_offset``, which is the log end and the high watermark. Only its caught-up
-        time moves (what update_follower_fetch would do here). False: nothing recorded, take
-        update_follower_fetch. The idle partitions of a follower's fetch session take this path
-        on every fetch (every partition of the session is read, KIP-227)."""
+    def idle_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: float | None) -> bool:
+        """Whether a follower's fetch from ``fetch_offset`` moves nothing: the follower is in the
+        ISR and already known to be there, at the log end, which is the high watermark. If so and
+        ``now_ms`` is given (the fetch's arrival, not a parked fetch's read again), only its
+        caught-up time moves, which is all update_follower_fetch would do. False: nothing
+        recorded. The idle partitions of a follower's fetch session take this path on every
+        fetch (every partition of the session is looked at, KIP-227)."""
         f = self.followers.get(replica_id)
         if f is None or f.log_end_offset != fetch_offset or self.high_watermark != fetch_offset or \
                 self.log.log_end_offset != fetch_offset or replica_id not in self.isr:
             return False
-        f.last_caught_up_ms = f.last_fetch_ms = now_ms
-        f.leader_leo_at_last_fetch = fetch_offset
+        if now_ms is not None:
+            f.last_caught_up_ms = f.last_fetch_ms = now_ms
+            f.leader_leo_at_last_fetch = fetch_offset
         return True
 
     def _epoch_start_offset(self) -> int:

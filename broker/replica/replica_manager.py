@@ -517,9 +517,8 @@ class ReplicaManager:
                     # (fp is the session's CachedPartition: what it was last answered with)
                     offset = fp.fetch_offset
                     if replica_id >= 0:
-                        if fp.high_watermark == offset and (  # type: ignore[attr-defined]
-                                part.idle_follower_fetch(replica_id, offset, now_ms) if record_progress
-                                else offset == part.high_watermark == part.log.log_end_offset):
+                        if fp.high_watermark == offset and part.idle_follower_fetch(  # type: ignore[attr-defined]
+                                replica_id, offset, now_ms if record_progress else None):
                             continue
                     elif fp.high_watermark == part.high_watermark and offset == (  # type: ignore[attr-defined]
                             part.last_stable_offset if isolation == 1 else part.high_watermark):
