@@ -50,7 +50,11 @@ script's session instead of one session each (as ``samsa cluster up`` and the te
 them), so that with the kernel's autogroup scheduling (``/proc/sys/kernel/sched_autogroup_enabled``)
 the brokers and the client are one scheduling group, whose threads the scheduler weighs against
 one another directly, rather than four groups weighed first against each other. Same code, same
-machine: what moves is only how the kernel hands the two cores out. ``--plot`` writes a PNG of the ack and e2e percentiles against the rate, one line per
+machine: what moves is only how the kernel hands the two cores out.
+
+``--broker-cpus LIST`` runs the brokers of the three-broker targets on those CPUs (the broker
+property ``cpu.affinity``, as ``samsa cluster up --cpus LIST`` starts them), the client keeping
+the others. ``--plot`` writes a PNG of the ack and e2e percentiles against the rate, one line per
 target, client and size.
 
 Usage::
@@ -61,6 +65,7 @@ Usage::
     python bench/latency.py --json out.json --plot latency.png
     python bench/latency.py --targets samsa3-all --rates 10000 --sizes 100 --client java --one-scheduling-group
     python bench/latency.py --targets samsa3-all --rates 10000 --sizes 100 --client java --schedstat
+    python bench/latency.py --targets samsa3-all --rates 10000 --sizes 100 --client java --broker-cpus 1
 
 It is a script, not a test: nothing here asserts a latency.
 """
@@ -202,14 +207,15 @@ def run_queue_delta(before: dict[str, tuple[int, int]], after: dict[str, tuple[i
 class Target:
     """A running broker or cluster: its bootstrap, acks and the PIDs whose CPU is the broker's."""
 
-    def __init__(self, name: str, workdir: Path) -> None:
+    def __init__(self, name: str, workdir: Path, broker_cpus: str | None = None) -> None:
         self.name = name
         self.acks = "1" if name == "samsa3-1" else "all"
         self.rf = 3 if name.startswith("samsa3") else 1
         self.cluster: SamsaCluster | None = None
         self.broker: SamsaBroker | TansuBroker | None = None
         if self.rf == 3:
-            self.cluster = SamsaCluster(workdir / name, 3).start()
+            extra = {"cpu.affinity": broker_cpus} if broker_cpus else {}
+            self.cluster = SamsaCluster(workdir / name, 3, overrides=extra).start()
             self.cluster.wait_for_brokers(3)
             self.bootstrap = self.cluster.bootstrap
             pids = [b.proc.pid for b in self.cluster.brokers if b.proc is not None]
@@ -633,11 +639,16 @@ def main() -> None:
                     help="print each broker's and client process's time on a CPU and waiting for one (/proc schedstat)")
     ap.add_argument("--one-scheduling-group", action="store_true",
                     help="diagnostic: brokers in this script's session (one autogroup with the client)")
+    ap.add_argument("--broker-cpus", metavar="LIST",
+                    help="the three-broker targets' brokers run on these CPUs (cpu.affinity, as samsa cluster up --cpus)")
     args = ap.parse_args()
     Snapshots.SCHEDSTAT = args.schedstat
     if args.one_scheduling_group:
         brokers.NEW_SESSION = False
         print("# --one-scheduling-group: the brokers share this script's session and autogroup", file=sys.stderr)
+    if args.broker_cpus:
+        print(f"# --broker-cpus {args.broker_cpus}: the three-broker targets' brokers run on CPUs "
+              f"{args.broker_cpus} (cpu.affinity)", file=sys.stderr)
     results: list[Result] = []
     print(f"# load {os.getloadavg()}, {os.cpu_count()} cores; ms from the intended send time", file=sys.stderr)
     show_client = args.client != ["confluent"]
@@ -645,7 +656,7 @@ def main() -> None:
         java_cp = compile_java_producer(Path(tmp)) if "java" in args.client else None
         print(header(show_client), flush=True)
         for name in args.targets:
-            target = Target(name, Path(tmp))
+            target = Target(name, Path(tmp), args.broker_cpus)
             try:
                 for size in args.sizes:
                     for rate in args.rates:

@@ -30,6 +30,7 @@ Usage::
 
     python bench/replication.py                     # ~3 minutes
     python bench/replication.py --lag-mb 1024 --seconds 20 --repeat 3 --json out.json
+    python bench/replication.py --broker-cpus 1     # the brokers on CPU 1 (cpu.affinity)
 
 It is a script, not a test: nothing here asserts a speed.
 """
@@ -196,6 +197,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2, help="measured rounds of the three throughput cases (default 2)")
     ap.add_argument("--warmup-seconds", type=float, default=4.0, help="each case of the unmeasured first round")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--broker-cpus", metavar="LIST",
+                    help="the brokers run on these CPUs (cpu.affinity, as samsa cluster up --cpus LIST)")
     args = ap.parse_args()
     if args.batch_size:
         PRODUCER["batch.size"] = args.batch_size
@@ -205,6 +208,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="samsa-bench-repl-") as tmp:
         overrides = {"zookeeper.session.timeout.ms": args.session_ms, "log.segment.bytes": 268435456,
                      "replica.lag.time.max.ms": 10000}
+        if args.broker_cpus:
+            overrides["cpu.affinity"] = args.broker_cpus
+            print(f"brokers on CPUs {args.broker_cpus} (cpu.affinity)", flush=True)
         with SamsaCluster(Path(tmp), 3, overrides=overrides) as c:
             c.wait_for_brokers(3)
             cases = [("rf1_acks1", 1, "1"), ("rf3_acks1", 3, "1"), ("rf3_acksall", 3, "all")]

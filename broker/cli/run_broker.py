@@ -10,7 +10,7 @@ from types import ModuleType
 
 from protocol.errors import KafkaError
 
-from .. import malloc_tuning
+from .. import cpu_affinity, malloc_tuning
 from ..cluster.zk.client import BrokerIdInUse, ZooKeeperUnavailable
 from ..config.properties import BrokerConfig
 from ..console import ConsoleSidecar
@@ -32,6 +32,11 @@ def run(args: argparse.Namespace) -> int:
         return 2
     logging.basicConfig(level=str(config["log.level"]).upper(),
                         format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
+    try:
+        cpu_affinity.apply(str(config["cpu.affinity"]))  # before any thread: they inherit it
+    except (ValueError, OSError) as e:
+        print(f"samsa: invalid configuration: cpu.affinity: {e}", file=sys.stderr)
+        return 2
     if not args.no_uvloop and uvloop is not None:
         uvloop.install()
     malloc_tuning.tune(bool(config["malloc.tuning.enable"]))  # before the first large buffers

@@ -107,6 +107,7 @@ BROKER_DEFAULTS: dict[str, tuple[type, object]] = {
     "console.schema.registry.url": (str, ""),
     # Samsa's own: how the broker process runs (each measured in bench/; see the modules named).
     "malloc.tuning.enable": (bool, True),  # glibc mmap/trim thresholds raised (broker/malloc_tuning.py)
+    "cpu.affinity": (str, ""),  # CPUs the process runs on, taskset's list syntax; empty: any (broker/cpu_affinity.py)
     "fetch.sendfile.enable": (bool, False),  # PLAINTEXT Fetch regions by loop.sendfile, not pread+write
     "ssl.transport": (str, "openssl"),  # TLS listeners on pyOpenSSL ("openssl") or the loop's ssl ("loop")
     "ssl.read.loop": (str, "c"),  # pyOpenSSL's read loop in the C extension ("c") or in Python ("python")

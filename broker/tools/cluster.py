@@ -5,7 +5,9 @@ package's jars or ``ZOOKEEPER_HOME``) on ``--zookeeper-port`` (2181) and brokers
 ``--base-port`` (9092), 9093, ... as background processes, each with ``broker.id``,
 ``zookeeper.connect=127.0.0.1:2181/samsa``, its own ``log.dirs`` and log file in ``--dir``
 (``./samsa-cluster``), then prints the bootstrap string. ``--override k=v`` (repeatable) goes
-to every broker, after the defaults below. ``samsa cluster down`` stops the brokers one at a
+to every broker, after the defaults below; ``--cpus 1`` runs every broker on CPU 1 (the broker
+property ``cpu.affinity``, broker/cpu_affinity.py: on a small machine the client then keeps
+the other CPUs, and the brokers hand replication to each other on one). ``samsa cluster down`` stops the brokers one at a
 time with SIGTERM (each does a controlled shutdown, moving its leaderships away first), then
 ZooKeeper; ``samsa cluster status`` says what runs.
 
@@ -44,6 +46,7 @@ from pathlib import Path
 from kazoo.client import KazooClient
 
 import broker
+from broker import cpu_affinity
 from broker.cluster.zk.server import ZooKeeperNotFound, ZooKeeperServer, ZooKeeperStartError, is_serving
 from broker.console import parse_listener
 
@@ -74,6 +77,10 @@ def register(subparsers: Subparsers) -> None:
                          f"(default {DEFAULT_METRICS_PORT}; 0 for none; a busy port only loses that endpoint).")
     up.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                     help="A broker property for every broker (repeatable).")
+    up.add_argument("--cpus", default=None, metavar="LIST",
+                    help="Run every broker on these CPUs (taskset's list syntax, e.g. 1 or 2-3; the broker "
+                         "property cpu.affinity). Default: any CPU. On a small machine shared with clients, "
+                         "brokers on CPUs of their own answer acks=all sooner (see bench/RESULTS.md).")
     up.add_argument("--timeout", type=float, default=60.0,
                     help="Seconds to wait for the processes and for the cluster to form (default 60).")
     up.add_argument("--no-wait", action="store_true",
@@ -268,6 +275,12 @@ def _up(args: argparse.Namespace) -> int | None:
             raise ToolError(f"invalid --override {item!r}: expected key=value")
         k, v = item.split("=", 1)
         overrides[k.strip()] = v.strip()
+    if getattr(args, "cpus", None):
+        try:
+            cpu_affinity.parse_cpu_list(args.cpus)
+        except ValueError as e:
+            raise ToolError(f"--cpus: {e}") from e
+        overrides.setdefault("cpu.affinity", args.cpus)
 
     folder.mkdir(parents=True, exist_ok=True)
     state: dict[str, JSON] = {"dir": str(folder), "chroot": chroot, "started_at": time.time(),

@@ -25,6 +25,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from broker.cpu_affinity import parse_cpu_list
+
 from .net import api_versions_v0, free_port, port_accepts, wait_until
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -257,6 +259,16 @@ class SamsaBroker(BrokerProcess):
         for key, value in self.overrides.items():
             cmd += ["--override", f"{key}={value}"]
         return cmd + self.args
+
+
+def thread_cpus(pid: int) -> dict[int, set[int]]:
+    """Each thread of process ``pid``: the CPUs it may run on, as the kernel says (cpu.affinity)."""
+    out = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for line in (task / "status").read_text().splitlines():
+            if line.startswith("Cpus_allowed_list:"):
+                out[int(task.name)] = parse_cpu_list(line.split(":", 1)[1].strip())
+    return out
 
 
 def tansu_binary() -> Path:

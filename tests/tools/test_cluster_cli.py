@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.brokers import thread_cpus
 from tests.support.cluster import cluster_mode_implemented
 from tests.support.net import free_port, port_accepts
 from tests.support.zookeeper import skip_without_zookeeper
@@ -71,7 +72,7 @@ def test_cluster_up_produce_consume_down(tmp_path: Path) -> None:
     zk_port, base, metrics_base = free_port(), _free_run(3), _free_run(3)
     up_args = ["cluster", "up", "--dir", str(folder), "--brokers", "3", "--zookeeper-port", str(zk_port),
                "--base-port", str(base), "--timeout", "120", "--override", "group.initial.rebalance.delay.ms=0",
-               "--metrics-port", str(metrics_base)]
+               "--metrics-port", str(metrics_base), "--cpus", str(min(os.sched_getaffinity(0)))]
     if not cluster_mode_implemented():
         up_args.append("--no-wait")  # independent brokers never list each other in Metadata
     state: dict[str, Any] = {}
@@ -84,6 +85,11 @@ def test_cluster_up_produce_consume_down(tmp_path: Path) -> None:
         assert state["zookeeper"]["port"] == zk_port and [b["port"] for b in state["brokers"]] == [
             base, base + 1, base + 2]
         assert all(_alive(p) for p in _pids(state))
+        # --cpus: every broker, and each of its threads (ZooKeeper's among them), on that CPU
+        for b in state["brokers"]:
+            assert b["properties"]["cpu.affinity"] == str(min(os.sched_getaffinity(0)))
+            threads = thread_cpus(b["pid"])
+            assert len(threads) > 1 and all(c == {min(os.sched_getaffinity(0))} for c in threads.values()), threads
         for i in range(3):
             assert (folder / f"broker-{i}.log").exists() and (folder / f"broker-{i}").is_dir()
         assert f"zookeeper.connect=127.0.0.1:{zk_port}/samsa" in (folder / "broker-0.log").read_text()
