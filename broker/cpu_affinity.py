@@ -11,11 +11,11 @@ Why a broker would want it (issue 26, measured in bench/RESULTS.md): on the 2-vC
 project is measured on, a TCP round trip between two processes costs ~6.5 us when both run on
 one vCPU and ~75 us when they run on different vCPUs (waking a vCPU that halted costs the host
 a VM exit), and an acks=all produce on three brokers crosses between brokers four times per
-replication round. With the three brokers of ``samsa cluster up`` on one vCPU and the client on
-the other, RF 3 acks=all at 10,000 msg/s had p99 9-12 ms instead of ~20 ms (Java client) and
-12-13 ms instead of 46-64 ms (librdkafka); batched throughput (bench/replication.py, RF 3
-acks=all) fell from 252k to 210k msg/s, as three brokers then share one core. A trade for the
-operator to make, hence off by default.
+replication round. With the three brokers on one vCPU and the client on the other
+(``bench/latency.py --broker-cpus 1``), RF 3 acks=all at 10,000 msg/s had p99 9.5-14 ms instead
+of 19-20 ms (Java client) and 13-14 ms instead of 36-58 ms (librdkafka); batched throughput
+(``bench/replication.py --broker-cpus 1``, RF 3 acks=all) fell from 253k to 218k msg/s, as three
+brokers then share one core. A trade for the operator to make, hence off by default.
 """
 
 from __future__ import annotations
