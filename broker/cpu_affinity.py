@@ -12,8 +12,8 @@ project is measured on, a TCP round trip between two processes costs ~6.5 us whe
 one vCPU and ~75 us when they run on different vCPUs (waking a vCPU that halted costs the host
 a VM exit), and an acks=all produce on three brokers crosses between brokers four times per
 replication round. With the three brokers on one vCPU and the client on the other
-(``bench/latency.py --broker-cpus 1``), RF 3 acks=all at 10,000 msg/s had p99 9.5-14 ms instead
-of 19-20 ms (Java client) and 13-14 ms instead of 36-58 ms (librdkafka); batched throughput
+(``bench/latency.py --broker-cpus 1``), RF 3 acks=all at 10,000 msg/s had p99 9.2-14 ms instead
+of 19-20 ms (Java client) and 12.6-14 ms instead of 36-58 ms (librdkafka); batched throughput
 (``bench/replication.py --broker-cpus 1``, RF 3 acks=all) fell from 253k to 218k msg/s, as three
 brokers then share one core. A trade for the operator to make, hence off by default.
 """
