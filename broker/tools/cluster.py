@@ -277,9 +277,12 @@ def _up(args: argparse.Namespace) -> int | None:
         overrides[k.strip()] = v.strip()
     if getattr(args, "cpus", None):
         try:
-            cpu_affinity.parse_cpu_list(args.cpus)
+            cpus = cpu_affinity.parse_cpu_list(args.cpus)
         except ValueError as e:
             raise ToolError(f"--cpus: {e}") from e
+        if not cpus & os.sched_getaffinity(0):
+            raise ToolError(f"--cpus {args.cpus}: none of these CPUs is available here "
+                            f"({','.join(map(str, sorted(os.sched_getaffinity(0))))})")
         overrides.setdefault("cpu.affinity", args.cpus)
 
     folder.mkdir(parents=True, exist_ok=True)
