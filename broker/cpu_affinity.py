@@ -25,6 +25,8 @@ import os
 
 log = logging.getLogger("samsa.server")
 
+MAX_CPU = 65535  # beyond any kernel's CONFIG_NR_CPUS: a larger number is a typo, not a machine
+
 
 def parse_cpu_list(spec: str) -> set[int]:
     """``"0,2-3"`` -> {0, 2, 3}; ValueError naming what is wrong."""
@@ -41,6 +43,8 @@ def parse_cpu_list(spec: str) -> set[int]:
             raise ValueError(f"{part!r} in CPU list {spec!r} is not a CPU number or a range a-b") from None
         if first < 0 or last < first:
             raise ValueError(f"{part!r} in CPU list {spec!r} is not a CPU number or a range a-b")
+        if last > MAX_CPU:
+            raise ValueError(f"{part!r} in CPU list {spec!r} goes beyond CPU {MAX_CPU}")
         cpus.update(range(first, last + 1))
     return cpus
 

@@ -7,9 +7,9 @@ package's jars or ``ZOOKEEPER_HOME``) on ``--zookeeper-port`` (2181) and brokers
 (``./samsa-cluster``), then prints the bootstrap string. ``--override k=v`` (repeatable) goes
 to every broker, after the defaults below; ``--cpus 1`` runs every broker on CPU 1 (the broker
 property ``cpu.affinity``, broker/cpu_affinity.py: on a small machine the client then keeps
-the other CPUs, and the brokers hand replication to each other on one). ``samsa cluster down`` stops the brokers one at a
-time with SIGTERM (each does a controlled shutdown, moving its leaderships away first), then
-ZooKeeper; ``samsa cluster status`` says what runs.
+the other CPUs, and the brokers hand replication to each other on one). ``samsa cluster down``
+stops the brokers one at a time with SIGTERM (each does a controlled shutdown, moving its
+leaderships away first), then ZooKeeper; ``samsa cluster status`` says what runs.
 
 Layout of ``--dir``::
 

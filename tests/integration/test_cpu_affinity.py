@@ -43,7 +43,8 @@ def test_a_broker_and_all_its_threads_run_on_the_cpus_of_cpu_affinity(tmp_path: 
     ("1-x", "is not a CPU number or a range"),
     ("3-1", "is not a CPU number or a range"),
     ("0,", "empty item"),
-    ("100000", "names none of the CPUs this process may run on"),
+    ("0-4000000000", "goes beyond CPU 65535"),
+    ("4096", "names none of the CPUs this process may run on"),
 ])
 def test_a_cpu_affinity_the_broker_cannot_use_stops_it_with_the_reason(tmp_path: Path, value: str,
                                                                        reason: str) -> None:
