@@ -308,4 +308,6 @@ class Broker:
             trace.start(os.environ["SAMSA_REPLICATION_TRACE"])
         await self.start()
         await self._stopping.wait()
+        if trace.ON:
+            trace.flush()  # what was traced is on disk even if the shutdown is cut short (SIGKILL)
         await self.stop()
