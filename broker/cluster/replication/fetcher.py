@@ -129,12 +129,22 @@ class ReplicaFetcher:
         self.task = asyncio.get_running_loop().create_task(self._run(), name=f"replica-fetcher-{self.leader_id}")
 
     async def stop(self) -> None:
-        if self.task is not None:
-            self.task.cancel()
-            try:
-                await self.task
-            except (asyncio.CancelledError, Exception):
-                pass
+        task = self.task
+        if task is not None:
+            # Cancelled until it is done: on Python 3.11 ``asyncio.wait_for`` (the inter-broker
+            # client's requests) swallows a cancellation that arrives as the request completes
+            # (gh-86296), the fetch loop then goes on, and awaiting the task once hung a broker's
+            # shutdown until SIGKILL (it had begun to follow a new leader a millisecond before).
+            for _ in range(100):
+                task.cancel()
+                done, _pending = await asyncio.wait({task}, timeout=0.1)
+                if done:
+                    break
+            else:
+                log.warning("[ReplicaFetcher broker=%d leader=%d] Fetcher did not stop within 10 s of "
+                            "being cancelled; shutting down without it", self.broker.broker_id, self.leader_id)
+            if task.done() and not task.cancelled():
+                task.exception()  # (retrieved: it ended with an error already logged, or none)
         if self.client is not None:
             self.client.close()
 
