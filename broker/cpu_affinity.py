@@ -60,14 +60,15 @@ def apply(spec: str) -> set[int] | None:
     usable = wanted & allowed
     if not usable:
         raise ValueError(f"cpu.affinity={spec} names none of the CPUs this process may run on "
-                         f"({_format(allowed)})")
+                         f"({format_cpus(allowed)})")
     if usable != wanted:
         log.warning("cpu.affinity=%s: CPUs %s are not available to this process; using %s", spec,
-                    _format(wanted - allowed), _format(usable))
+                    format_cpus(wanted - allowed), format_cpus(usable))
     os.sched_setaffinity(0, usable)
-    log.info("Running on CPUs %s of %s (cpu.affinity)", _format(usable), _format(allowed))
+    log.info("Running on CPUs %s of %s (cpu.affinity)", format_cpus(usable), format_cpus(allowed))
     return usable
 
 
-def _format(cpus: set[int]) -> str:
+def format_cpus(cpus: set[int]) -> str:
+    """{2, 0, 1} -> "0,1,2" (how the logs and messages name CPUs)."""
     return ",".join(str(c) for c in sorted(cpus))

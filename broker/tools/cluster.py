@@ -280,9 +280,10 @@ def _up(args: argparse.Namespace) -> int | None:
             cpus = cpu_affinity.parse_cpu_list(args.cpus)
         except ValueError as e:
             raise ToolError(f"--cpus: {e}") from e
-        if not cpus & os.sched_getaffinity(0):
+        available = os.sched_getaffinity(0)
+        if not cpus & available:
             raise ToolError(f"--cpus {args.cpus}: none of these CPUs is available here "
-                            f"({','.join(map(str, sorted(os.sched_getaffinity(0))))})")
+                            f"({cpu_affinity.format_cpus(available)})")
         overrides.setdefault("cpu.affinity", args.cpus)
 
     folder.mkdir(parents=True, exist_ok=True)
